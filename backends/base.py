@@ -1,0 +1,222 @@
+"""The one training interface every backend implements.
+
+A backend knows how to join the job (`setup`), wrap a model and optimizer for
+data-parallel training (`prepare`), run gradient accumulation without
+communicating (`accumulate`), take an optimizer step (`step`, which also holds
+the mixed-precision pattern), and talk to the other ranks (`all_reduce`,
+`broadcast_object`, `barrier`). It never changes hyperparameters: the model,
+optimizer, learning rate and batch it is given are the ones it trains with.
+
+    from backends import registry
+    backend = registry.create("ddp-gloo", BackendOptions())
+    backend.setup(); model, opt = backend.prepare(model, opt); ...; backend.close()
+"""
+from __future__ import annotations
+
+import abc
+import contextlib
+import datetime
+from dataclasses import dataclass, field, asdict
+from typing import Any, Callable, ClassVar, Iterator
+
+import torch
+
+from backends.env import LauncherEnv, detect
+
+REDUCE_OPS = ("sum", "avg", "min", "max", "product")
+
+
+class BackendUnavailable(RuntimeError):
+    """This backend cannot run here; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Availability:
+    ok: bool
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """Knobs of the communication layer. Each one is recorded in the results.
+
+    accumulation_steps: backward passes per optimizer step (DDP: no_sync on all
+        but the last; Horovod: backward_passes_per_step).
+    compression: "none" or "fp16" (DDP: fp16_compress_hook; Horovod:
+        hvd.Compression.fp16).
+    bucket_mb: DDP bucket_cap_mb and Horovod HOROVOD_FUSION_THRESHOLD (MiB);
+        None keeps each library's default (DDP 25 MiB, Horovod 128 MiB).
+    timeout_s: bound on every collective; a dead peer becomes an error.
+    device: "auto" (GPU per local rank when the backend uses GPUs) or "cpu".
+    """
+
+    accumulation_steps: int = 1
+    compression: str = "none"
+    bucket_mb: float | None = None
+    timeout_s: float = 300.0
+    device: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.accumulation_steps < 1:
+            raise ValueError(f"accumulation_steps must be >= 1, got {self.accumulation_steps}")
+        if self.compression not in ("none", "fp16"):
+            raise ValueError(f"compression must be 'none' or 'fp16', got {self.compression!r}")
+        if self.bucket_mb is not None and self.bucket_mb <= 0:
+            raise ValueError(f"bucket_mb must be > 0, got {self.bucket_mb}")
+        if self.timeout_s <= 0:
+            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
+        if self.device not in ("auto", "cpu"):
+            raise ValueError(f"device must be 'auto' or 'cpu', got {self.device!r}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Backend(abc.ABC):
+    """One way of training data-parallel. Subclasses are registered by name."""
+
+    name: ClassVar[str]
+    uses_gpu: ClassVar[bool] = False   # True: needs a CUDA device
+    distributed: ClassVar[bool] = True  # False: runs in one process only
+
+    def __init__(self, options: BackendOptions | None = None,
+                 env: LauncherEnv | None = None) -> None:
+        self.options = options or BackendOptions()
+        self.env = env or detect()
+        self.device = torch.device("cpu")
+        self._ready = False
+
+    # -- can it run here? ------------------------------------------------
+    @classmethod
+    @abc.abstractmethod
+    def availability(cls) -> Availability:
+        """Whether this backend can run on this machine, and if not, why."""
+
+    def check_launch(self) -> None:
+        """Raise BackendUnavailable when the launcher does not fit this backend."""
+        if not self.distributed and self.env.world_size > 1:
+            raise BackendUnavailable(
+                f"{self.name}: runs in one process, but {self.env.launcher} started "
+                f"{self.env.world_size} ranks; launch it without a launcher")
+
+    # -- life cycle ------------------------------------------------------
+    def setup(self) -> "Backend":
+        avail = self.availability()
+        if not avail:
+            raise BackendUnavailable(f"{self.name}: {avail.reason}")
+        self.check_launch()
+        self.device = self._pick_device()
+        self._setup()
+        self._ready = True
+        return self
+
+    @abc.abstractmethod
+    def _setup(self) -> None: ...
+
+    def close(self) -> None:
+        if self._ready:
+            self._close()
+            self._ready = False
+
+    def _close(self) -> None:
+        pass
+
+    def __enter__(self) -> "Backend":
+        return self.setup()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _pick_device(self) -> torch.device:
+        if self.options.device == "cpu" or not torch.cuda.is_available():
+            if self.uses_gpu:
+                raise BackendUnavailable(f"{self.name}: no CUDA device visible")
+            return torch.device("cpu")
+        return torch.device("cuda", self.env.local_rank % torch.cuda.device_count())
+
+    # -- who am I --------------------------------------------------------
+    @property
+    def rank(self) -> int:
+        return self.env.rank
+
+    @property
+    def world_size(self) -> int:
+        return self.env.world_size
+
+    @property
+    def local_rank(self) -> int:
+        return self.env.local_rank
+
+    @property
+    def timeout(self) -> datetime.timedelta:
+        return datetime.timedelta(seconds=self.options.timeout_s)
+
+    # -- training --------------------------------------------------------
+    @abc.abstractmethod
+    def prepare(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer
+                ) -> tuple[torch.nn.Module, torch.optim.Optimizer]:
+        """Wrap for data-parallel training; every rank starts from rank 0's state."""
+
+    @contextlib.contextmanager
+    def accumulate(self, model: torch.nn.Module, last: bool) -> Iterator[None]:
+        """Context for one backward pass; `last` is the pass that communicates."""
+        yield
+
+    def step(self, optimizer: torch.optim.Optimizer, scaler: Any = None,
+             before_step: Callable[[], None] | None = None) -> None:
+        """Optimizer step after the gradients are reduced.
+
+        `scaler` is a torch.amp.GradScaler (fp16) or None. `before_step` runs when
+        the gradients are final (averaged and unscaled), before they are applied.
+        """
+        if scaler is not None:
+            scaler.unscale_(optimizer)
+        if before_step is not None:
+            before_step()
+        if scaler is not None:
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            optimizer.step()
+
+    # -- communication ---------------------------------------------------
+    @abc.abstractmethod
+    def all_reduce(self, tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
+        """Reduce across ranks; returns the result (may be `tensor`, updated in place)."""
+
+    @abc.abstractmethod
+    def broadcast_object(self, obj: Any, src: int = 0) -> Any: ...
+
+    @abc.abstractmethod
+    def barrier(self) -> None: ...
+
+    def all_gather_object(self, obj: Any) -> list[Any]:
+        """Every rank's object, in rank order (built on broadcast_object)."""
+        return [self.broadcast_object(obj if r == self.rank else None, src=r)
+                for r in range(self.world_size)]
+
+    def synchronize(self) -> None:
+        """Wait for the device, so that a clock read after it is honest."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    # -- what the result depends on --------------------------------------
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "backend": self.name,
+            "launcher": self.env.launcher,
+            "world_size": self.world_size,
+            "local_size": self.env.local_size,
+            "device": str(self.device),
+            "options": self.options.as_dict(),
+            "torch": torch.__version__,
+        }
+
+
+def check_op(op: str) -> str:
+    if op not in REDUCE_OPS:
+        raise ValueError(f"unknown reduce op {op!r}; expected one of {', '.join(REDUCE_OPS)}")
+    return op

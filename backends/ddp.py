@@ -1,0 +1,199 @@
+"""torch DistributedDataParallel over Gloo, NCCL or MPI.
+
+The process group is created with the backend's timeout (so a dead peer becomes
+an error, not a hang) from a store found by backends.rendezvous, and destroyed
+on close. Gradient accumulation uses DDP's no_sync(); fp16 compression uses
+DDP's fp16_compress_hook; bucket_mb sets bucket_cap_mb.
+
+    torchrun --nproc-per-node 2 -m pytest suites/ -k ddp-gloo
+    mpirun -np 2 python -m pytest suites/ -k ddp-mpi
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any, Iterator
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from backends.base import Availability, Backend, BackendUnavailable, check_op
+from backends.rendezvous import store_for
+
+_OPS = {
+    "sum": dist.ReduceOp.SUM, "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX,
+    "product": dist.ReduceOp.PRODUCT, "avg": dist.ReduceOp.AVG,
+}
+
+
+class _DDPBackend(Backend):
+    """Shared by every torch.distributed transport; subclasses name the pg backend."""
+
+    pg_backend: str
+
+    def _setup(self) -> None:
+        if dist.is_initialized():
+            raise RuntimeError(f"{self.name}: a torch.distributed process group already "
+                               "exists in this process; close the previous backend first")
+        if self.device.type == "cuda":
+            torch.cuda.set_device(self.device)
+        store = store_for(self.env, self.timeout)
+        dist.init_process_group(self._pg_name(), store=store, rank=self.rank,
+                                world_size=self.world_size, timeout=self.timeout)
+
+    def _pg_name(self) -> str:
+        return self.pg_backend
+
+    def _close(self) -> None:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+
+    def prepare(self, model, optimizer):
+        model = model.to(self.device)
+        kwargs: dict[str, Any] = {}
+        if self.device.type == "cuda":
+            kwargs["device_ids"] = [self.device.index]
+        if self.options.bucket_mb is not None:
+            kwargs["bucket_cap_mb"] = self.options.bucket_mb
+        ddp = DistributedDataParallel(model, **kwargs)  # broadcasts rank 0's parameters
+        if self.options.compression == "fp16":
+            from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+            ddp.register_comm_hook(dist.group.WORLD, default_hooks.fp16_compress_hook)
+        self._broadcast_optimizer_state(optimizer)
+        return ddp, optimizer
+
+    def _broadcast_optimizer_state(self, optimizer) -> None:
+        # Fresh optimizers have no state; a resumed one must start alike everywhere.
+        if any(optimizer.state.values()):
+            optimizer.load_state_dict(self.broadcast_object(optimizer.state_dict()))
+
+    @contextlib.contextmanager
+    def accumulate(self, model, last: bool) -> Iterator[None]:
+        if last or not isinstance(model, DistributedDataParallel):
+            yield
+        else:
+            with model.no_sync():
+                yield
+
+    def all_reduce(self, tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
+        check_op(op)
+        if op == "avg" and self.pg_backend != "nccl":
+            # Gloo has no AVG: sum, then divide (integers by floor division).
+            dist.all_reduce(tensor, op=dist.ReduceOp.SUM)
+            if tensor.is_floating_point():
+                tensor.div_(self.world_size)
+            else:
+                tensor.floor_divide_(self.world_size)
+            return tensor
+        dist.all_reduce(tensor, op=_OPS[op])
+        return tensor
+
+    def broadcast_object(self, obj: Any, src: int = 0) -> Any:
+        box = [obj]
+        dist.broadcast_object_list(box, src=src, device=self._object_device())
+        return box[0]
+
+    def all_gather_object(self, obj: Any) -> list[Any]:
+        out: list[Any] = [None] * self.world_size
+        dist.all_gather_object(out, obj)
+        return out
+
+    def _object_device(self) -> torch.device | None:
+        return self.device if self.pg_backend == "nccl" else torch.device("cpu")
+
+    def barrier(self) -> None:
+        if self.pg_backend == "nccl":
+            dist.barrier(device_ids=[self.device.index])
+        else:
+            dist.barrier()
+
+    def metadata(self):
+        meta = super().metadata()
+        meta["process_group"] = self.pg_backend
+        if self.pg_backend == "nccl" and torch.cuda.is_available():
+            meta["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
+        return meta
+
+
+class DDPGlooBackend(_DDPBackend):
+    name = "ddp-gloo"
+    pg_backend = "gloo"
+
+    @classmethod
+    def availability(cls) -> Availability:
+        if not dist.is_available():
+            return Availability(False, "this torch build has no torch.distributed")
+        if not dist.is_gloo_available():
+            return Availability(False, "this torch build has no Gloo backend")
+        return Availability(True)
+
+
+class DDPNCCLBackend(_DDPBackend):
+    name = "ddp-nccl"
+    pg_backend = "nccl"
+    uses_gpu = True
+
+    @classmethod
+    def availability(cls) -> Availability:
+        if not torch.cuda.is_available():
+            return Availability(False, "no CUDA device visible")
+        if not dist.is_nccl_available():
+            return Availability(False, "this torch build has no NCCL backend")
+        return Availability(True)
+
+    def check_launch(self) -> None:
+        super().check_launch()
+        gpus = torch.cuda.device_count()
+        if self.env.local_size > gpus:
+            raise BackendUnavailable(
+                f"ddp-nccl: {self.env.local_size} ranks on this host but {gpus} GPU(s); "
+                "NCCL needs one GPU per rank")
+
+
+class DDPMPIBackend(_DDPBackend):
+    """torch's native MPI process group when built in, else backends.mpi_pg (mpi4py)."""
+
+    name = "ddp-mpi"
+    pg_backend = "mpi"
+
+    @classmethod
+    def availability(cls) -> Availability:
+        if dist.is_mpi_available():
+            return Availability(True, "native torch MPI backend")
+        try:
+            from backends import mpi_pg
+        except ImportError as exc:
+            return Availability(False, f"torch has no MPI backend and {exc}")
+        ok, reason = mpi_pg.is_available()
+        return Availability(ok, reason if not ok else "mpi4py process group")
+
+    def check_launch(self) -> None:
+        super().check_launch()
+        if self.world_size > 1 and not ("OMPI_COMM_WORLD_RANK" in os.environ
+                                        or "PMI_RANK" in os.environ):
+            raise BackendUnavailable(
+                f"ddp-mpi: needs an MPI launcher (mpirun, mpiexec, horovodrun --mpi); "
+                f"this job was started by {self.env.launcher}")
+
+    def _pg_name(self) -> str:
+        if dist.is_mpi_available():
+            return "mpi"
+        from backends import mpi_pg
+        return mpi_pg.register()
+
+    def _setup(self) -> None:
+        if dist.is_mpi_available():
+            dist.init_process_group("mpi", timeout=self.timeout)
+            return
+        super()._setup()
+
+    def metadata(self):
+        meta = super().metadata()
+        if dist.is_mpi_available():
+            meta["mpi_implementation"] = "torch-native"
+        else:
+            from backends import mpi_pg
+            meta["mpi_implementation"] = "mpi4py"
+            meta["mpi"] = mpi_pg.describe()
+        return meta

@@ -1,0 +1,68 @@
+"""Backend names -> backend classes.
+
+Classes are imported lazily, so a missing Horovod or mpi4py only matters to the
+backends that need it. An unknown name fails with the list of known names.
+
+    python -m backends.registry     # one line per backend: name, available, why not
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from backends.base import Availability, BackendOptions
+
+if TYPE_CHECKING:
+    from backends.base import Backend
+
+_BACKENDS: dict[str, str] = {
+    "single": "backends.local:SingleBackend",
+    "dp": "backends.local:DataParallelBackend",
+    "ddp-gloo": "backends.ddp:DDPGlooBackend",
+    "ddp-nccl": "backends.ddp:DDPNCCLBackend",
+    "ddp-mpi": "backends.ddp:DDPMPIBackend",
+    "horovod": "backends.horovod:HorovodBackend",
+}
+
+
+class UnknownBackend(KeyError):
+    def __str__(self) -> str:  # KeyError would quote the message
+        return self.args[0]
+
+
+def names() -> list[str]:
+    return list(_BACKENDS)
+
+
+def get(name: str) -> type["Backend"]:
+    try:
+        target = _BACKENDS[name]
+    except KeyError:
+        raise UnknownBackend(
+            f"unknown backend {name!r}; known backends: {', '.join(_BACKENDS)}") from None
+    module, cls = target.split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def create(name: str, options: BackendOptions | None = None, env=None) -> "Backend":
+    return get(name)(options, env)
+
+
+def availability(name: str) -> Availability:
+    try:
+        return get(name).availability()
+    except ImportError as exc:  # a backend module whose own imports fail
+        return Availability(False, f"cannot import: {exc}")
+
+
+def doctor_lines() -> list[str]:
+    lines = []
+    for name in names():
+        avail = availability(name)
+        lines.append(f"{name:10s} {'available' if avail else 'unavailable':11s} "
+                     f"{avail.reason}".rstrip())
+    return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(doctor_lines()))

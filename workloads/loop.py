@@ -1,0 +1,163 @@
+"""The ONE training loop that every backend runs.
+
+`train(workload, backend, config)` seeds, builds the model and optimizer from the
+workload (identical on every rank), lets the backend wrap them, and runs
+`config.steps` optimizer steps. Each step is timed whole, with the device
+synchronized before each clock read. It returns this rank's step times and the
+global mean loss of every step (averaged across ranks once, after training, so
+timing is not disturbed by an extra collective per step).
+
+    from backends import registry as B; from workloads import registry as W
+    from workloads.loop import TrainConfig, train
+    with B.create("single") as be:
+        print(train(W.get("mlp"), be, TrainConfig(steps=5)).losses)
+"""
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from backends.base import Backend
+from workloads.data import ShardedBatches
+from workloads.spec import Workload
+
+PRECISIONS = ("fp32", "bf16", "fp16")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Knobs of the loop (the communication knobs live in BackendOptions).
+
+    steps: optimizer steps to run (each with accumulation_steps micro-batches).
+    precision: fp32; bf16 autocast (CPU or GPU); fp16 autocast + GradScaler (GPU).
+    num_workers: DataLoader worker processes per rank.
+    set_to_none: optimizer.zero_grad(set_to_none=...).
+    checkpointing: activation checkpointing in the model's blocks.
+    channels_last: NHWC memory format for image models on GPUs.
+    deterministic: torch.use_deterministic_algorithms for bitwise repeatability.
+    """
+
+    steps: int = 10
+    precision: str = "fp32"
+    num_workers: int = 0
+    set_to_none: bool = True
+    checkpointing: bool = False
+    channels_last: bool = False
+    deterministic: bool = False
+
+    def __post_init__(self) -> None:
+        if self.steps < 1:
+            raise ValueError(f"steps must be >= 1, got {self.steps}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.num_workers < 0:
+            raise ValueError(f"num_workers must be >= 0, got {self.num_workers}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class TrainResult:
+    losses: list[float]          # global mean loss per optimizer step
+    step_times: list[float]      # this rank's seconds per optimizer step
+    per_rank_batch: int
+    global_batch: int            # samples per optimizer step, all ranks
+    world_size: int
+    model: torch.nn.Module = field(repr=False)
+
+    def samples_per_s(self, skip: int = 0) -> float:
+        times = self.step_times[skip:]
+        return self.global_batch / float(np.median(times))
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _autocast(device: torch.device, precision: str):
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def build(workload: Workload, backend: Backend, config: TrainConfig):
+    """Model and optimizer, seeded identically on every rank, wrapped by the backend."""
+    if config.precision == "fp16" and backend.device.type != "cuda":
+        raise ValueError("precision fp16 needs a CUDA device (GradScaler); use bf16 on CPU")
+    seed_everything(workload.seed)
+    model = workload.build_model(config.checkpointing)
+    if config.channels_last and workload.supports_channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    model = model.to(backend.device)
+    optimizer = workload.make_optimizer(model.parameters())
+    return backend.prepare(model, optimizer)
+
+
+def train(workload: Workload, backend: Backend, config: TrainConfig,
+          on_grads: Callable[[int, torch.nn.Module], None] | None = None,
+          on_step: Callable[[int, float], None] | None = None) -> TrainResult:
+    """Run `config.steps` steps; `on_grads(step, model)` sees the final gradients."""
+    if config.deterministic:
+        torch.use_deterministic_algorithms(True)
+    device = backend.device
+    model, optimizer = build(workload, backend, config)
+    model.train()
+    batches = ShardedBatches(workload.build_dataset(workload.seed), workload.batch_size,
+                             backend.rank, backend.world_size, workload.seed,
+                             config.num_workers, pin_memory=device.type == "cuda")
+    accum = backend.options.accumulation_steps
+    scaler = torch.amp.GradScaler("cuda") if config.precision == "fp16" else None
+    channels_last = config.channels_last and workload.supports_channels_last
+    local_losses = torch.zeros(config.steps, dtype=torch.float64, device=device)
+    times: list[float] = []
+    for step in range(config.steps):
+        backend.synchronize()
+        start = time.perf_counter()
+        optimizer.zero_grad(set_to_none=config.set_to_none)
+        for micro in range(accum):
+            x, y = next(batches)
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            if channels_last and x.dim() == 4:
+                x = x.contiguous(memory_format=torch.channels_last)
+            with backend.accumulate(model, last=micro == accum - 1):
+                with _autocast(device, config.precision):
+                    loss = workload.loss(model(x), y) / accum
+                (scaler.scale(loss) if scaler is not None else loss).backward()
+            local_losses[step] += loss.detach().double()
+        hook = (lambda s=step: on_grads(s, model)) if on_grads else None
+        backend.step(optimizer, scaler, before_step=hook)
+        backend.synchronize()
+        times.append(time.perf_counter() - start)
+        if on_step is not None:
+            on_step(step, times[-1])
+    global_losses = backend.all_reduce(local_losses, op="sum") / backend.world_size
+    return TrainResult(losses=global_losses.cpu().tolist(), step_times=times,
+                       per_rank_batch=workload.batch_size,
+                       global_batch=workload.batch_size * accum * backend.world_size,
+                       world_size=backend.world_size, model=model)
+
+
+@torch.no_grad()
+def accuracy(model: torch.nn.Module, dataset, device: torch.device,
+             batch_size: int = 512) -> float:
+    """Top-1 accuracy of `model` on a (small, held-out) data set."""
+    was_training = model.training
+    model.eval()
+    correct = total = 0
+    loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size)
+    for x, y in loader:
+        pred = model(x.to(device)).argmax(dim=-1)
+        correct += int((pred == y.to(device)).sum())
+        total += y.numel()
+    model.train(was_training)
+    return correct / max(total, 1)
