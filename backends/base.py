@@ -95,12 +95,19 @@ class Backend(abc.ABC):
     def availability(cls) -> Availability:
         """Whether this backend can run on this machine, and if not, why."""
 
+    @classmethod
+    def launch_fit(cls, env: LauncherEnv) -> Availability:
+        """Whether the launcher that started this job can run this backend."""
+        if not cls.distributed and env.world_size > 1:
+            return Availability(False, f"runs in one process, but {env.launcher} started "
+                                       f"{env.world_size} ranks; launch it without a launcher")
+        return Availability(True)
+
     def check_launch(self) -> None:
         """Raise BackendUnavailable when the launcher does not fit this backend."""
-        if not self.distributed and self.env.world_size > 1:
-            raise BackendUnavailable(
-                f"{self.name}: runs in one process, but {self.env.launcher} started "
-                f"{self.env.world_size} ranks; launch it without a launcher")
+        fit = self.launch_fit(self.env)
+        if not fit:
+            raise BackendUnavailable(f"{self.name}: {fit.reason}")
 
     # -- life cycle ------------------------------------------------------
     def setup(self) -> "Backend":
@@ -186,6 +193,14 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def all_reduce(self, tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
         """Reduce across ranks; returns the result (may be `tensor`, updated in place)."""
+
+    @abc.abstractmethod
+    def broadcast(self, tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
+        """Rank `src`'s tensor on every rank (in place where the library allows)."""
+
+    @abc.abstractmethod
+    def all_gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Every rank's tensor concatenated along dim 0, in rank order."""
 
     @abc.abstractmethod
     def broadcast_object(self, obj: Any, src: int = 0) -> Any: ...

@@ -18,7 +18,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from backends.base import Availability, Backend, BackendUnavailable, check_op
+from backends.base import Availability, Backend, check_op
 from backends.rendezvous import store_for
 
 _OPS = {
@@ -38,9 +38,9 @@ class _DDPBackend(Backend):
                                "exists in this process; close the previous backend first")
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
-        store = store_for(self.env, self.timeout)
-        dist.init_process_group(self._pg_name(), store=store, rank=self.rank,
-                                world_size=self.world_size, timeout=self.timeout)
+        dist.init_process_group(self._pg_name(), store=store_for(self.env, self.timeout),
+                                rank=self.rank, world_size=self.world_size,
+                                timeout=self.timeout)
 
     def _pg_name(self) -> str:
         return self.pg_backend
@@ -88,6 +88,15 @@ class _DDPBackend(Backend):
             return tensor
         dist.all_reduce(tensor, op=_OPS[op])
         return tensor
+
+    def broadcast(self, tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
+        dist.broadcast(tensor, src=src)
+        return tensor
+
+    def all_gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        out = tensor.new_empty((self.world_size * tensor.shape[0], *tensor.shape[1:]))
+        dist.all_gather_into_tensor(out, tensor.contiguous())
+        return out
 
     def broadcast_object(self, obj: Any, src: int = 0) -> Any:
         box = [obj]
@@ -142,13 +151,13 @@ class DDPNCCLBackend(_DDPBackend):
             return Availability(False, "this torch build has no NCCL backend")
         return Availability(True)
 
-    def check_launch(self) -> None:
-        super().check_launch()
+    @classmethod
+    def launch_fit(cls, env) -> Availability:
         gpus = torch.cuda.device_count()
-        if self.env.local_size > gpus:
-            raise BackendUnavailable(
-                f"ddp-nccl: {self.env.local_size} ranks on this host but {gpus} GPU(s); "
-                "NCCL needs one GPU per rank")
+        if env.local_size > gpus:
+            return Availability(False, f"{env.local_size} ranks on this host but {gpus} "
+                                       "GPU(s); NCCL needs one GPU per rank")
+        return super().launch_fit(env)
 
 
 class DDPMPIBackend(_DDPBackend):
@@ -168,13 +177,13 @@ class DDPMPIBackend(_DDPBackend):
         ok, reason = mpi_pg.is_available()
         return Availability(ok, reason if not ok else "mpi4py process group")
 
-    def check_launch(self) -> None:
-        super().check_launch()
-        if self.world_size > 1 and not ("OMPI_COMM_WORLD_RANK" in os.environ
-                                        or "PMI_RANK" in os.environ):
-            raise BackendUnavailable(
-                f"ddp-mpi: needs an MPI launcher (mpirun, mpiexec, horovodrun --mpi); "
-                f"this job was started by {self.env.launcher}")
+    @classmethod
+    def launch_fit(cls, env) -> Availability:
+        if env.world_size > 1 and not ("OMPI_COMM_WORLD_RANK" in os.environ
+                                       or "PMI_RANK" in os.environ):
+            return Availability(False, "needs an MPI launcher (mpirun, mpiexec, "
+                                       f"horovodrun --mpi); this job was started by {env.launcher}")
+        return super().launch_fit(env)
 
     def _pg_name(self) -> str:
         if dist.is_mpi_available():

@@ -211,6 +211,8 @@ def is_under_horovodrun(env: Mapping[str, str]) -> bool:
                                   "HOROVOD_CONTROLLER", "HVD_VS_DDP_HOROVODRUN"))
 
 
+SINGLE = LauncherEnv("single", 0, 1, 0, 1, 0)  # an in-process reference run
+
 DETECTORS: tuple[Detector, ...] = (
     TorchrunDetector(), HorovodDetector(), OpenMPIDetector(), PMIDetector(), SlurmDetector(),
 )
@@ -222,7 +224,7 @@ def detect(env: Mapping[str, str] | None = None) -> LauncherEnv:
     for det in DETECTORS:
         if det.matches(env):
             return det.read(env)
-    return LauncherEnv("single", 0, 1, 0, 1, 0)
+    return SINGLE
 
 
 if __name__ == "__main__":

@@ -40,6 +40,12 @@ class SingleBackend(Backend):
         check_op(op)
         return tensor  # one rank: every reduction is the identity
 
+    def broadcast(self, tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
+        return tensor
+
+    def all_gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.clone()
+
     def broadcast_object(self, obj: Any, src: int = 0) -> Any:
         if src != 0:
             raise ValueError(f"{self.name}: src={src} but there is only rank 0")

@@ -9,11 +9,14 @@ with the other ranks through whatever channel the launcher offers:
 - horovodrun --gloo: Horovod's own rendezvous key-value server;
 - srun: no channel, so host and port are derived from the job and step ids.
 
-`store_for(env, timeout)` returns a connected TCPStore for init_process_group.
+`job_store(env, timeout)` is that store (one per process); `store_for` gives each
+init_process_group a fresh prefix of it.
 """
 from __future__ import annotations
 
+import atexit
 import datetime
+import gc
 import hashlib
 import json
 import os
@@ -24,7 +27,7 @@ import urllib.error
 import urllib.request
 from typing import Callable
 
-from torch.distributed import TCPStore
+from torch.distributed import PrefixStore, Store, TCPStore
 
 from backends.env import LauncherEnv
 
@@ -114,16 +117,50 @@ def exchange_for(env: LauncherEnv, timeout_s: float) -> Exchange | None:
     return None
 
 
-def store_for(env: LauncherEnv, timeout: datetime.timedelta) -> TCPStore:
-    """A TCPStore every rank of `env` is connected to."""
-    if env.master_addr and env.master_port:
-        return TCPStore(env.master_addr, env.master_port, env.world_size,
-                        is_master=env.rank == 0, timeout=timeout)
+_JOB_STORE: Store | None = None
+_PG_GENERATION = 0
+
+
+def job_store(env: LauncherEnv, timeout: datetime.timedelta) -> Store:
+    """The job's one TCPStore, made once per process and shared by every user.
+
+    The collective pytest plugin and each process group creation use it under
+    their own prefixes, so rank 0's address is exchanged once per job.
+    """
+    global _JOB_STORE
+    if _JOB_STORE is None:
+        _JOB_STORE = _make_store(env, timeout)
+        atexit.register(close_job_store)
+    return _JOB_STORE
+
+
+def close_job_store() -> None:
+    """Drop the store while the interpreter is whole (not during its teardown)."""
+    global _JOB_STORE
+    _JOB_STORE = None
+    gc.collect()
+
+
+def store_for(env: LauncherEnv, timeout: datetime.timedelta) -> Store:
+    """A fresh namespace of the job store for one init_process_group."""
+    global _PG_GENERATION
+    _PG_GENERATION += 1  # every rank creates process groups in the same order
+    return PrefixStore(f"hvd_vs_ddp/pg{_PG_GENERATION}", job_store(env, timeout))
+
+
+def _make_store(env: LauncherEnv, timeout: datetime.timedelta) -> TCPStore:
     if env.world_size == 1:
         return TCPStore("127.0.0.1", 0, 1, is_master=True, timeout=timeout)
+    if env.master_addr and env.master_port:
+        # torchrun's agent already serves a store there (TORCHELASTIC_USE_AGENT_STORE).
+        agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
+        return TCPStore(env.master_addr, env.master_port, None if agent else env.world_size,
+                        is_master=env.rank == 0 and not agent, timeout=timeout,
+                        wait_for_workers=False)
     if env.launcher == "srun":
         host, port = _slurm_endpoint(env)
-        return TCPStore(host, port, env.world_size, is_master=env.rank == 0, timeout=timeout)
+        return TCPStore(host, port, env.world_size, is_master=env.rank == 0, timeout=timeout,
+                        wait_for_workers=False)
     exchange = exchange_for(env, timeout.total_seconds())
     if exchange is None:
         raise RendezvousError(

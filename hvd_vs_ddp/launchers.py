@@ -58,8 +58,8 @@ def command(launcher: str, nprocs: int, argv: list[str], python: str | None = No
             raise LauncherUnavailable(f"launcher 'single' runs 1 process, not {nprocs}")
         return [python, *argv]
     if launcher == "torchrun":
-        return [_bin("torchrun"), "--nproc-per-node", str(nprocs), "--rdzv-backend",
-                "c10d", "--rdzv-endpoint", "127.0.0.1:0", "--no-python", python, *argv]
+        return [_bin("torchrun"), "--standalone", "--nproc-per-node", str(nprocs),
+                "--no-python", python, *argv]
     if launcher == "mpirun":
         extra = ["--host", hosts] if hosts else []
         return [_bin("mpirun"), "-np", str(nprocs), "--oversubscribe", "--bind-to", "none",

@@ -103,48 +103,85 @@ def build(workload: Workload, backend: Backend, config: TrainConfig):
     return backend.prepare(model, optimizer)
 
 
-def train(workload: Workload, backend: Backend, config: TrainConfig,
-          on_grads: Callable[[int, torch.nn.Module], None] | None = None,
-          on_step: Callable[[int, float], None] | None = None) -> TrainResult:
-    """Run `config.steps` steps; `on_grads(step, model)` sees the final gradients."""
-    if config.deterministic:
-        torch.use_deterministic_algorithms(True)
-    device = backend.device
-    model, optimizer = build(workload, backend, config)
-    model.train()
-    batches = ShardedBatches(workload.build_dataset(workload.seed), workload.batch_size,
-                             backend.rank, backend.world_size, workload.seed,
-                             config.num_workers, pin_memory=device.type == "cuda")
-    accum = backend.options.accumulation_steps
-    scaler = torch.amp.GradScaler("cuda") if config.precision == "fp16" else None
-    channels_last = config.channels_last and workload.supports_channels_last
-    local_losses = torch.zeros(config.steps, dtype=torch.float64, device=device)
-    times: list[float] = []
-    for step in range(config.steps):
+class Trainer:
+    """A model, optimizer and data stream ready to step; `run(n)` steps n times.
+
+    The suites use it to warm up and then time rounds of steps on one model;
+    `train()` below is the whole run in one call.
+    """
+
+    def __init__(self, workload: Workload, backend: Backend, config: TrainConfig,
+                 on_grads: Callable[[int, torch.nn.Module], None] | None = None) -> None:
+        if config.deterministic:
+            torch.use_deterministic_algorithms(True)
+        self.workload, self.backend, self.config = workload, backend, config
+        self.on_grads = on_grads
+        self.device = backend.device
+        self.model, self.optimizer = build(workload, backend, config)
+        self.model.train()
+        self.batches = ShardedBatches(
+            workload.build_dataset(workload.seed), workload.batch_size, backend.rank,
+            backend.world_size, workload.seed, config.num_workers,
+            pin_memory=self.device.type == "cuda")
+        self.accum = backend.options.accumulation_steps
+        self.scaler = torch.amp.GradScaler("cuda") if config.precision == "fp16" else None
+        self.channels_last = config.channels_last and workload.supports_channels_last
+        self.local_losses: list[torch.Tensor] = []
+        self.step_times: list[float] = []
+
+    @property
+    def global_batch(self) -> int:
+        return self.workload.batch_size * self.accum * self.backend.world_size
+
+    def step(self) -> float:
+        """One optimizer step (accum micro-batches); returns its wall time in seconds."""
+        backend, device, model = self.backend, self.device, self.model
         backend.synchronize()
         start = time.perf_counter()
-        optimizer.zero_grad(set_to_none=config.set_to_none)
-        for micro in range(accum):
-            x, y = next(batches)
+        self.optimizer.zero_grad(set_to_none=self.config.set_to_none)
+        total = torch.zeros((), dtype=torch.float64, device=device)
+        for micro in range(self.accum):
+            x, y = next(self.batches)
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            if channels_last and x.dim() == 4:
+            if self.channels_last and x.dim() == 4:
                 x = x.contiguous(memory_format=torch.channels_last)
-            with backend.accumulate(model, last=micro == accum - 1):
-                with _autocast(device, config.precision):
-                    loss = workload.loss(model(x), y) / accum
-                (scaler.scale(loss) if scaler is not None else loss).backward()
-            local_losses[step] += loss.detach().double()
-        hook = (lambda s=step: on_grads(s, model)) if on_grads else None
-        backend.step(optimizer, scaler, before_step=hook)
+            with backend.accumulate(model, last=micro == self.accum - 1):
+                with _autocast(device, self.config.precision):
+                    loss = self.workload.loss(model(x), y) / self.accum
+                (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
+            total += loss.detach().double()
+        index = len(self.step_times)
+        hook = (lambda: self.on_grads(index, model)) if self.on_grads else None
+        backend.step(self.optimizer, self.scaler, before_step=hook)
         backend.synchronize()
-        times.append(time.perf_counter() - start)
-        if on_step is not None:
-            on_step(step, times[-1])
-    global_losses = backend.all_reduce(local_losses, op="sum") / backend.world_size
-    return TrainResult(losses=global_losses.cpu().tolist(), step_times=times,
-                       per_rank_batch=workload.batch_size,
-                       global_batch=workload.batch_size * accum * backend.world_size,
-                       world_size=backend.world_size, model=model)
+        elapsed = time.perf_counter() - start
+        self.local_losses.append(total)
+        self.step_times.append(elapsed)
+        return elapsed
+
+    def run(self, steps: int) -> list[float]:
+        return [self.step() for _ in range(steps)]
+
+    def global_losses(self) -> list[float]:
+        """Mean loss over all ranks for every step so far (one collective)."""
+        if not self.local_losses:
+            return []
+        local = torch.stack(self.local_losses)
+        return (self.backend.all_reduce(local, op="sum") / self.backend.world_size).cpu().tolist()
+
+    def result(self) -> TrainResult:
+        return TrainResult(losses=self.global_losses(), step_times=list(self.step_times),
+                           per_rank_batch=self.workload.batch_size,
+                           global_batch=self.global_batch,
+                           world_size=self.backend.world_size, model=self.model)
+
+
+def train(workload: Workload, backend: Backend, config: TrainConfig,
+          on_grads: Callable[[int, torch.nn.Module], None] | None = None) -> TrainResult:
+    """Run `config.steps` steps; `on_grads(step, model)` sees the final gradients."""
+    trainer = Trainer(workload, backend, config, on_grads)
+    trainer.run(config.steps)
+    return trainer.result()
 
 
 @torch.no_grad()

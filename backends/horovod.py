@@ -1,0 +1,165 @@
+"""Horovod: DistributedOptimizer, broadcast from rank 0, compression, accumulation.
+
+hvd.init() picks the controller the launcher set up (horovodrun --gloo: Gloo;
+horovodrun --mpi or plain mpirun: MPI). Gradient accumulation is Horovod's own
+backward_passes_per_step; fp16 compression is hvd.Compression.fp16; bucket_mb
+sets HOROVOD_FUSION_THRESHOLD before init. The AMP pattern is Horovod's
+documented one: synchronize(), unscale, then step inside skip_synchronize().
+Every fact the result depends on (controller, tensor operations, fusion
+threshold, cycle time) goes into metadata().
+
+    horovodrun -np 2 --gloo python -m pytest suites/ -k horovod
+    horovodrun -np 2 --mpi  python -m pytest suites/ -k horovod
+"""
+from __future__ import annotations
+
+import os
+from importlib import metadata as importlib_metadata
+from typing import Any, Callable
+
+import torch
+
+from backends.base import Availability, Backend, BackendUnavailable, check_op
+
+DEFAULT_FUSION_BYTES = 128 * 1024 * 1024
+DEFAULT_CYCLE_MS = 1.0
+
+
+def _hvd():
+    import horovod.torch as hvd
+
+    return hvd
+
+
+def build_info() -> dict[str, Any]:
+    """What the installed Horovod was built with, without launching anything."""
+    hvd = _hvd()
+    return {
+        "version": importlib_metadata.version("horovod"),
+        "controllers": [c for c, ok in (("gloo", hvd.gloo_built()), ("mpi", hvd.mpi_built()))
+                        if ok],
+        "tensor_ops": [o for o, ok in (("nccl", hvd.nccl_built()), ("gloo", hvd.gloo_built()),
+                                       ("mpi", hvd.mpi_built())) if ok],
+    }
+
+
+class HorovodBackend(Backend):
+    name = "horovod"
+
+    @classmethod
+    def availability(cls) -> Availability:
+        try:
+            info = build_info()
+        except ImportError as exc:
+            return Availability(False, f"Horovod is not installed ({exc}); "
+                                       "run scripts/build_horovod.sh")
+        except Exception as exc:  # a broken build raises from its extension
+            return Availability(False, f"Horovod does not load: {exc}")
+        if not info["controllers"]:
+            return Availability(False, "Horovod was built without a controller "
+                                       "(neither Gloo nor MPI)")
+        if torch.cuda.is_available() and "nccl" not in info["tensor_ops"]:
+            return Availability(False, "a GPU is visible but Horovod was built without NCCL "
+                                       "ops; rebuild with HOROVOD_GPU_OPERATIONS=NCCL")
+        return Availability(True, f"controllers {'+'.join(info['controllers'])}")
+
+    @classmethod
+    def launch_fit(cls, env) -> Availability:
+        if env.world_size > 1 and env.launcher not in ("horovodrun", "mpirun", "mpiexec"):
+            return Availability(False, f"needs horovodrun or an MPI launcher; this job was "
+                                       f"started by {env.launcher}")
+        try:
+            controllers = build_info()["controllers"]
+        except Exception:  # not installed: availability() says so
+            return super().launch_fit(env)
+        if "HOROVOD_GLOO_RENDEZVOUS_ADDR" in os.environ:
+            if "gloo" not in controllers:
+                return Availability(False, "horovodrun --gloo but this Horovod has no Gloo "
+                                           "controller")
+        elif env.world_size > 1 and "mpi" not in controllers:
+            return Availability(False, f"started by {env.launcher} without Gloo rendezvous, "
+                                       "and this Horovod has no MPI controller")
+        return super().launch_fit(env)
+
+    def _setup(self) -> None:
+        self._saved_fusion = os.environ.get("HOROVOD_FUSION_THRESHOLD")
+        if self.options.bucket_mb is not None:
+            os.environ["HOROVOD_FUSION_THRESHOLD"] = str(int(self.options.bucket_mb * 2**20))
+        self._fusion_bytes = int(os.environ.get("HOROVOD_FUSION_THRESHOLD",
+                                                DEFAULT_FUSION_BYTES))
+        hvd = _hvd()
+        hvd.init()
+        if hvd.size() != self.world_size or hvd.rank() != self.rank:
+            raise BackendUnavailable(
+                f"horovod: hvd.init() gave rank {hvd.rank()}/{hvd.size()} but the launcher "
+                f"says {self.rank}/{self.world_size}")
+        if self.device.type == "cuda":
+            self.device = torch.device("cuda", hvd.local_rank())
+            torch.cuda.set_device(self.device)
+
+    def _close(self) -> None:
+        _hvd().shutdown()
+        if self._saved_fusion is None:
+            os.environ.pop("HOROVOD_FUSION_THRESHOLD", None)
+        else:
+            os.environ["HOROVOD_FUSION_THRESHOLD"] = self._saved_fusion
+
+    def prepare(self, model, optimizer):
+        hvd = _hvd()
+        model = model.to(self.device)
+        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+        compression = hvd.Compression.fp16 if self.options.compression == "fp16" \
+            else hvd.Compression.none
+        optimizer = hvd.DistributedOptimizer(
+            optimizer, named_parameters=model.named_parameters(), compression=compression,
+            backward_passes_per_step=self.options.accumulation_steps, op=hvd.Average)
+        return model, optimizer
+
+    def step(self, optimizer, scaler=None, before_step: Callable[[], None] | None = None):
+        optimizer.synchronize()  # gradients averaged across ranks from here on
+        if scaler is not None:
+            scaler.unscale_(optimizer)
+        if before_step is not None:
+            before_step()
+        with optimizer.skip_synchronize():
+            if scaler is not None:
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                optimizer.step()
+
+    def all_reduce(self, tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
+        hvd = _hvd()
+        ops = {"sum": hvd.Sum, "avg": hvd.Average, "min": hvd.Min, "max": hvd.Max,
+               "product": hvd.Product}
+        return hvd.allreduce_(tensor, op=ops[check_op(op)])
+
+    def broadcast(self, tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
+        return _hvd().broadcast_(tensor, root_rank=src)
+
+    def all_gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        return _hvd().allgather(tensor)
+
+    def broadcast_object(self, obj: Any, src: int = 0) -> Any:
+        return _hvd().broadcast_object(obj, root_rank=src)
+
+    def all_gather_object(self, obj: Any) -> list[Any]:
+        return _hvd().allgather_object(obj)
+
+    def barrier(self) -> None:
+        _hvd().barrier()
+
+    def metadata(self) -> dict[str, Any]:
+        meta = super().metadata()
+        hvd = _hvd()
+        controller = "mpi" if hvd.mpi_enabled() else "gloo" if hvd.gloo_enabled() else "?"
+        cuda = self.device.type == "cuda"
+        meta.update(build_info())
+        meta.update({
+            "controller": controller,
+            "tensor_ops": "nccl" if cuda and hvd.nccl_built() else controller,
+            "fusion_threshold_bytes": self._fusion_bytes,
+            "cycle_time_ms": float(os.environ.get("HOROVOD_CYCLE_TIME", DEFAULT_CYCLE_MS)),
+        })
+        return meta

@@ -1,0 +1,167 @@
+"""Derived numbers: Horovod/DDP throughput ratios with verdicts, run A vs run B,
+scaling efficiency, exposed communication, and the one-sentence headlines.
+
+Horovod is compared with every ddp-* transport measured in the same run on the same
+case (workload, its parameters, per-rank batch, knob set and knobs) and world size;
+the ratio is horovod/ddp samples per second (> 1: Horovod faster). Before/after
+compares run B with run A per matching cell (suite, backend, world size, workload,
+knobs and launcher); the ratio is B/A.
+
+    from reports.compare import hvd_vs_ddp, before_after, headlines
+    python -m reports.compare RUN_DIR...      # prints the headline sentences
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from reports import stats
+from reports.frames import CASE_KEY, Data, build_frames
+from reports.load import load_run
+from reports.theme import is_ddp, is_horovod
+
+HVD_FASTER, DDP_FASTER = "horovod faster", "ddp faster"
+A_FASTER, B_FASTER = "A faster", "B faster"
+MATCH_KEY = ["suite", "label", "launcher", "world_size", "workload", "workload_params",
+             "per_rank_batch", "knob_set", "knobs"]
+
+
+def _ranks(n: int) -> str:
+    return f"{n} rank" + ("" if n == 1 else "s")
+
+
+def hvd_vs_ddp(tp: pd.DataFrame) -> pd.DataFrame:
+    """One row per (case, world size, horovod series, ddp series) measured together."""
+    rows = []
+    if tp.empty:
+        return pd.DataFrame(rows)
+    for _, g in tp.groupby(CASE_KEY + ["world_size"], sort=True):
+        hv = g[g["label"].map(is_horovod)]
+        dd = g[g["label"].map(is_ddp)]
+        for _, h in hv.iterrows():
+            for _, d in dd.iterrows():
+                ci = stats.ratio_ci(h["samples"], d["samples"])
+                rows.append({"run": h["run"], "case": h["case"], "world_size": h["world_size"],
+                             "horovod": h["series"], "ddp": d["series"],
+                             "hvd_sps": h["sps_median"], "ddp_sps": d["sps_median"],
+                             "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi,
+                             "verdict": stats.verdict(ci, HVD_FASTER, DDP_FASTER)})
+    return pd.DataFrame(rows)
+
+
+def before_after(tp: pd.DataFrame, run_a: str, run_b: str) -> tuple[pd.DataFrame, list[str]]:
+    """Matching throughput cells of two runs, ratio B/A; plus notes on unmatched ones."""
+    if tp.empty:
+        return pd.DataFrame(), []
+    a, b = tp[tp["run"] == run_a], tp[tp["run"] == run_b]
+    m = a.merge(b, on=MATCH_KEY, suffixes=("_a", "_b"))
+    rows = []
+    for _, r in m.iterrows():
+        ci = stats.ratio_ci(r["samples_b"], r["samples_a"])
+        rows.append({"case": r["case_a"], "backend": r["series_a"], "world_size": r["world_size"],
+                     "suite": r["suite"], "a_sps": r["sps_median_a"], "b_sps": r["sps_median_b"],
+                     "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi,
+                     "verdict": stats.verdict(ci, B_FASTER, A_FASTER)})
+    notes = []
+    for name, side, other in ((run_a, a, b), (run_b, b, a)):
+        keys = set(map(tuple, other[MATCH_KEY].astype(str).values))
+        for _, r in side.iterrows():
+            if tuple(map(str, r[MATCH_KEY].values)) not in keys:
+                notes.append(f"only in {name}: {r['case']}, {r['series']} at "
+                             f"{_ranks(r['world_size'])} ({r['suite']})")
+    return pd.DataFrame(rows), notes
+
+
+def add_scaling(tp: pd.DataFrame) -> pd.DataFrame:
+    """Add baseline_sps (the np=1 value: `single` if measured, else the backend's own
+    np=1 cell), baseline_from and efficiency = sps / (world_size * baseline)."""
+    tp = tp.copy()
+    if tp.empty:
+        return tp
+    base, src = [], []
+    one = tp[tp["world_size"] == 1]
+    for _, r in tp.iterrows():
+        same = one
+        for k in CASE_KEY:
+            same = same[same[k] == r[k]]
+        single = same[same["label"] == "single"]
+        own = same[same["series"] == r["series"]]
+        pick = single if not single.empty else own
+        base.append(pick["sps_median"].iloc[0] if not pick.empty else np.nan)
+        src.append(("single np=1" if not single.empty else f"{r['series']} np=1")
+                   if not pick.empty else "")
+    tp["baseline_sps"], tp["baseline_from"] = base, src
+    tp["efficiency"] = tp["sps_median"] / (tp["world_size"] * tp["baseline_sps"])
+    return tp
+
+
+def exposed_comm(data: Data) -> pd.DataFrame:
+    """Median step time split into compute-only and exposed communication (the rest)."""
+    tp, co = data.throughput, data.compute_only
+    if tp.empty or co.empty:
+        return pd.DataFrame()
+    co = co.groupby(["run", "workload", "per_rank_batch", "knobs"], as_index=False)[
+        "step_median"].median().rename(columns={"step_median": "compute_s"})
+    m = tp[tp["label"] != "single"].merge(co, on=["run", "workload", "per_rank_batch", "knobs"])
+    if m.empty:
+        return pd.DataFrame()
+    m["exposed_s"] = m["step_median"] - m["compute_s"]
+    m["exposed_frac"] = m["exposed_s"] / m["step_median"]
+    return m[["run", "case", "series", "label", "world_size", "step_median", "compute_s",
+              "exposed_s", "exposed_frac"]].reset_index(drop=True)
+
+
+def _clause(r: pd.Series) -> str:
+    ci = f"ratio {r['ratio']:.2f}, 95% CI {r['lo']:.2f}-{r['hi']:.2f}"
+    if r["verdict"] == HVD_FASTER:
+        return f"{r['horovod']} faster than {r['ddp']} ({ci})"
+    if r["verdict"] == DDP_FASTER:
+        return f"{r['ddp']} faster than {r['horovod']} ({ci})"
+    return f"no significant difference between {r['horovod']} and {r['ddp']} ({ci})"
+
+
+def headlines(data: Data, cmp: pd.DataFrame, ba: pd.DataFrame | None = None) -> list[str]:
+    """The answer, one sentence per case and world size, plus convergence and failures."""
+    out = []
+    multi = len(data.runs) > 1
+    if not cmp.empty:
+        for (run, case, ws), g in cmp.groupby(["run", "case", "world_size"], sort=False):
+            pre = f"[{run}] " if multi else ""
+            out.append(f"{pre}On {case} at {_ranks(ws)}: "
+                       + "; ".join(_clause(r) for _, r in g.iterrows()) + ".")
+    elif not data.throughput.empty:
+        out.append("No case has both a Horovod and a DDP throughput cell, so there is no "
+                   "Horovod/DDP comparison; see the throughput table.")
+    else:
+        out.append("No throughput results: nothing to compare.")
+    cv = data.convergence
+    if not cv.empty:
+        bad = cv[~cv["within"]]
+        if bad.empty:
+            out.append(f"Convergence: all {len(cv)} checked run(s) stay within tolerance of "
+                       "the single-process reference.")
+        else:
+            who = ", ".join(f"{r['label']} at {_ranks(r['world_size'])} on {r['workload']} "
+                            f"(max rel dev {r['max_rel_dev']:.3g} > {r['tolerance']:.3g})"
+                            for _, r in bad.iterrows())
+            out.append(f"Convergence: outside tolerance: {who}.")
+    if ba is not None and not ba.empty:
+        n = ba["verdict"].value_counts()
+        out.append(f"Run B vs run A: {n.get(B_FASTER, 0)} cell(s) faster, "
+                   f"{n.get(A_FASTER, 0)} slower, {n.get(stats.NO_DIFFERENCE, 0)} with no "
+                   "significant difference.")
+    failed = data.cells[data.cells["status"].isin(["failed", "timeout"])] \
+        if not data.cells.empty else data.cells
+    if len(failed):
+        out.append(f"{len(failed)} cell(s) failed or timed out and are left out of the "
+                   "comparisons; see Failed cells.")
+    return out
+
+
+if __name__ == "__main__":
+    d = build_frames([load_run(Path(p)) for p in sys.argv[1:]])
+    for line in headlines(d, hvd_vs_ddp(d.throughput)):
+        print(line)
