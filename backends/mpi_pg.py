@@ -342,25 +342,32 @@ class _Engine:
             op.future.set_exception(error)
         op.event.set()
 
-    # -- watchdog --
+    # -- timeouts --
     def _watch(self) -> None:
         while not self._stopped.wait(0.2):
             now = time.monotonic()
             with self._lock:
                 late = [op for op in self._inflight.values() if now > op.deadline]
-                for op in late:
-                    op.finished = True
-                    del self._inflight[op.id]
             for op in late:
-                msg = (f"{op.label} timed out after {op.timeout_s:.1f} s: a rank died, is "
-                       "stuck, or the ranks issued different collectives in different order")
-                if op.group is not None and not op.group._broken:
-                    op.group._broken = msg
-                if os.environ.get(_ABORT_ENV, "0") == "1":
-                    print(f"[mpi4py-pg] {msg}; aborting the job ({_ABORT_ENV}=1)",
-                          file=sys.stderr, flush=True)
-                    _mpi().COMM_WORLD.Abort(1)
-                self._settle(op, CollectiveTimeout(msg))
+                self.expire(op)
+
+    def expire(self, op: _Op) -> bool:
+        """Fail an unfinished op with a timeout error and mark its group unusable."""
+        with self._lock:
+            if op.finished:
+                return False
+            op.finished = True
+            self._inflight.pop(op.id, None)
+        msg = (f"{op.label} timed out after {op.timeout_s:.1f} s: a rank died, is stuck, "
+               "or the ranks issued different collectives in different order")
+        if op.group is not None and not op.group._broken:
+            op.group._broken = msg
+        if os.environ.get(_ABORT_ENV, "0") == "1":
+            print(f"[mpi4py-pg] {msg}; aborting the job ({_ABORT_ENV}=1)",
+                  file=sys.stderr, flush=True)
+            _mpi().COMM_WORLD.Abort(1)
+        self._settle(op, CollectiveTimeout(msg))
+        return True
 
     def stop(self, timeout_s: float = 30.0) -> None:
         with self._cond:
@@ -405,12 +412,18 @@ class MPIWork(dist.Work):
         self._op = op
 
     def wait(self, timeout: Any = None) -> bool:
+        """Block until done. Without a timeout (None, or C++'s 0 ms) wait until the op's
+        deadline (group timeout), then fail it as the watchdog would; with a timeout,
+        raise CollectiveTimeout when it passes but leave the op running."""
         op = self._op
         secs = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
-        if not secs or secs <= 0:  # None or C++ kNoTimeout (0 ms): the op's own timeout
-            secs = op.timeout_s
-        if not op.event.wait(secs):
-            raise CollectiveTimeout(f"{op.label}: Work.wait timed out after {secs:.1f} s")
+        if not secs or secs <= 0:
+            if not op.event.wait(max(0.0, op.deadline - time.monotonic())):
+                _engine().expire(op)
+                op.event.wait()  # settled by expire(), or by a completion that just won
+        elif not op.event.wait(secs):
+            raise CollectiveTimeout(f"{op.label}: not finished within Work.wait({secs:.1f} s)"
+                                    "; it is still running")
         if op.error is not None:
             raise type(op.error)(str(op.error))
         return True
@@ -468,11 +481,24 @@ class MPIProcessGroup(dist.ProcessGroup):
         self._cuda_aware = _cuda_aware()[0]
         self._seq = itertools.count()
         self._broken: str | None = None
+        self._group_name = self._group_desc = ""
         self._engine = _engine()
 
-    # -- identity --
+    # -- identity (torch's C++ side calls these through its Python trampoline) --
     def getBackendName(self) -> str:
         return "mpi4py"
+
+    def setGroupName(self, name: str) -> None:
+        self._group_name = name
+
+    def getGroupName(self) -> str:
+        return self._group_name
+
+    def setGroupDesc(self, desc: str) -> None:
+        self._group_desc = desc
+
+    def getGroupDesc(self) -> str:
+        return self._group_desc
 
     def size(self) -> int:
         return self._size
@@ -485,10 +511,7 @@ class MPIProcessGroup(dist.ProcessGroup):
 
     # -- plumbing --
     def _label(self, opname: str, t: torch.Tensor | None, red: str | None = None) -> str:
-        try:
-            gname = self.group_name
-        except Exception:  # noqa: BLE001 - name not set yet
-            gname = "?"
+        gname = self._group_name or "?"
         what = "" if t is None else f" ({t.dtype}, {t.numel()} elements"
         what += "" if t is None else (f", ReduceOp.{red})" if red else ")")
         return (f"mpi4py process group '{gname}' rank {self._rank}/{self._size}: "
@@ -713,7 +736,10 @@ class MPIProcessGroup(dist.ProcessGroup):
 
 def _unsupported(opname: str):
     def method(self, *args, **kwargs):
-        dtypes = sorted({str(a.dtype) for a in args if isinstance(a, torch.Tensor)})
+        flat = list(args)
+        while any(isinstance(a, (list, tuple)) for a in flat):
+            flat = [b for a in flat for b in (a if isinstance(a, (list, tuple)) else [a])]
+        dtypes = sorted({str(a.dtype) for a in flat if isinstance(a, torch.Tensor)})
         what = f" (dtype {', '.join(dtypes)})" if dtypes else ""
         raise NotImplementedError(
             f"mpi4py process group: {opname}{what} is not implemented; implemented: "
@@ -856,7 +882,7 @@ def describe() -> dict:
     return {
         "implementation": "mpi4py",
         "mpi4py_version": mpi4py.__version__,
-        "mpi_library_version": MPI.Get_library_version().strip(),
+        "mpi_library_version": MPI.Get_library_version().strip("\x00 \n"),
         "mpi_vendor": "%s %s" % (MPI.get_vendor()[0], ".".join(map(str, MPI.get_vendor()[1]))),
         "mpi_standard": "%d.%d" % MPI.Get_version(),
         "mpi_thread_level": levels.get(MPI.Query_thread(), str(MPI.Query_thread())),

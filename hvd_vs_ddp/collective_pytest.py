@@ -35,6 +35,7 @@ import pytest
 from backends.env import LauncherEnv, detect
 
 DEFAULT_TIME_LIMIT_S = 900.0
+WAIT_GRACE_S = 15.0  # a rank waiting for a stuck peer lets the peer report first
 
 
 class CollectiveTimeout(RuntimeError):
@@ -48,6 +49,7 @@ class Coordinator:
         self.env = env
         self.timeout_s = timeout_s
         self.counter = 0
+        self.waiting: str | None = None  # what gather() is waiting for, if anything
         self.store = None
         if env.world_size > 1:
             from torch.distributed import PrefixStore
@@ -65,23 +67,35 @@ class Coordinator:
         self.store.set(f"{prefix}/{self.env.rank}", json.dumps(value))
         keys = [f"{prefix}/{r}" for r in range(self.env.world_size)]
         deadline = time.monotonic() + self.timeout_s
-        while True:
-            missing = [r for r, k in enumerate(keys) if not self.store.check([k])]
-            if not missing:
-                break
-            if time.monotonic() > deadline:
-                raise CollectiveTimeout(
-                    f"rank(s) {', '.join(map(str, missing))} did not reach {what} within "
-                    f"{self.timeout_s:.0f}s (stuck or dead)")
-            time.sleep(0.005)
-        return [json.loads(self.store.get(k)) for k in keys]
+        self.waiting = what
+        try:
+            while True:
+                missing = self.missing(keys)
+                if not missing:
+                    break
+                if time.monotonic() > deadline:
+                    raise CollectiveTimeout(
+                        f"rank(s) {', '.join(map(str, missing))} did not reach {what} "
+                        f"within {self.timeout_s:.0f}s (stuck or dead)")
+                time.sleep(0.005)
+            return [json.loads(self.store.get(k)) for k in keys]
+        finally:
+            self.waiting = None
+            self._keys = keys
+
+    def missing(self, keys: list[str] | None = None) -> list[int]:
+        keys = keys or getattr(self, "_keys", [])
+        return [r for r, k in enumerate(keys) if not self.store.check([k])]
 
 
 class Watchdog:
     """Ends this rank, loudly, when one test runs past its time limit."""
 
-    def __init__(self, env: LauncherEnv) -> None:
+    def __init__(self, env: LauncherEnv, coord: Coordinator | None = None,
+                 config: pytest.Config | None = None) -> None:
         self.env = env
+        self.coord = coord
+        self.config = config
         self._lock = threading.Lock()
         self._timer: threading.Timer | None = None
 
@@ -93,7 +107,7 @@ class Watchdog:
             self._timer = timer
         timer.start()
         # Backstop in C: fires even when a thread holds the GIL forever.
-        faulthandler.dump_traceback_later(limit_s + 30, exit=True)
+        faulthandler.dump_traceback_later(limit_s + WAIT_GRACE_S + 30, exit=True)
 
     def disarm(self) -> None:
         with self._lock:
@@ -102,9 +116,31 @@ class Watchdog:
             timer.cancel()
         faulthandler.cancel_dump_traceback_later()
 
+    def _uncaptured(self) -> None:
+        """pytest captures fd 2 during a test: give it back so the message is seen."""
+        capman = self.config.pluginmanager.getplugin("capturemanager") if self.config else None
+        if capman is not None:
+            try:
+                capman.suspend_global_capture(in_=True)
+            except Exception:  # capture already suspended or not active
+                pass
+
     def _expire(self, nodeid: str, limit_s: float) -> None:
-        msg = (f"\nhvd-vs-ddp: rank {self.env.rank} of {self.env.world_size} "
-               f"(host {socket.gethostname()}, pid {os.getpid()}) is stuck in {nodeid}: "
+        self._uncaptured()
+        who = (f"rank {self.env.rank} of {self.env.world_size} "
+               f"(host {socket.gethostname()}, pid {os.getpid()})")
+        coord = self.coord
+        if coord is not None and coord.waiting is not None:
+            # This rank finished and waits for a peer: let the stuck peer's own
+            # watchdog speak (and the launcher end us), then name it ourselves.
+            time.sleep(WAIT_GRACE_S)
+            late = coord.missing()
+            msg = (f"\nhvd-vs-ddp: {who} waited {limit_s + WAIT_GRACE_S:.0f}s in {nodeid} "
+                   f"for rank(s) {', '.join(map(str, late)) or '?'} (stuck or dead); "
+                   "aborting the job\n")
+            os.write(2, msg.encode())
+            os._exit(70)
+        msg = (f"\nhvd-vs-ddp: {who} is stuck in {nodeid}: "
                f"time limit {limit_s:.0f}s exceeded; aborting the job\n")
         os.write(2, msg.encode())
         faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
@@ -127,7 +163,7 @@ class CollectivePlugin:
         self.limit_s = float(config.getoption("test_time_limit") or DEFAULT_TIME_LIMIT_S)
         # A phase may wait for a slow peer up to the whole test limit (+ margin).
         self.coord = Coordinator(self.env, self.limit_s + 60)
-        self.watchdog = Watchdog(self.env)
+        self.watchdog = Watchdog(self.env, self.coord, config)
         self.final_json: Path | None = None
 
     @property
@@ -143,9 +179,6 @@ class CollectivePlugin:
             opt.benchmark_autosave = False
             opt.benchmark_save = None
             opt.benchmark_histogram = None
-            reporter = self.config.pluginmanager.getplugin("terminalreporter")
-            if reporter is not None:
-                self.config.pluginmanager.unregister(reporter)
         elif json_path:
             self.final_json = Path(json_path)
             opt.benchmark_json = self.final_json.with_name(
@@ -157,6 +190,13 @@ class CollectivePlugin:
             partial = Path(self.config.option.benchmark_json)
             if partial.exists():
                 os.replace(partial, self.final_json)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        if self.rank != 0:  # rank 0 reports for everybody (outcomes are merged)
+            reporter = self.config.pluginmanager.getplugin("terminalreporter")
+            if reporter is not None:
+                self.config.pluginmanager.unregister(reporter)
 
     # -- same tests in the same order -----------------------------------
     @pytest.hookimpl(trylast=True)

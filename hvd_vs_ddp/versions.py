@@ -1,0 +1,81 @@
+"""What a result depends on: library versions, hardware and the knobs in the environment.
+
+Cheap to call (no MPI initialisation, no GPU context beyond torch's own query).
+
+    python -m hvd_vs_ddp.versions
+"""
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import subprocess
+from importlib import metadata
+
+
+def _pkg(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def mpi_version() -> str | None:
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        return None
+    try:
+        out = subprocess.run([mpirun, "--version"], capture_output=True, text=True,
+                             timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    first = out.strip().splitlines()[0] if out.strip() else ""
+    return first.replace("mpirun (", "").replace(")", "") or None
+
+
+def versions() -> dict[str, str | None]:
+    import torch
+
+    nccl = None
+    if torch.cuda.is_available():
+        try:
+            nccl = ".".join(map(str, torch.cuda.nccl.version()))
+        except Exception:  # torch built without NCCL
+            nccl = None
+    return {"python": platform.python_version(), "torch": torch.__version__,
+            "torchvision": _pkg("torchvision"), "horovod": _pkg("horovod"),
+            "mpi4py": _pkg("mpi4py"), "mpi": mpi_version(), "nccl": nccl,
+            "cuda": torch.version.cuda, "hvd_vs_ddp": _pkg("hvd-vs-ddp")}
+
+
+def hardware() -> dict:
+    import psutil
+    import torch
+
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next(ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    gpus = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())] \
+        if torch.cuda.is_available() else []
+    return {"host": platform.node(), "cpu": cpu, "cores": os.cpu_count(),
+            "memory_gb": round(psutil.virtual_memory().total / 2**30, 1), "gpus": gpus,
+            "platform": platform.platform()}
+
+
+KNOB_ENV = ("OMP_NUM_THREADS", "HOROVOD_FUSION_THRESHOLD", "HOROVOD_CYCLE_TIME",
+            "HOROVOD_CPU_OPERATIONS", "HOROVOD_GPU_OPERATIONS", "HOROVOD_CONTROLLER",
+            "NCCL_ALGO", "NCCL_PROTO", "NCCL_SOCKET_IFNAME", "GLOO_SOCKET_IFNAME",
+            "CUDA_VISIBLE_DEVICES")
+
+
+def knob_env() -> dict[str, str | None]:
+    return {k: os.environ.get(k) for k in KNOB_ENV}
+
+
+if __name__ == "__main__":
+    print(json.dumps({"versions": versions(), "hardware": hardware(), "env": knob_env()},
+                     indent=2))

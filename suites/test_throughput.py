@@ -1,0 +1,147 @@
+"""Throughput: identical workloads through every backend, timed whole steps.
+
+Per (backend, workload, knob set): warm-up steps, then --rounds rounds of
+--steps-per-round steps under benchmark.pedantic (fixed rounds: every rank runs
+the same number). A step's time is the slowest rank's; samples/s = global batch
+/ that time. Every rank's raw step times, the backend's metadata and the knobs
+go into extra_info. Also the compute-only step time of the same per-rank batch
+(single process per rank, no communication) for exposed communication.
+
+    torchrun --standalone --nproc-per-node 2 -m pytest suites/test_throughput.py \
+        --benchmark-json out.json
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from backends.env import SINGLE
+from hvd_vs_ddp.knobs import SETS
+from hvd_vs_ddp.monitor import Monitor
+from workloads.loop import Trainer
+
+
+def _cells(config):
+    knob_sets = SETS[config.getoption("knob_set")]
+    for workload in config.hvd_selected_workloads:
+        for knobs in knob_sets:
+            yield workload, knobs
+
+
+def pytest_generate_tests(metafunc):
+    config = metafunc.config
+    if "throughput_cell" in metafunc.fixturenames:
+        cells = [(b, w, k) for w, k in _cells(config) for b in config.hvd_selected_backends]
+        metafunc.parametrize("throughput_cell", cells,
+                             ids=[f"{b}-{w}-{k.name}" for b, w, k in cells])
+    if "compute_cell" in metafunc.fixturenames:
+        cells = list(_cells(config))
+        metafunc.parametrize("compute_cell", cells, ids=[f"{w}-{k.name}" for w, k in cells])
+
+
+def _skip_gpu_only(knobs):
+    if knobs.gpu_only and not torch.cuda.is_available():
+        pytest.skip(f"knob set {knobs.name} needs a GPU")
+
+
+def _timed(benchmark, trainer, backend, request, plugin):
+    """Warm up, then fixed rounds; returns (per-rank step times, monitor series)."""
+    cfg = request.config
+    warmup, rounds = cfg.getoption("warmup_steps"), cfg.getoption("rounds")
+    per_round = cfg.getoption("steps_per_round")
+    trainer.run(warmup)
+    times: list[float] = []
+    gpu = backend.device.index if backend.device.type == "cuda" else None
+    if gpu is not None:
+        torch.cuda.reset_peak_memory_stats(backend.device)
+    with Monitor(backend.rank, gpu) as mon:
+        benchmark.pedantic(lambda: times.extend(trainer.run(per_round)),
+                           rounds=rounds, warmup_rounds=0, iterations=1)
+    cuda_mb = (torch.cuda.max_memory_allocated(backend.device) / 2**20) if gpu is not None else None
+    return times, mon.series, cuda_mb
+
+
+def _slowest(rank_times: list[list[float]], per_round: int):
+    per_step = np.max(np.asarray(rank_times), axis=0)  # a step ends when its slowest rank does
+    per_round_means = per_step.reshape(-1, per_round).mean(axis=1)
+    return per_step, per_round_means
+
+
+def _replace_stats(benchmark, round_times) -> None:
+    """pytest-benchmark timed this rank; the honest round time is the slowest rank's."""
+    stats = benchmark.stats.stats
+    stats.data = [float(t) for t in round_times]
+    for attr in list(vars(stats)):
+        if attr != "data":
+            delattr(stats, attr)  # drop cached medians etc. of the local timings
+
+
+def test_throughput(benchmark, request, plugin, open_backend, make_workload, throughput_cell):
+    name, workload_name, knobs = throughput_cell
+    _skip_gpu_only(knobs)
+    if knobs.communicates and name in ("single", "dp"):
+        pytest.skip(f"{name}: knob set {knobs.name} changes communication; nothing to compare")
+    timeout = request.config.getoption("collective_timeout")
+    backend = open_backend(name, knobs.backend_options(timeout))
+    workload = make_workload(workload_name)
+    trainer = Trainer(workload, backend, knobs.train_config(steps=1))
+    times, series, cuda_mb = _timed(benchmark, trainer, backend, request, plugin)
+    per_round = request.config.getoption("steps_per_round")
+    gathered = backend.all_gather_object({"times": times, "series": series, "cuda_mb": cuda_mb,
+                                          "rss": series["rss_mb"][-1] if series["rss_mb"] else None})
+    losses = trainer.global_losses()
+    rank_times = [g["times"] for g in gathered]
+    per_step, round_times = _slowest(rank_times, per_round)
+    _replace_stats(benchmark, round_times)
+    sps = (trainer.global_batch / per_step).tolist()
+    benchmark.group = f"throughput {workload_name} {knobs.name}"
+    benchmark.extra_info.update({
+        "kind": "throughput", "backend": name, "world_size": backend.world_size,
+        "launcher": backend.env.launcher, "backend_meta": backend.metadata(),
+        "workload": workload_name, "workload_params": workload.hyperparameters(),
+        "knobs": knobs.as_dict(), "knob_set": knobs.name,
+        "per_rank_batch": workload.batch_size, "global_batch": trainer.global_batch,
+        "warmup_steps": request.config.getoption("warmup_steps"),
+        "steps_per_round": per_round, "rounds": request.config.getoption("rounds"),
+        "step_times": per_step.tolist(), "rank_step_times": rank_times,
+        "samples_per_s": sps, "samples_per_s_median": float(np.median(sps)),
+        "samples_per_s_iqr": [float(np.percentile(sps, 25)), float(np.percentile(sps, 75))],
+        "losses": losses,
+        "memory": {"max_rss_mb": [g["rss"] for g in gathered],
+                   "cuda_max_allocated_mb": [g["cuda_mb"] for g in gathered]
+                   if cuda_mb is not None else None},
+        "monitor": {"interval_s": 0.5, "ranks": [g["series"] for g in gathered]},
+    })
+    finite = all(np.isfinite(losses))
+    assert finite, f"{name}: non-finite loss during throughput run: {losses}"
+
+
+def test_compute_only(benchmark, request, plugin, make_workload, compute_cell):
+    """The same per-rank step with no communication, on every rank at once."""
+    workload_name, knobs = compute_cell
+    _skip_gpu_only(knobs)
+    if knobs.communicates:
+        pytest.skip(f"knob set {knobs.name} only changes communication")
+    from backends.local import SingleBackend
+
+    backend = SingleBackend(knobs.backend_options(), env=SINGLE).setup()
+    if torch.cuda.is_available():  # one GPU per rank, as the distributed backends use
+        backend.device = torch.device("cuda", plugin.env.local_rank % torch.cuda.device_count())
+    workload = make_workload(workload_name)
+    trainer = Trainer(workload, backend, knobs.train_config(steps=1))
+    times, _, _ = _timed(benchmark, trainer, backend, request, plugin)
+    rank_times = [t for t in plugin.coord.gather(times, "compute-only times")]
+    per_round = request.config.getoption("steps_per_round")
+    per_step, round_times = _slowest(rank_times, per_round)
+    _replace_stats(benchmark, round_times)
+    benchmark.group = f"compute-only {workload_name} {knobs.name}"
+    benchmark.extra_info.update({
+        "kind": "compute_only", "backend": "single", "world_size": plugin.env.world_size,
+        "launcher": plugin.env.launcher, "workload": workload_name,
+        "workload_params": workload.hyperparameters(), "knobs": knobs.as_dict(),
+        "knob_set": knobs.name, "per_rank_batch": workload.batch_size,
+        "concurrent_ranks": plugin.env.world_size,
+        "step_times": per_step.tolist(), "rank_step_times": rank_times,
+        "step_time_median": float(np.median(per_step)),
+    })

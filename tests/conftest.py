@@ -1,0 +1,53 @@
+"""Shared helpers for the tests: launch real ranks and report their output on failure.
+
+    python -m pytest tests/            # everything; multi-process tests launch real ranks
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from hvd_vs_ddp import launchers  # noqa: E402
+
+
+def launched(launcher: str, nprocs: int, argv: list[str], timeout: float = 300,
+             extra_env: dict[str, str] | None = None, cwd: Path = ROOT
+             ) -> subprocess.CompletedProcess:
+    """Run `python argv...` on nprocs ranks; pytest.skip if the launcher is missing."""
+    ok, why = launchers.available(launcher)
+    if not ok:
+        pytest.skip(f"{launcher}: {why}")
+    env = launchers.env()
+    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    env.update(extra_env or {})
+    cmd = launchers.command(launcher, nprocs, argv)
+    try:
+        return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=timeout, start_new_session=True)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"{' '.join(cmd)} did not finish in {timeout}s:\n"
+                    f"{(exc.stdout or '')[-3000:]}\n{(exc.stderr or '')[-3000:]}")
+
+
+def explain(proc: subprocess.CompletedProcess) -> str:
+    return (f"exit {proc.returncode}\n--- stdout ---\n{proc.stdout[-6000:]}\n"
+            f"--- stderr ---\n{proc.stderr[-6000:]}")
+
+
+def horovod_available() -> tuple[bool, str]:
+    from backends import registry
+    avail = registry.availability("horovod")
+    return avail.ok, avail.reason
+
+
+@pytest.fixture
+def run_ranks():
+    return launched

@@ -1,0 +1,71 @@
+"""A failing or stuck rank ends the whole job, names the rank, and leaves no process.
+
+Runs tests/faults/fault_cases.py under torchrun and mpirun with 2 real ranks.
+"""
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import explain, launched
+
+pytestmark = pytest.mark.multiproc
+CASES = ["-m", "pytest", "-p", "no:cacheprovider", "tests/faults/fault_cases.py",
+         "-q", "--rootdir", "tests/faults"]
+
+
+def leftovers(marker: str) -> list[int]:
+    """PIDs whose environment carries this run's marker."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            if marker.encode() in Path(f"/proc/{pid}/environ").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
+
+
+def run_fault(launcher: str, fault: str, limit: float = 20):
+    marker = f"hvd-fault-{uuid.uuid4().hex}"
+    start = time.monotonic()
+    proc = launched(launcher, 2, [*CASES, "--test-time-limit", str(limit)], timeout=180,
+                    extra_env={"HVD_FAULT": fault, "HVD_FAULT_RANK": "1",
+                               "HVD_TEST_MARKER": marker})
+    elapsed = time.monotonic() - start
+    time.sleep(1)
+    return proc, elapsed, leftovers(marker)
+
+
+@pytest.mark.parametrize("launcher", ["torchrun", "mpirun"])
+def test_one_rank_failing_an_assert_fails_the_test_on_all_ranks(launcher):
+    proc, elapsed, left = run_fault(launcher, "assert")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, explain(proc)
+    assert "rank 1 failed" in out and "injected failure on rank 1" in out, explain(proc)
+    assert "2 passed" in out, explain(proc)  # the tests around it still ran on all ranks
+    assert left == [], f"processes left behind: {left}"
+
+
+@pytest.mark.parametrize("launcher", ["torchrun", "mpirun"])
+def test_a_stuck_rank_aborts_the_job_naming_it(launcher):
+    proc, elapsed, left = run_fault(launcher, "sleep", limit=10)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, explain(proc)
+    assert "rank 1 of 2" in out and "is stuck in" in out and "test_fault" in out, explain(proc)
+    assert elapsed < 90, f"took {elapsed:.0f}s to end the job"
+    assert left == [], f"processes left behind: {left}"
+
+
+def test_ranks_disagreeing_on_a_skip_fail_together():
+    proc, _, left = run_fault("torchrun", "skip-one")
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, explain(proc)
+    assert "ranks disagree on the outcome" in out, explain(proc)
+    assert left == []
