@@ -1,0 +1,133 @@
+"""The comparison matrix: which cells a preset runs, each with its proper launcher.
+
+A cell is one pytest run of the suites for one backend, under one launcher, at
+one world size. Horovod runs under horovodrun (Gloo and MPI controllers are two
+cells), ddp-gloo under torchrun, ddp-mpi under mpirun, baselines in one process.
+The compute-only reference (for exposed communication) is its own cell per
+world size.
+
+    python -m hvd_vs_ddp.matrix quick      # lists the cells of a preset
+"""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+# backend -> launchers that start it at world size > 1
+LAUNCH_WITH = {
+    "ddp-gloo": ("torchrun",),
+    "ddp-nccl": ("torchrun",),
+    "ddp-mpi": ("mpirun",),
+    "horovod": ("horovodrun-gloo", "horovodrun-mpi"),
+}
+BASELINES = ("single", "dp")
+SUITE_FILES = {
+    "throughput": "suites/test_throughput.py::test_throughput",
+    "compute": "suites/test_throughput.py::test_compute_only",
+    "convergence": "suites/test_convergence.py",
+    "collectives": "suites/test_collectives.py",
+}
+
+
+class MatrixError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Cell:
+    backend: str          # a backend name, or "compute-only"
+    launcher: str
+    world_size: int
+    suites: tuple[str, ...]
+    pytest_args: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        return f"{self.backend}-{self.launcher}-np{self.world_size}"
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["id"] = self.id
+        return d
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    backends: tuple[str, ...]
+    world_sizes: tuple[int, ...]
+    workloads: tuple[str, ...]
+    suites: tuple[str, ...]
+    knob_set: str = "default"
+    pytest_args: tuple[str, ...] = field(default_factory=tuple)
+
+
+PRESETS = {
+    "quick": Preset("quick", ("single", "dp", "ddp-gloo", "ddp-mpi", "horovod"), (1, 2),
+                    ("resnet50", "gpt"), ("throughput", "compute", "convergence", "collectives"),
+                    pytest_args=("--rounds", "5", "--steps-per-round", "2",
+                                 "--max-bytes", str(16 * 2**20))),
+    "full": Preset("full", ("single", "dp", "ddp-gloo", "ddp-nccl", "ddp-mpi", "horovod"),
+                   (1, 2, 4), ("resnet50", "deeplabv3", "gpt", "mlp"),
+                   ("throughput", "compute", "convergence", "collectives"), knob_set="full",
+                   pytest_args=("--rounds", "10", "--steps-per-round", "3",
+                                "--max-bytes", str(256 * 2**20))),
+}
+
+
+def _gpus() -> int:
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def cells(preset: Preset, backends: list[str] | None = None,
+          world_sizes: list[int] | None = None) -> list[Cell]:
+    chosen = tuple(backends or preset.backends)
+    sizes = tuple(world_sizes or preset.world_sizes)
+    gpus = _gpus()
+    train_suites = tuple(s for s in preset.suites if s != "compute")
+    out: list[Cell] = []
+    for n in sizes:
+        if n < 1:
+            raise MatrixError(f"world size must be >= 1, got {n}")
+        for backend in chosen:
+            if backend == "ddp-nccl" and n > max(gpus, 1):
+                raise MatrixError(f"ddp-nccl at world size {n} needs {n} GPUs on this host; "
+                                  f"{gpus} visible (use --hosts for more machines)")
+            if n == 1:
+                out.append(Cell(backend, "single", 1, train_suites))
+            elif backend not in BASELINES:
+                for launcher in LAUNCH_WITH[backend]:
+                    out.append(Cell(backend, launcher, n, train_suites))
+        if "compute" in preset.suites:
+            out.append(Cell("compute-only", "single" if n == 1 else "torchrun", n, ("compute",)))
+    return out
+
+
+def pytest_argv(cell: Cell, preset: Preset, json_path: str,
+                workloads: list[str] | None = None) -> list[str]:
+    """Arguments after `python` for the cell's pytest run."""
+    targets = [SUITE_FILES[s] for s in cell.suites]
+    backends = cell.backend if cell.backend != "compute-only" else "single"
+    return ["-m", "pytest", *targets, "-p", "no:cacheprovider", "-q",
+            "--backends", backends, "--workloads", ",".join(workloads or preset.workloads),
+            "--knob-set", preset.knob_set, *preset.pytest_args, *cell.pytest_args,
+            "--benchmark-json", json_path]
+
+
+_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def check_name(name: str) -> str:
+    if not _SAFE.match(name) or name in (".", ".."):
+        raise MatrixError(f"run name {name!r} must be letters, digits, '.', '_' or '-' "
+                          "(no path separators)")
+    return name
+
+
+if __name__ == "__main__":
+    preset = PRESETS[sys.argv[1] if len(sys.argv) > 1 else "quick"]
+    for c in cells(preset):
+        print(f"{c.id:32s} suites={','.join(c.suites)}")
