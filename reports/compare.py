@@ -21,7 +21,7 @@ import pandas as pd
 from reports import stats
 from reports.frames import CASE_KEY, Data, build_frames
 from reports.load import load_run
-from reports.theme import is_ddp, is_horovod
+from reports.theme import is_ddp, is_horovod, order
 
 HVD_FASTER, DDP_FASTER = "horovod faster", "ddp faster"
 A_FASTER, B_FASTER = "A faster", "B faster"
@@ -65,6 +65,9 @@ def before_after(tp: pd.DataFrame, run_a: str, run_b: str) -> tuple[pd.DataFrame
                      "suite": r["suite"], "a_sps": r["sps_median_a"], "b_sps": r["sps_median_b"],
                      "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi,
                      "verdict": stats.verdict(ci, B_FASTER, A_FASTER)})
+    out = pd.DataFrame(rows)
+    if not out.empty:
+        out = out.sort_values(["case", "world_size", "backend"], kind="stable")
     notes = []
     for name, side, other in ((run_a, a, b), (run_b, b, a)):
         keys = set(map(tuple, other[MATCH_KEY].astype(str).values))
@@ -72,7 +75,7 @@ def before_after(tp: pd.DataFrame, run_a: str, run_b: str) -> tuple[pd.DataFrame
             if tuple(map(str, r[MATCH_KEY].values)) not in keys:
                 notes.append(f"only in {name}: {r['case']}, {r['series']} at "
                              f"{_ranks(r['world_size'])} ({r['suite']})")
-    return pd.DataFrame(rows), notes
+    return out.reset_index(drop=True), notes
 
 
 def add_scaling(tp: pd.DataFrame) -> pd.DataFrame:
@@ -99,19 +102,32 @@ def add_scaling(tp: pd.DataFrame) -> pd.DataFrame:
 
 
 def exposed_comm(data: Data) -> pd.DataFrame:
-    """Median step time split into compute-only and exposed communication (the rest)."""
+    """Median step time split into compute-only and exposed communication (the rest).
+
+    The compute-only measurement must have run with as many concurrent processes as the
+    backend has ranks (they share the machine); one measured with a single process is
+    used only where no concurrent one exists, and the compute_ranks column says so."""
     tp, co = data.throughput, data.compute_only
     if tp.empty or co.empty:
         return pd.DataFrame()
-    co = co.groupby(["run", "workload", "per_rank_batch", "knobs"], as_index=False)[
-        "step_median"].median().rename(columns={"step_median": "compute_s"})
-    m = tp[tp["label"] != "single"].merge(co, on=["run", "workload", "per_rank_batch", "knobs"])
+    key = ["run", "workload", "per_rank_batch", "knobs"]
+    co = co.groupby(key + ["ranks"], as_index=False)["step_median"].median().rename(
+        columns={"step_median": "compute_s", "ranks": "compute_ranks"})
+    dist = tp[tp["label"] != "single"]
+    same = dist.merge(co, left_on=key + ["world_size"], right_on=key + ["compute_ranks"])
+    rest = dist[~dist.set_index(key + ["world_size"]).index.isin(
+        same.set_index(key + ["world_size"]).index)]
+    one = rest.merge(co[co["compute_ranks"] == 1], on=key)
+    m = pd.concat([same, one], ignore_index=True)
     if m.empty:
         return pd.DataFrame()
     m["exposed_s"] = m["step_median"] - m["compute_s"]
     m["exposed_frac"] = m["exposed_s"] / m["step_median"]
+    rank = {lab: i for i, lab in enumerate(order(m["label"]))}
+    m = m.assign(_o=m["label"].map(rank)).sort_values(
+        ["run", "case", "world_size", "_o", "series"])
     return m[["run", "case", "series", "label", "world_size", "step_median", "compute_s",
-              "exposed_s", "exposed_frac"]].reset_index(drop=True)
+              "compute_ranks", "exposed_s", "exposed_frac"]].reset_index(drop=True)
 
 
 def _clause(r: pd.Series) -> str:
@@ -150,14 +166,14 @@ def headlines(data: Data, cmp: pd.DataFrame, ba: pd.DataFrame | None = None) -> 
             out.append(f"Convergence: outside tolerance: {who}.")
     if ba is not None and not ba.empty:
         n = ba["verdict"].value_counts()
-        out.append(f"Run B vs run A: {n.get(B_FASTER, 0)} cell(s) faster, "
-                   f"{n.get(A_FASTER, 0)} slower, {n.get(stats.NO_DIFFERENCE, 0)} with no "
-                   "significant difference.")
-    failed = data.cells[data.cells["status"].isin(["failed", "timeout"])] \
-        if not data.cells.empty else data.cells
-    if len(failed):
-        out.append(f"{len(failed)} cell(s) failed or timed out and are left out of the "
-                   "comparisons; see Failed cells.")
+        out.append(f"Run B vs run A, over {len(ba)} matching throughput measurements: "
+                   f"{n.get(B_FASTER, 0)} faster in B, {n.get(A_FASTER, 0)} slower in B, "
+                   f"{n.get(stats.NO_DIFFERENCE, 0)} with no significant difference.")
+    st = data.cells["status"].value_counts() if not data.cells.empty else pd.Series(dtype=int)
+    bad, pending = int(st.get("failed", 0) + st.get("timeout", 0)), int(st.get("pending", 0))
+    if bad or pending:
+        out.append(f"{bad} cell(s) failed or timed out and {pending} never ran (pending); "
+                   "they are left out of every comparison (see Failed cells).")
     return out
 
 

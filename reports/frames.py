@@ -51,8 +51,9 @@ class Data:
 
 def _common(run: Run, cell, info: dict) -> dict[str, Any]:
     meta = info.get("backend_meta") or {}
+    backend = info.get("backend", "")
     return {"run": run.name, "cell_id": cell.id, "suite": cell.entry.get("suite", ""),
-            "backend": info["backend"], "label": backend_label(info["backend"], meta),
+            "backend": backend, "label": backend_label(backend, meta),
             "launcher": info.get("launcher") or cell.entry.get("launcher", ""),
             "world_size": int(info["world_size"]), "backend_meta": meta}
 
@@ -60,7 +61,8 @@ def _common(run: Run, cell, info: dict) -> dict[str, Any]:
 def _throughput(row: dict, info: dict) -> dict:
     sps, steps = _flat(info["samples_per_s"]), _flat(info["step_times"])
     mem = info.get("memory") or {}
-    rss, cuda = mem.get("max_rss_mb") or [], mem.get("cuda_max_allocated_mb") or []
+    rss = [v for v in mem.get("max_rss_mb") or [] if v is not None]
+    cuda = [v for v in mem.get("cuda_max_allocated_mb") or [] if v is not None]
     q25, q75 = stats.iqr(sps)
     s25, s75 = stats.iqr(steps)
     return {**row, "workload": info["workload"],
@@ -112,6 +114,7 @@ def build_frames(runs: list[Run]) -> Data:
                 elif b.kind == "compute_only":
                     rows["compute_only"].append({
                         **row, "workload": info["workload"], "knobs": _json(info["knobs"]),
+                        "ranks": int(info.get("concurrent_ranks", info["world_size"])),
                         "per_rank_batch": int(info["per_rank_batch"]),
                         "step_median": stats.median(_flat(info["step_times"]))})
                 elif b.kind == "convergence":
@@ -120,6 +123,8 @@ def build_frames(runs: list[Run]) -> Data:
                         "losses": np.asarray(info["losses"], float),
                         "reference_losses": np.asarray(info["reference_losses"], float),
                         "wall_times": np.asarray(info.get("wall_times") or [], float),
+                        "reference_wall_times": np.asarray(
+                            info.get("reference_wall_times") or [], float),
                         "steps": int(info.get("steps") or len(info["losses"])),
                         "max_rel_dev": float(info["max_rel_dev"]),
                         "tolerance": float(info["tolerance"]),
@@ -130,21 +135,22 @@ def build_frames(runs: list[Run]) -> Data:
                         "reached": bool(info["reached"]), "seconds": info["seconds"],
                         "steps": info["steps"], "curve": info.get("curve") or []})
                 elif b.kind == "collective":
-                    rows["collective"].append({
+                    rows["collective"].extend({
                         **row, "op": info["op"], "dtype": info.get("dtype", ""),
-                        "bytes": int(info["bytes"]),
-                        "time_median": stats.median(info["times"]),
-                        "algbw_gbps": float(info.get("algbw_gbps", np.nan)),
-                        "busbw_gbps": float(info["busbw_gbps"]),
-                        "correct": bool(info["correct"])})
+                        "bytes": int(s["bytes"]),
+                        "time_median": stats.median(s["times"]) if s["times"] else np.nan,
+                        "algbw_gbps": float(s.get("algbw_gbps", np.nan)),
+                        "busbw_gbps": float(s["busbw_gbps"]), "correct": bool(s["correct"])}
+                        for s in info["sizes"])
                 elif b.kind == "memcpy":
-                    rows["memcpy"].append({**row, "bytes": int(info["bytes"]),
+                    rows["memcpy"].append({**row, "device": str(info.get("device", "cpu")),
+                                           "bytes": int(info["bytes"]),
                                            "bandwidth_gbps": float(info["bandwidth_gbps"])})
     frames = {k: pd.DataFrame(v) for k, v in rows.items()}
     tp = frames["throughput"]
     if not tp.empty:
         tp["case"] = _case_labels(tp)
-        nlaunch = tp.groupby(CASE_KEY + ["world_size", "label"])["launcher"].transform("nunique")
+        nlaunch = tp.groupby(CASE_KEY + ["label"])["launcher"].transform("nunique")
         tp["series"] = [lab + (f" via {la}" if n > 1 else "")
                         for lab, la, n in zip(tp["label"], tp["launcher"], nlaunch)]
     return Data(runs=runs, notes=notes, tta=frames["tta"], **{

@@ -22,18 +22,20 @@ from reports.errors import ReportError
 FORMAT = "hvd-vs-ddp/run"
 FORMAT_VERSION = 1
 STATUSES = ("passed", "failed", "timeout", "pending")
-_COMMON = ("backend", "world_size", "launcher")
-REQUIRED = {  # kind -> extra_info fields the report needs (besides _COMMON)
-    "throughput": ("workload", "knobs", "per_rank_batch", "global_batch", "step_times",
-                   "samples_per_s"),
-    "compute_only": ("workload", "knobs", "per_rank_batch", "step_times"),
-    "convergence": ("workload", "losses", "reference_losses", "max_rel_dev", "tolerance",
-                    "within_tolerance"),
-    "time_to_accuracy": ("workload", "target", "reached", "seconds", "steps"),
-    "collective": ("op", "bytes", "times", "busbw_gbps", "correct"),
+# kind -> extra_info fields the report needs. world_size and launcher, when absent, come
+# from machine_info.hvd_vs_ddp (then the manifest cell); memcpy needs no backend.
+REQUIRED = {
+    "throughput": ("backend", "workload", "knobs", "per_rank_batch", "global_batch",
+                   "step_times", "samples_per_s"),
+    "compute_only": ("backend", "workload", "knobs", "per_rank_batch", "step_times"),
+    "convergence": ("backend", "workload", "losses", "reference_losses", "max_rel_dev",
+                    "tolerance", "within_tolerance"),
+    "time_to_accuracy": ("backend", "workload", "target", "reached", "seconds", "steps"),
+    "collective": ("backend", "op", "sizes"),
     "memcpy": ("bytes", "bandwidth_gbps"),
 }
-_NONEMPTY = ("step_times", "samples_per_s", "losses", "times")
+SIZE_FIELDS = ("bytes", "times", "busbw_gbps", "correct")  # each entry of collective sizes
+_NONEMPTY = ("step_times", "samples_per_s", "losses", "sizes")
 
 
 @dataclass
@@ -142,7 +144,7 @@ def _results_path(run_dir: Path, rel: Any, cell_id: str) -> Path:
     return path
 
 
-def _check_benchmark(path: Path, bench: Any, i: int) -> Benchmark | None:
+def _check_benchmark(path: Path, bench: Any, i: int, fallback: dict) -> Benchmark | None:
     name = bench.get("name", f"benchmarks[{i}]") if isinstance(bench, dict) else f"[{i}]"
     info = bench.get("extra_info") if isinstance(bench, dict) else None
     if not isinstance(info, dict) or "kind" not in info:
@@ -151,7 +153,8 @@ def _check_benchmark(path: Path, bench: Any, i: int) -> Benchmark | None:
     kind = info["kind"]
     if kind not in REQUIRED:
         return None  # a kind this reader does not know: skipped with a note
-    missing = [k for k in _COMMON + REQUIRED[kind] if k not in info]
+    info = {**{k: v for k, v in fallback.items() if v is not None}, **info}
+    missing = [k for k in ("world_size", "launcher") + REQUIRED[kind] if k not in info]
     if missing:
         raise ReportError(f"{path}: benchmark {name!r} (kind {kind}) lacks "
                           f"{', '.join(missing)} in extra_info.")
@@ -159,6 +162,10 @@ def _check_benchmark(path: Path, bench: Any, i: int) -> Benchmark | None:
         if key in REQUIRED[kind] and (not isinstance(info[key], list) or not info[key]):
             raise ReportError(f"{path}: benchmark {name!r} (kind {kind}) has no {key} "
                               "values; expected a non-empty list.")
+    for j, size in enumerate(info.get("sizes") or []):
+        gone = [k for k in SIZE_FIELDS if not isinstance(size, dict) or k not in size]
+        if gone:
+            raise ReportError(f"{path}: benchmark {name!r} sizes[{j}] lacks {', '.join(gone)}.")
     return Benchmark(str(name), kind, info)
 
 
@@ -173,8 +180,10 @@ def load_cell_results(path: Path, cell: Cell, notes: list[str]) -> None:
                           "it was not written by the hvd-vs-ddp suites.")
     _check_version(path, machine.get("format_version"), "machine_info.hvd_vs_ddp.format_version")
     cell.machine = machine
+    fallback = {"world_size": machine.get("world_size", cell.entry.get("world_size")),
+                "launcher": machine.get("launcher", cell.entry.get("launcher"))}
     for i, bench in enumerate(doc["benchmarks"]):
-        b = _check_benchmark(path, bench, i)
+        b = _check_benchmark(path, bench, i, fallback)
         if b is None:
             notes.append(f"{cell.id}: skipped benchmark of unknown kind "
                          f"{bench['extra_info']['kind']!r}.")

@@ -20,6 +20,7 @@ import pandas as pd
 from reports.frames import Data
 
 DASH = "–"
+OP_ORDER = {"allreduce": 0, "allgather": 1, "broadcast": 2}
 
 
 @dataclass
@@ -49,11 +50,11 @@ def human_bytes(n: float) -> str:
     return f"{n:g}"
 
 
-def kv(d: dict | None) -> str:
+def kv(d: dict | None, keep_none: bool = False) -> str:
     if not d:
         return ""
     return "; ".join(f"{k}={json.dumps(v) if isinstance(v, (dict, list)) else v}"
-                     for k, v in d.items() if v is not None)
+                     for k, v in d.items() if keep_none or v is not None)
 
 
 def throughput_table(tp: pd.DataFrame) -> Table:
@@ -101,11 +102,13 @@ def before_after_table(ba: pd.DataFrame, run_a: str, run_b: str) -> Table:
 def exposed_table(ex: pd.DataFrame) -> Table:
     rows = [{"run": r["run"], "case": r["case"], "backend": r["series"],
              "world size": r["world_size"], "median step (ms)": ms(r["step_median"]),
-             "compute only (ms)": ms(r["compute_s"]), "exposed comm (ms)": ms(r["exposed_s"]),
+             "compute only (ms)": ms(r["compute_s"]),
+             "compute-only processes": r["compute_ranks"], "exposed comm (ms)": ms(r["exposed_s"]),
              "exposed share": f"{r['exposed_frac'] * 100:.0f}%"} for _, r in ex.iterrows()]
     return Table("Exposed communication", pd.DataFrame(rows),
                  "Exposed = median step time - median compute-only step time (same workload, "
-                 "per-rank batch and knobs). Negative values are measurement noise.")
+                 "per-rank batch and knobs; compute-only run by as many concurrent processes "
+                 "as the backend has ranks where measured). Negative values are noise.")
 
 
 def convergence_table(cv: pd.DataFrame) -> Table:
@@ -138,7 +141,9 @@ def _pick_sizes(sizes, k: int = 6) -> list[int]:
 def collectives_table(coll: pd.DataFrame, memcpy: pd.DataFrame) -> Table:
     picked = _pick_sizes(coll["bytes"])
     rows = []
-    for (run, op, lab, ws, dt), g in coll.groupby(["run", "op", "label", "world_size", "dtype"]):
+    groups = sorted(coll.groupby(["run", "op", "label", "world_size", "dtype"]),
+                    key=lambda kg: (kg[0][0], OP_ORDER.get(kg[0][1], 9), kg[0][1:]))
+    for (run, op, lab, ws, dt), g in groups:
         row = {"run": run, "op": op, "backend": lab, "world size": ws, "dtype": dt}
         for b in picked:
             hit = g[g["bytes"] == b]
@@ -148,8 +153,9 @@ def collectives_table(coll: pd.DataFrame, memcpy: pd.DataFrame) -> Table:
         rows.append(row)
     note = "busbw in GB/s per message size (per rank); ✗ = result was wrong at that size."
     if not memcpy.empty:
-        note += " Host memcpy peak: " + ", ".join(
-            f"{g['bandwidth_gbps'].max():.3g} GB/s ({run})" for run, g in memcpy.groupby("run"))
+        note += " memcpy peak (the limit): " + ", ".join(
+            f"{g['bandwidth_gbps'].max():.3g} GB/s ({dev}, {run})"
+            for (run, dev), g in memcpy.groupby(["run", "device"]))
     return Table("Collectives: bus bandwidth", pd.DataFrame(rows), note)
 
 
@@ -158,7 +164,7 @@ def failed_table(cells: pd.DataFrame) -> Table:
     rows = [{"run": r["run"], "cell": r["cell_id"], "status": r["status"],
              "error": r["error"] or ("not run" if r["status"] == "pending" else "(no message)"),
              "log": r["log"]} for _, r in bad.iterrows()]
-    return Table("Failed cells", pd.DataFrame(rows),
+    return Table("Cells that did not pass", pd.DataFrame(rows),
                  "Not used in any comparison. 'pending' cells never ran (incomplete run).")
 
 
@@ -175,22 +181,36 @@ def run_meta_table(data: Data) -> Table:
     return Table("Runs", pd.DataFrame(rows))
 
 
+def knob_table(data: Data) -> Table:
+    """Each knob set once: its name and every knob (None = the library's default)."""
+    seen: dict[tuple, str] = {}
+    for run in data.runs:
+        for c in run.cells:
+            for b in c.benchmarks:
+                if "knobs" in b.info:
+                    seen.setdefault((run.name, b.info.get("knob_set") or "default",
+                                     kv(b.info["knobs"], keep_none=True)), "")
+    rows = [{"run": r, "knob set": k, "knobs": v} for r, k, v in sorted(seen)]
+    return Table("Knob sets", pd.DataFrame(rows), "None = the library's own default.")
+
+
 def cell_meta_table(data: Data) -> Table:
     meta = {}
     for run in data.runs:
         for c in run.cells:
             b = c.benchmarks[0].info if c.benchmarks else {}
-            knobs = sorted({f"{x.info.get('knob_set', 'default')}: {kv(x.info.get('knobs'))}"
-                            for x in c.benchmarks if "knobs" in x.info})
-            meta[(run.name, c.id)] = (kv(b.get("backend_meta")), " | ".join(knobs))
+            sets = sorted({x.info.get("knob_set") or "default" for x in c.benchmarks
+                           if "knobs" in x.info})
+            meta[(run.name, c.id)] = (kv(b.get("backend_meta")), ", ".join(sets))
     rows = []
     for _, r in data.cells.iterrows():
         bm, knobs = meta.get((r["run"], r["cell_id"]), ("", ""))
         rows.append({"run": r["run"], "cell": r["cell_id"], "launcher": r["launcher"],
                      "world size": r["world_size"], "status": r["status"],
                      "seconds": "" if r["seconds"] is None else f"{float(r['seconds']):.1f}",
-                     "knobs": knobs, "backend meta": bm, "env": kv(r["env"])})
-    return Table("Cells: launcher, knobs, backend metadata, environment", pd.DataFrame(rows))
+                     "knob sets": knobs, "backend meta": bm, "env": kv(r["env"])})
+    return Table("Cells: launcher, knob sets, backend metadata, environment",
+                 pd.DataFrame(rows))
 
 
 if __name__ == "__main__":

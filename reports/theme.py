@@ -39,7 +39,7 @@ REFERENCE = "single (reference)"
 def backend_label(backend: str, meta: dict[str, Any] | None = None) -> str:
     """Display name: the backend, with Horovod's controller when it is known."""
     controller = (meta or {}).get("controller")
-    if backend == "horovod" and controller:
+    if backend == "horovod" and controller and controller != "?":
         return f"horovod ({controller})"
     return backend
 

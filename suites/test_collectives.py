@@ -18,6 +18,7 @@ import pytest
 import torch
 
 from backends.base import BackendOptions
+from backends.env import detect
 
 BACKENDS = ("ddp-gloo", "ddp-nccl", "ddp-mpi", "horovod")
 OPS = ("allreduce", "broadcast", "allgather")
@@ -149,5 +150,8 @@ def test_memcpy(benchmark, request):
     times = times[2:]  # the warm-up rounds appended too
     median = float(np.median(times))
     benchmark.group = "memcpy"
-    benchmark.extra_info.update({"kind": "memcpy", "device": str(dev), "bytes": nbytes,
+    env = detect()
+    benchmark.extra_info.update({"kind": "memcpy", "backend": "memcpy",
+                                 "world_size": env.world_size, "launcher": env.launcher,
+                                 "device": str(dev), "bytes": nbytes,
                                  "times": times, "bandwidth_gbps": nbytes / median / 1e9})

@@ -1,0 +1,41 @@
+"""reports: hvd-vs-ddp run directories -> one self-contained HTML report + Markdown.
+
+Reads only manifest.json and cells/*.json (docs/results-format.md); never imports
+torch and never writes into a run directory. The HTML carries its CSS and its
+figures (base64 PNG) inline and has no external URL; the Markdown is written beside
+it with the same stem and references its figures as PNG files in <stem>_figures/.
+
+    from reports import build_report, ReportError
+    paths = build_report([Path("runs/2026-11-22")], Path("report.html"))
+    python -m reports RUN_DIR [RUN_DIR_B] -o report.html    # two dirs: before/after too
+
+Modules: load (read + validate), frames (tidy tables), stats (median, IQR, bootstrap
+ratio CI, verdict), compare (ratios, scaling, exposed comm, headlines), tables,
+theme (backend colours), figures + figures_comm (seaborn), render (HTML/Markdown),
+build (build_report, atomic writes).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reports.errors import ReportError
+
+if TYPE_CHECKING:
+    from reports.build import ReportPaths
+
+__all__ = ["ReportError", "ReportPaths", "build_report"]
+
+
+def build_report(run_dirs: list[Path], out: Path) -> "ReportPaths":
+    """Read run_dirs (never modified); write out (.html), its .md and <stem>_figures/*.png.
+    Raises ReportError (a ValueError with a one-line message) on bad input or output path."""
+    from reports.build import build_report as build  # lazy: `python -m reports.x` stays clean
+    return build(run_dirs, out)
+
+
+def __getattr__(name: str):
+    if name == "ReportPaths":
+        from reports.build import ReportPaths
+        return ReportPaths
+    raise AttributeError(f"module 'reports' has no attribute {name!r}")

@@ -1,0 +1,37 @@
+"""Command line: python -m reports RUN_DIR [RUN_DIR ...] -o OUT.html
+
+Writes OUT.html (self-contained), OUT.md and OUT_figures/*.png. With two run
+directories the report adds a before/after section (B = the second vs A = the first).
+Bad input prints one line "report: error: ..." and exits with status 2.
+
+    python -m reports runs/2026-11-22 -o reports-out/report.html
+    python -m reports runs/before runs/after -o reports-out/compare.html
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from reports.build import build_report
+from reports.errors import ReportError
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m reports", description=__doc__.splitlines()[0])
+    ap.add_argument("run_dirs", nargs="+", type=Path, help="run directories (manifest.json)")
+    ap.add_argument("-o", "--out", type=Path, required=True,
+                    help="output .html path (the .md and _figures/ go beside it)")
+    args = ap.parse_args(argv)
+    try:
+        paths = build_report(args.run_dirs, args.out)
+    except ReportError as err:
+        print(f"report: error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {paths.html}\nwrote {paths.markdown} (+ {len(paths.figures)} figures in "
+          f"{paths.figures_dir})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,174 @@
+"""build_report: run directories -> one self-contained HTML file + a Markdown summary.
+
+The Markdown is written beside the HTML with the same stem (report.html ->
+report.md) and references its figures as PNG files in <stem>_figures/ beside it.
+Run directories are only read: an output path inside one of them is refused, and
+every output is written to a temporary file first and moved into place (os.replace).
+
+    from reports import build_report
+    paths = build_report([Path("runs/a"), Path("runs/b")], Path("out/report.html"))
+    python -m reports runs/a runs/b -o out/report.html
+"""
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reports import compare, tables
+from reports.errors import ReportError
+from reports.figures import Figures, training_figures
+from reports.figures_comm import comm_figures
+from reports.frames import Data, build_frames
+from reports.load import Run, load_run
+from reports.render import Notes, Section, render_html, render_markdown
+
+TITLE = "Horovod or DDP? Benchmark report"
+_OURS = re.compile(r"^(throughput|scaling_efficiency|step_times|loss|busbw|exposed_comm|"
+                   r"monitor_\d+)\.png$")
+
+
+@dataclass
+class ReportPaths:
+    html: Path
+    markdown: Path
+    figures_dir: Path
+    figures: list[Path] = field(default_factory=list)
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
+def output_paths(run_dirs: list[Path], out: Path) -> tuple[Path, Path, Path]:
+    out = Path(out)
+    if out.is_dir():
+        out = out / "report.html"
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise ReportError(f"{out}: the output must be an .html path (the Markdown goes "
+                          "beside it with the same stem), e.g. -o report.html.")
+    html = out.resolve()
+    md, figdir = html.with_suffix(".md"), html.with_name(html.stem + "_figures")
+    for d in run_dirs:
+        root = Path(d).resolve()
+        if any(_inside(p, root) for p in (html, md, figdir)):
+            raise ReportError(f"{out}: lies inside the results directory {d}; write the "
+                              "report elsewhere so outputs never mix with results.")
+    return html, md, figdir
+
+
+def _names(run_dirs: list[Path]) -> list[str]:
+    names = [Path(d).resolve().name for d in run_dirs]
+    if len(set(names)) < len(names):
+        names = ["/".join(Path(d).resolve().parts[-2:]) for d in run_dirs]
+    if len(set(names)) < len(names):
+        names = [f"{n}#{i + 1}" for i, n in enumerate(names)]
+    return names
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write a sibling temp file (mode from the umask, like any new file), then os.replace."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "xb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _subtitle(runs: list[Run]) -> list[str]:
+    out = []
+    for i, r in enumerate(runs):
+        m = r.manifest
+        tag = ("Run: " if len(runs) == 1 else
+               f"Run {'AB'[i]}: " if len(runs) == 2 else f"Run {i + 1}: ")
+        ver = ", ".join(f"{k} {v}" for k, v in (m.get("versions") or {}).items() if v)
+        done = "" if m.get("complete") else " — INCOMPLETE run"
+        out.append(f"{tag}{r.name} (preset {m.get('preset') or '?'}, started "
+                   f"{m.get('started') or '?'}, git {str(m.get('git_commit') or '?')[:12]}){done}. "
+                   f"{ver}")
+    return out
+
+
+def _sections(data: Data, tp, cmp, ex, ba, ba_notes, figs: Figures) -> list[Section]:
+    def fig(name):
+        f = figs.get(name)
+        return [] if f is None else [f]
+    multi = len(data.runs) > 1
+    secs = [Section("Horovod vs DDP", [tables.comparison_table(cmp)] if not cmp.empty else [
+        "No case was measured with both a Horovod and a DDP backend at the same world size."])]
+    secs.append(Section("Throughput and scaling", (
+        [tables.throughput_table(tp)] if not tp.empty else ["No throughput results."])
+        + fig("throughput") + fig("scaling_efficiency")))
+    secs.append(Section("Step times", fig("step_times")))
+    comm = ([tables.exposed_table(ex)] if not ex.empty else []) + fig("exposed_comm")
+    if not data.collective.empty:
+        comm.append(tables.collectives_table(data.collective, data.memcpy))
+    secs.append(Section("Communication", comm + fig("busbw")))
+    conv = ([tables.convergence_table(data.convergence)] if not data.convergence.empty else [])
+    conv += fig("loss")
+    conv += [tables.tta_table(data.tta)] if not data.tta.empty else [
+        "No time-to-accuracy results."]
+    secs.append(Section("Convergence", conv))
+    mon = figs.group("monitor")
+    secs.append(Section("Utilisation and memory", [mon] if mon else fig("monitor")))
+    if len(data.runs) == 2:
+        a, b = data.runs[0].name, data.runs[1].name
+        blocks = [tables.before_after_table(ba, a, b)] if not ba.empty else [
+            "No throughput cell matches between the two runs."]
+        secs.append(Section("Before / after", blocks + ([Notes(ba_notes)] if ba_notes else [])))
+    elif multi:
+        data.notes.append("Before/after comparison needs exactly two run directories.")
+    if not data.cells.empty and (data.cells["status"] != "passed").any():
+        secs.append(Section("Failed cells", [tables.failed_table(data.cells)]))
+    secs.append(Section("Metadata", [tables.run_meta_table(data), tables.knob_table(data),
+                                     tables.cell_meta_table(data)]))
+    notes = data.notes + figs.notes
+    secs.append(Section("Notes", [Notes(notes + [
+        "Throughput = global batch / step time, each step timed on every rank and "
+        "represented by the slowest rank; medians over timed steps after warm-up.",
+        "Verdicts come from 95% bootstrap CIs of ratios of medians (2000 resamples, fixed "
+        "seed): 'no significant difference' when the CI contains 1.0."])]))
+    return secs
+
+
+def build_report(run_dirs: list[Path], out: Path) -> ReportPaths:
+    """Read run_dirs (never modified), write out (.html), out.md and out_figures/*.png."""
+    run_dirs = [Path(d) for d in run_dirs]
+    if not run_dirs:
+        raise ReportError("no run directory given; pass one or more directories written by "
+                          "`hvd-vs-ddp run`.")
+    html_path, md_path, figdir = output_paths(run_dirs, out)
+    runs = [load_run(d, n) for d, n in zip(run_dirs, _names(run_dirs))]
+    data = build_frames(runs)
+    tp = compare.add_scaling(data.throughput)
+    cmp = compare.hvd_vs_ddp(tp)
+    ex = compare.exposed_comm(data)
+    ba, ba_notes = (compare.before_after(tp, runs[0].name, runs[1].name) if len(runs) == 2
+                    else (None, []))
+    figs = Figures()
+    multi = len(runs) > 1
+    training_figures(tp, data.convergence, figs, multi)
+    comm_figures(data.collective, data.memcpy, ex, tp, figs, multi)
+    sections = _sections(data, tp, cmp, ex, ba, ba_notes, figs)
+    heads = compare.headlines(data, cmp, ba)
+    sub = _subtitle(runs)
+
+    html_path.parent.mkdir(parents=True, exist_ok=True)
+    figdir.mkdir(exist_ok=True)
+    written = []
+    for f in figs.items:
+        p = figdir / f"{f.name}.png"
+        atomic_write(p, f.png)
+        written.append(p)
+    for stale in figdir.glob("*.png"):
+        if stale not in written and _OURS.match(stale.name):
+            stale.unlink()  # a figure an earlier report wrote at this path
+    rel = {f.name: f"{figdir.name}/{f.name}.png" for f in figs.items}
+    atomic_write(md_path, render_markdown(TITLE, sub, heads, sections, rel).encode())
+    atomic_write(html_path, render_html(TITLE, sub, heads, sections).encode())
+    return ReportPaths(html_path, md_path, figdir, written)
