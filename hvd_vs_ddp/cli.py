@@ -12,8 +12,10 @@ line starting with "hvd-vs-ddp: error:" and exits with code 2, changing nothing.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime
 import json
+import shlex
 import sys
 from pathlib import Path
 
@@ -69,8 +71,13 @@ def _run(args) -> int:
             if w not in workloads.names():
                 raise CliError(f"unknown workload {w!r}; known workloads: "
                                f"{', '.join(workloads.names())}")
-        sizes = [int(x) for x in _csv(args.world_sizes) or []] or None
-        cells = matrix.cells(preset, backends, sizes)
+        try:
+            sizes = [int(x) for x in _csv(args.world_sizes) or []] or None
+        except ValueError:
+            raise CliError(f"--world-sizes {args.world_sizes!r}: expected integers like 1,2,4") from None
+        extra = tuple(shlex.split(args.suite_args or ""))
+        cells = [dataclasses.replace(c, pytest_args=extra)
+                 for c in matrix.cells(preset, backends, sizes)]
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         name = matrix.check_name(args.name or f"{stamp}-{preset.name}")
         run_dir = Path(args.runs_dir) / name
@@ -116,6 +123,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", metavar="RUN_DIR", help="rerun the unfinished cells of RUN_DIR")
     run.add_argument("--cell-time-limit", type=float, default=1200.0,
                      help="seconds per cell before it is killed (default 1200)")
+    run.add_argument("--suite-args", help="extra pytest arguments for every cell, quoted, "
+                     "e.g. \"--rounds 3 --workload-param resnet50:image_size=224\"")
     run.add_argument("--hosts", help="hosts for mpirun/horovodrun, e.g. h1:4,h2:4")
     run.add_argument("--allow-failures", action="store_true",
                      help="exit 0 even when some cells failed")
