@@ -172,6 +172,9 @@ class Backend(abc.ABC):
         """Context for one backward pass; `last` is the pass that communicates."""
         yield
 
+    def zero_grad(self, optimizer: torch.optim.Optimizer, set_to_none: bool = True) -> None:
+        optimizer.zero_grad(set_to_none=set_to_none)
+
     def step(self, optimizer: torch.optim.Optimizer, scaler: Any = None,
              before_step: Callable[[], None] | None = None) -> None:
         """Optimizer step after the gradients are reduced.

@@ -116,6 +116,14 @@ class HorovodBackend(Backend):
             backward_passes_per_step=self.options.accumulation_steps, op=hvd.Average)
         return model, optimizer
 
+    def zero_grad(self, optimizer, set_to_none: bool = True) -> None:
+        # Horovod's zero_grad() takes no set_to_none; keep its safety check, then
+        # clear the gradients exactly as torch would.
+        if getattr(optimizer, "_handles", None):
+            raise RuntimeError("horovod: zero_grad() called after backward() but before "
+                               "step() or synchronize()")
+        torch.optim.Optimizer.zero_grad(optimizer, set_to_none=set_to_none)
+
     def step(self, optimizer, scaler=None, before_step: Callable[[], None] | None = None):
         optimizer.synchronize()  # gradients averaged across ranks from here on
         if scaler is not None:

@@ -250,14 +250,13 @@ class _Engine:
         return op.result
 
     # -- communication thread --
-    def _take(self, block: bool) -> list[_Op] | None:
+    def _take(self, block: bool) -> deque | None:
         with self._cond:
             while block and not self._queue and not self._stop:
                 self._cond.wait()
             if self._stop and not self._queue:
                 return None
-            ops = list(self._queue)
-            self._queue.clear()
+            ops, self._queue = self._queue, deque()
             return ops
 
     def _start(self, op: _Op, blocking: bool):
@@ -265,6 +264,8 @@ class _Engine:
         if op.task is not None:
             op.result = op.task()
             return None
+        if op.group._broken:  # never start more MPI work on a communicator in trouble
+            raise RuntimeError(f"not started, the group is unusable: {op.group._broken}")
         name, args = op.call
         comm = op.group._comm
         if blocking:
@@ -276,62 +277,70 @@ class _Engine:
         try:
             self._start(op, blocking=True)
         except Exception as exc:  # noqa: BLE001 - handed to the waiter
-            self._complete(op, RuntimeError(f"{op.label}: MPI call failed: {exc}"))
+            self._complete(op, RuntimeError(f"{op.label}: {type(exc).__name__}: {exc}"))
             return
         self._complete(op)
 
     def _loop_blocking(self) -> None:
         while (ops := self._take(block=True)) is not None:
-            for op in ops:
-                self._run_now(op)
+            while ops:  # popping drops each op (and its buffers) as soon as it is done
+                self._run_now(ops.popleft())
         self._stopped.set()
 
     def _loop_nonblocking(self) -> None:
-        active: list = []
+        active: deque = deque()
         while True:
             ops = self._take(block=not active)
             if ops is None:
                 if not active:
                     break
-                ops = []  # stopping: finish what is in flight
-            for op in ops:
+                ops = deque()  # stopping: finish what is in flight
+            while ops:
+                op = ops.popleft()
                 try:
                     req = self._start(op, blocking=False)
                 except Exception as exc:  # noqa: BLE001
-                    self._complete(op, RuntimeError(f"{op.label}: MPI call failed: {exc}"))
+                    self._complete(op, RuntimeError(f"{op.label}: {type(exc).__name__}: {exc}"))
                     continue
                 if req is None:
                     self._complete(op)
                 else:
                     active.append((op, req))
-            still = []
-            for op, req in active:
-                if req.Test():
-                    self._complete(op)
+            op = req = None
+            progressed = False
+            for _ in range(len(active)):
+                item = active.popleft()
+                if item[1].Test():
+                    self._complete(item[0])
+                    progressed = True
                 else:
-                    still.append((op, req))
-            if len(still) == len(active) and still:
+                    active.append(item)
+            item = None
+            if active and not progressed:
                 time.sleep(0)  # let other Python threads in between polls
-            active = still
         self._stopped.set()
 
     def _complete(self, op: _Op, error: BaseException | None = None) -> None:
+        """MPI is done with op's buffers: copy results back and settle its Future."""
         with self._lock:
-            if op.finished:  # the watchdog failed it already
-                return
+            expired = op.finished  # the watchdog failed it already
             op.finished = True
             self._inflight.pop(op.id, None)
-        if error is None and op.finish is not None:
-            try:
-                if op.stream is not None:
-                    with torch.cuda.stream(op.stream):
+        if not expired:
+            if error is None and op.finish is not None:
+                try:
+                    if op.stream is not None:
+                        with torch.cuda.stream(op.stream):
+                            op.finish()
+                        op.stream.synchronize()
+                    else:
                         op.finish()
-                    op.stream.synchronize()
-                else:
-                    op.finish()
-            except Exception as exc:  # noqa: BLE001
-                error = RuntimeError(f"{op.label}: copying the result back failed: {exc}")
-        self._settle(op, error)
+                except Exception as exc:  # noqa: BLE001
+                    error = RuntimeError(f"{op.label}: copying the result back failed: {exc}")
+            self._settle(op, error)
+        # Only now may the staging buffers go: MPI has stopped touching them.
+        op.call = op.task = op.finish = op.stream = None
+        op.keep = ()
 
     @staticmethod
     def _settle(op: _Op, error: BaseException | None) -> None:
@@ -345,11 +354,17 @@ class _Engine:
     # -- timeouts --
     def _watch(self) -> None:
         while not self._stopped.wait(0.2):
-            now = time.monotonic()
-            with self._lock:
-                late = [op for op in self._inflight.values() if now > op.deadline]
-            for op in late:
-                self.expire(op)
+            self._expire_late()
+
+    def _expire_late(self) -> None:
+        # A function of its own, so that no reference to an op outlives this call:
+        # a tensor or Future freed by this daemon thread while the interpreter
+        # finalises would abort the process (torch releases the GIL in destructors).
+        now = time.monotonic()
+        with self._lock:
+            late = [op for op in self._inflight.values() if now > op.deadline]
+        for op in late:
+            self.expire(op)
 
     def expire(self, op: _Op) -> bool:
         """Fail an unfinished op with a timeout error and mark its group unusable."""
@@ -380,6 +395,7 @@ class _Engine:
                       "(an unmatched collective?)", file=sys.stderr, flush=True)
                 return
         self._stopped.set()
+        self._watchdog.join(timeout_s)
 
 
 _ENGINE: _Engine | None = None
@@ -465,9 +481,9 @@ class _Staged:
         else:
             self.buf = t.detach()
 
-    def back(self, src: torch.Tensor | None = None) -> None:
-        if self.copy or src is not None:
-            self.orig.detach().copy_(self.buf if src is None else src)
+    def back(self) -> None:
+        if self.copy:
+            self.orig.detach().copy_(self.buf)
 
 
 class MPIProcessGroup(dist.ProcessGroup):
@@ -719,7 +735,10 @@ class MPIProcessGroup(dist.ProcessGroup):
     # -- lifecycle --
     def shutdown(self) -> None:
         """Wait (bounded) for this group's queued work, then free its communicator."""
+        global _DEFAULT_COMM
         comm, self._comm = self._comm, None
+        if comm is not None and comm is _DEFAULT_COMM:
+            _DEFAULT_COMM = None
         if comm is None or self._broken:
             return
         if self._engine.mode == "sync":
@@ -811,7 +830,7 @@ def register(name: str = "mpi4py", progress: str | None = None) -> str:
         if _ENGINE is not None and _ENGINE.mode != progress:
             raise RuntimeError(f"mpi4py process group already runs in {_ENGINE.mode!r} mode")
         _MODE = progress
-    if name.upper() not in dist.Backend._plugins:
+    if name.upper() not in getattr(dist.Backend, "_plugins", {}):
         dist.Backend.register_backend(name, _create, extended_api=True,
                                       devices=["cpu", "cuda"])
     return name.lower()

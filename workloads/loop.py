@@ -138,7 +138,7 @@ class Trainer:
         backend, device, model = self.backend, self.device, self.model
         backend.synchronize()
         start = time.perf_counter()
-        self.optimizer.zero_grad(set_to_none=self.config.set_to_none)
+        backend.zero_grad(self.optimizer, self.config.set_to_none)
         total = torch.zeros((), dtype=torch.float64, device=device)
         for micro in range(self.accum):
             x, y = next(self.batches)
