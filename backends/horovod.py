@@ -13,6 +13,7 @@ threshold, cycle time) goes into metadata().
 """
 from __future__ import annotations
 
+import atexit
 import os
 from importlib import metadata as importlib_metadata
 from typing import Any, Callable
@@ -23,6 +24,31 @@ from backends.base import Availability, Backend, BackendUnavailable, check_op
 
 DEFAULT_FUSION_BYTES = 128 * 1024 * 1024
 DEFAULT_CYCLE_MS = 1.0
+
+
+_STATE: dict[str, int] = {}
+
+
+def _requested_fusion(options) -> int:
+    if options.bucket_mb is not None:
+        return int(options.bucket_mb * 2**20)
+    return int(os.environ.get("HOROVOD_FUSION_THRESHOLD", DEFAULT_FUSION_BYTES))
+
+
+def fusion_conflict(options) -> str | None:
+    """Horovod reads its fusion threshold once, at init: a different one needs a new job."""
+    if "fusion" not in _STATE or _requested_fusion(options) == _STATE["fusion"]:
+        return None
+    return (f"the fusion threshold is fixed when Horovod starts ({_STATE['fusion']} bytes in "
+            f"this job, {_requested_fusion(options)} requested); run this knob set in its own "
+            "job (e.g. --knob-set NAME)")
+
+
+def _shutdown() -> None:
+    try:
+        _hvd().shutdown()
+    except Exception:  # interpreter teardown: nothing left to report to
+        pass
 
 
 def _hvd():
@@ -82,13 +108,17 @@ class HorovodBackend(Backend):
         return super().launch_fit(env)
 
     def _setup(self) -> None:
-        self._saved_fusion = os.environ.get("HOROVOD_FUSION_THRESHOLD")
-        if self.options.bucket_mb is not None:
-            os.environ["HOROVOD_FUSION_THRESHOLD"] = str(int(self.options.bucket_mb * 2**20))
-        self._fusion_bytes = int(os.environ.get("HOROVOD_FUSION_THRESHOLD",
-                                                DEFAULT_FUSION_BYTES))
+        want = _requested_fusion(self.options)
+        conflict = fusion_conflict(self.options)
+        if conflict:
+            raise BackendUnavailable(f"horovod: {conflict}")
         hvd = _hvd()
-        hvd.init()
+        if not hvd.is_initialized():
+            os.environ["HOROVOD_FUSION_THRESHOLD"] = str(want)
+            hvd.init()
+            atexit.register(_shutdown)
+            _STATE["fusion"] = want
+        self._fusion_bytes = _STATE["fusion"]
         if hvd.size() != self.world_size or hvd.rank() != self.rank:
             raise BackendUnavailable(
                 f"horovod: hvd.init() gave rank {hvd.rank()}/{hvd.size()} but the launcher "
@@ -98,11 +128,10 @@ class HorovodBackend(Backend):
             torch.cuda.set_device(self.device)
 
     def _close(self) -> None:
-        _hvd().shutdown()
-        if self._saved_fusion is None:
-            os.environ.pop("HOROVOD_FUSION_THRESHOLD", None)
-        else:
-            os.environ["HOROVOD_FUSION_THRESHOLD"] = self._saved_fusion
+        # Horovod stays initialised until the process ends: a second hvd.init() after
+        # shutdown() in a horovodrun job can read the first round's stale rendezvous
+        # entries and abort. Nothing of a backend's state outlives its training run.
+        _hvd().barrier()
 
     def prepare(self, model, optimizer):
         hvd = _hvd()

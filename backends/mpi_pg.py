@@ -22,9 +22,10 @@ all_gather_single (all_gather_into_tensor / _allgather_base), reduce_scatter (li
 form), reduce_scatter_single (reduce_scatter_tensor / _reduce_scatter_base) and
 barrier. Everything else raises NotImplementedError naming the operation.
 Reductions take float32, float64, int8, uint8, int16, int32, int64 as they are;
-float16 and bfloat16 are reduced in float32 (a staging copy) and cast back once, so
-the answer is never worse than the float32 one. AVG on integers truncates toward
-zero (like NCCL). Data movement (broadcast, allgather) takes any dtype.
+float16 and bfloat16 are reduced in float32 (a staging copy) and rounded back once:
+the result is the float32 result rounded to the dtype, never an accumulation of
+half-precision roundings. AVG on integers truncates toward zero (like NCCL).
+Data movement (broadcast, allgather) takes any dtype.
 Non-contiguous tensors go through a contiguous copy; CUDA tensors go through host
 memory unless the MPI library says it is CUDA-aware.
 
@@ -38,8 +39,11 @@ HVD_VS_DDP_MPI_PG_PROGRESS (or register(progress=...)):
 
 - "thread" (default): blocking MPI collectives (MPI_Allreduce ...) on the
   communication thread, like torch's own ProcessGroupMPI. Open MPI 4 runs its tuned
-  algorithms for these; its non-blocking ones (libnbc) are about 2x slower for a
-  64 MiB allreduce on this machine.
+  algorithms for these; its non-blocking ones (libnbc) were about 1.3-2x slower for
+  a 64 MiB allreduce on the 2-core machine (tests/ranks/mpi_pg_bandwidth.py).
+  Collectives of ALL groups then run one at a time in the order they were issued,
+  so ranks must issue them in the same order across groups (as with torch's
+  ProcessGroupMPI); "nonblocking" lifts that.
 - "nonblocking": MPI_Iallreduce & co. started in order and progressed with
   MPI_Test by the communication thread, so collectives on different groups can be
   in flight at once.
@@ -47,9 +51,13 @@ HVD_VS_DDP_MPI_PG_PROGRESS (or register(progress=...)):
   automatically when MPI gives less than MPI_THREAD_SERIALIZED).
 
 Timeouts: a watchdog thread fails every operation still unfinished after the group
-timeout (or opts.timeout), with an error naming the operation, dtype, size and
-group; Work.wait(timeout) raises the same kind of error. The group then refuses new
-work. HVD_VS_DDP_MPI_PG_ABORT_ON_TIMEOUT=1 calls MPI_Abort instead, ending the job.
+timeout (or opts.timeout): its Future gets a CollectiveTimeout naming the operation,
+dtype, size, group and rank (so DDP's backward raises instead of hanging), and the
+group refuses new work. Work.wait() waits at most until that deadline;
+Work.wait(timeout) raises CollectiveTimeout when its own timeout passes but leaves
+the operation running. HVD_VS_DDP_MPI_PG_ABORT_ON_TIMEOUT=1 calls MPI_Abort on a
+timeout instead, ending the whole job. Future.then() callbacks run on the
+communication thread: they must not wait for other collectives.
 """
 from __future__ import annotations
 
@@ -70,7 +78,7 @@ import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import (AllgatherOptions, AllreduceCoalescedOptions,
                                         AllreduceOptions, BarrierOptions, BroadcastOptions,
-                                        ReduceOp, ReduceScatterOptions)
+                                        ReduceScatterOptions)
 from torch.futures import Future
 
 __all__ = ["register", "is_available", "describe", "MPIProcessGroup", "MPIWork",
@@ -211,6 +219,7 @@ class _Engine:
         self._queue: deque[_Op] = deque()
         self._inflight: dict[int, _Op] = {}
         self._stop = False
+        self._expired = 0  # operations failed by timeout
         self._stopped = threading.Event()
         self._thread = None
         if mode != "sync":
@@ -228,6 +237,9 @@ class _Engine:
         if group is not None and group._broken:
             raise RuntimeError(f"{op.label}: the group is unusable after an earlier "
                                f"failure: {group._broken}")
+        if group is not None and group._closed:
+            raise RuntimeError(f"{op.label}: the group was shut down "
+                               "(destroy_process_group)")
         with self._cond:
             if self._stop:
                 raise RuntimeError(f"{op.label}: the mpi4py process group engine has "
@@ -373,6 +385,7 @@ class _Engine:
                 return False
             op.finished = True
             self._inflight.pop(op.id, None)
+            self._expired += 1
         msg = (f"{op.label} timed out after {op.timeout_s:.1f} s: a rank died, is stuck, "
                "or the ranks issued different collectives in different order")
         if op.group is not None and not op.group._broken:
@@ -381,19 +394,26 @@ class _Engine:
             print(f"[mpi4py-pg] {msg}; aborting the job ({_ABORT_ENV}=1)",
                   file=sys.stderr, flush=True)
             _mpi().COMM_WORLD.Abort(1)
+        if self.mode == "sync":  # the caller may itself be stuck inside that MPI call
+            print(f"[mpi4py-pg] {msg}", file=sys.stderr, flush=True)
         self._settle(op, CollectiveTimeout(msg))
         return True
 
     def stop(self, timeout_s: float = 30.0) -> None:
+        """At exit: let queued work finish, then end our threads before MPI_Finalize.
+        A communication thread stuck in MPI (after a timeout) would make Finalize hang
+        or crash, so then the job is aborted, as NCCL's watchdog does."""
         with self._cond:
             self._stop = True
             self._cond.notify_all()
         if self._thread is not None:
-            self._thread.join(timeout_s)
+            self._thread.join(2.0 if self._expired else timeout_s)
             if self._thread.is_alive():
-                print("[mpi4py-pg] communication thread still inside MPI at exit "
-                      "(an unmatched collective?)", file=sys.stderr, flush=True)
-                return
+                print("[mpi4py-pg] at exit the communication thread is still inside MPI "
+                      "(a collective that timed out or was never matched); calling "
+                      "MPI_Abort so that MPI_Finalize does not hang",
+                      file=sys.stderr, flush=True)
+                _mpi().COMM_WORLD.Abort(1)
         self._stopped.set()
         self._watchdog.join(timeout_s)
 
@@ -497,6 +517,7 @@ class MPIProcessGroup(dist.ProcessGroup):
         self._cuda_aware = _cuda_aware()[0]
         self._seq = itertools.count()
         self._broken: str | None = None
+        self._closed = False
         self._group_name = self._group_desc = ""
         self._engine = _engine()
 
@@ -603,7 +624,7 @@ class MPIProcessGroup(dist.ProcessGroup):
 
         def finish():
             self._post_avg(name, flat)
-            for x, part in zip(tensors, flat.split([x.numel() for x in tensors])):
+            for x, part in zip(tensors, flat.split([x.numel() for x in tensors]), strict=True):
                 x.detach().copy_(part.view(x.shape))
         return self._launch("allreduce_coalesced", t, name, opts,
                             ("Allreduce", (MPI.IN_PLACE, _msg(flat, mtype), mpi_op)),
@@ -645,7 +666,7 @@ class MPIProcessGroup(dist.ProcessGroup):
             call = ("Allgatherv", (_msg(src.buf, mtype), [rmsg[0], (counts, displs), mtype]))
 
         def finish():
-            for o, part in zip(outs, recv.split(counts)):
+            for o, part in zip(outs, recv.split(counts), strict=True):
                 o.detach().copy_(part.view(o.shape))
         return self._launch("allgather", t, None, opts, call, finish, [list(outs)],
                             (src.buf, recv, t, *outs))
@@ -734,20 +755,27 @@ class MPIProcessGroup(dist.ProcessGroup):
 
     # -- lifecycle --
     def shutdown(self) -> None:
-        """Wait (bounded) for this group's queued work, then free its communicator."""
+        """Free the communicator once this group's queued work has run (bounded wait).
+        New collectives on the group are refused from now on."""
         global _DEFAULT_COMM
-        comm, self._comm = self._comm, None
-        if comm is not None and comm is _DEFAULT_COMM:
-            _DEFAULT_COMM = None
-        if comm is None or self._broken:
+        if self._comm is None or self._closed:
             return
-        if self._engine.mode == "sync":
+        self._closed = True
+        if self._comm is _DEFAULT_COMM:
+            _DEFAULT_COMM = None
+        if self._broken:  # something may still be inside MPI on it: leave it to Finalize
+            return
+
+        def free():  # queued behind this group's earlier collectives
+            comm, self._comm = self._comm, None
             comm.Free()
+        if self._engine.mode == "sync":
+            free()
             return
         try:
-            self._engine.call(comm.Free, f"free communicator of {self!r}", self._timeout_s)
-        except RuntimeError:
-            pass  # engine stopped at exit: MPI_Finalize frees it
+            self._engine.call(free, f"free communicator of {self!r}", self._timeout_s)
+        except RuntimeError as exc:  # e.g. the engine stopped at exit: Finalize frees it
+            print(f"[mpi4py-pg] shutdown of {self!r}: {exc}", file=sys.stderr, flush=True)
 
     def abort(self) -> None:
         self._broken = self._broken or "aborted by the user"

@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from hvd_vs_ddp.knobs import SETS
+
 # backend -> launchers that start it at world size > 1
 LAUNCH_WITH = {
     "ddp-gloo": ("torchrun",),
@@ -43,10 +45,12 @@ class Cell:
     world_size: int
     suites: tuple[str, ...]
     pytest_args: tuple[str, ...] = ()
+    knob_set: str = "default"
 
     @property
     def id(self) -> str:
-        return f"{self.backend}-{self.launcher}-np{self.world_size}"
+        tail = "" if self.knob_set == "default" else f"-{self.knob_set}"
+        return f"{self.backend}-{self.launcher}-np{self.world_size}{tail}"
 
     def as_dict(self) -> dict:
         d = asdict(self)
@@ -84,10 +88,21 @@ def _gpus() -> int:
 
 def cells(preset: Preset, backends: list[str] | None = None,
           world_sizes: list[int] | None = None) -> list[Cell]:
-    chosen = tuple(backends or preset.backends)
-    sizes = tuple(world_sizes or preset.world_sizes)
     gpus = _gpus()
+    # A preset's GPU backend is left out where there is no GPU; asked for by name, it errors.
+    chosen = tuple(backends or (b for b in preset.backends if gpus or b != "ddp-nccl"))
+    sizes = tuple(world_sizes or preset.world_sizes)
     train_suites = tuple(s for s in preset.suites if s != "compute")
+    # Horovod fixes its fusion threshold at init, so each knob set of a multi-set
+    # preset is its own process (cell); convergence and collectives run once.
+    knob_sets = [k for k in SETS[preset.knob_set] if gpus or not k.gpu_only]
+    knob_names = [k.name for k in knob_sets]
+    comm_only = {k.name for k in knob_sets if k.communicates}
+    if len(knob_names) > 1 and "throughput" in train_suites:
+        rest = tuple(s for s in train_suites if s != "throughput")
+        groups = [(("throughput",) + (rest if k == "default" else ()), k) for k in knob_names]
+    else:
+        groups = [(train_suites, knob_names[0])]
     out: list[Cell] = []
     for n in sizes:
         if n < 1:
@@ -96,13 +111,17 @@ def cells(preset: Preset, backends: list[str] | None = None,
             if backend == "ddp-nccl" and n > max(gpus, 1):
                 raise MatrixError(f"ddp-nccl at world size {n} needs {n} GPUs on this host; "
                                   f"{gpus} visible (use --hosts for more machines)")
-            if n == 1:
-                out.append(Cell(backend, "single", 1, train_suites))
-            elif backend not in BASELINES:
-                for launcher in LAUNCH_WITH[backend]:
-                    out.append(Cell(backend, launcher, n, train_suites))
+            launchers_ = ("single",) if n == 1 else () if backend in BASELINES \
+                else LAUNCH_WITH[backend]
+            for launcher in launchers_:
+                for suites, knob in groups:
+                    if backend in BASELINES and knob in comm_only:
+                        continue  # one process: nothing to compress or bucket
+                    out.append(Cell(backend, launcher, n, suites, knob_set=knob))
         if "compute" in preset.suites:
-            out.append(Cell("compute-only", "single" if n == 1 else "torchrun", n, ("compute",)))
+            for knob in (k for k in knob_names if k not in comm_only):
+                out.append(Cell("compute-only", "single" if n == 1 else "torchrun", n,
+                                ("compute",), knob_set=knob))
     return out
 
 
@@ -113,7 +132,7 @@ def pytest_argv(cell: Cell, preset: Preset, json_path: str,
     backends = cell.backend if cell.backend != "compute-only" else "single"
     return ["-m", "pytest", *targets, "-p", "no:cacheprovider", "-q",
             "--backends", backends, "--workloads", ",".join(workloads or preset.workloads),
-            "--knob-set", preset.knob_set, *preset.pytest_args, *cell.pytest_args,
+            "--knob-set", cell.knob_set, *preset.pytest_args, *cell.pytest_args,
             "--benchmark-json", json_path]
 
 

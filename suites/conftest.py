@@ -29,7 +29,7 @@ from backends import registry  # noqa: E402
 from backends.base import BackendOptions  # noqa: E402
 from backends.env import detect  # noqa: E402
 from hvd_vs_ddp import collective_pytest, versions  # noqa: E402
-from hvd_vs_ddp.knobs import SETS  # noqa: E402
+from hvd_vs_ddp.knobs import FULL, SETS  # noqa: E402
 from workloads import registry as workload_registry  # noqa: E402
 
 DEFAULT_WORKLOADS = "resnet50,gpt"
@@ -44,8 +44,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help=f"comma-separated workloads for throughput (default {DEFAULT_WORKLOADS})")
     g.addoption("--workload-param", action="append", default=[],
                 help="NAME:KEY=VALUE, e.g. resnet50:image_size=224 (repeatable)")
-    g.addoption("--knob-set", default="default", choices=sorted(SETS),
-                help="which knob sets the throughput suite runs")
+    g.addoption("--knob-set", default="default", choices=[*SETS, *(k.name for k in FULL)],
+                help="knob sets for the throughput suite: 'default', 'full', or one set's name")
     g.addoption("--rounds", type=int, default=5, help="timed rounds per throughput cell")
     g.addoption("--steps-per-round", type=int, default=2, help="optimizer steps per round")
     g.addoption("--warmup-steps", type=int, default=2, help="untimed steps before the rounds")

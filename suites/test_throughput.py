@@ -17,13 +17,14 @@ import pytest
 import torch
 
 from backends.env import SINGLE
-from hvd_vs_ddp.knobs import SETS
+from hvd_vs_ddp.knobs import SETS, by_name
 from hvd_vs_ddp.monitor import Monitor
 from workloads.loop import Trainer
 
 
 def _cells(config):
-    knob_sets = SETS[config.getoption("knob_set")]
+    name = config.getoption("knob_set")
+    knob_sets = SETS[name] if name in SETS else (by_name(name),)
     for workload in config.hvd_selected_workloads:
         for knobs in knob_sets:
             yield workload, knobs
@@ -83,6 +84,11 @@ def test_throughput(benchmark, request, plugin, open_backend, make_workload, thr
     if knobs.communicates and name in ("single", "dp"):
         pytest.skip(f"{name}: knob set {knobs.name} changes communication; nothing to compare")
     timeout = request.config.getoption("collective_timeout")
+    if name == "horovod":
+        from backends.horovod import fusion_conflict
+        conflict = fusion_conflict(knobs.backend_options(timeout))
+        if conflict:
+            pytest.skip(f"horovod: {conflict}")
     backend = open_backend(name, knobs.backend_options(timeout))
     workload = make_workload(workload_name)
     trainer = Trainer(workload, backend, knobs.train_config(steps=1))
