@@ -1,0 +1,96 @@
+"""Reports built from REAL recorded runs (tests/fixtures/runs/), checked against their inputs.
+
+The fixtures were produced on this project's 2-core CPU machine by
+
+    hvd-vs-ddp run --backends single,ddp-gloo,horovod --world-sizes 1,2 --workloads mlp \
+        --suite-args "--rounds 3 --steps-per-round 2 --warmup-steps 1 --convergence-steps 5 \
+        --max-bytes 65536" --name cpu-small --runs-dir tests/fixtures/runs
+    hvd-vs-ddp run --backends ddp-gloo --world-sizes 2 --workloads mlp --suite-args \
+        "--rounds 2 --steps-per-round 1 --test-time-limit 2" --name cpu-failed-cell \
+        --runs-dir tests/fixtures/runs --allow-failures      # a real time-limit abort
+
+Their numbers are small and noisy measurements; the tests check only that the
+report says what the files say.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hvd_vs_ddp.cli import main as cli
+from reports import build_report
+
+FIXTURES = Path(__file__).parent / "fixtures" / "runs"
+SMALL, FAILED = FIXTURES / "cpu-small", FIXTURES / "cpu-failed-cell"
+
+
+def _benchmarks(run: Path, kind: str):
+    for f in sorted((run / "cells").glob("*.json")):
+        for b in json.loads(f.read_text())["benchmarks"]:
+            if b["extra_info"]["kind"] == kind:
+                yield b["extra_info"]
+
+
+@pytest.fixture(scope="module")
+def small_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("rep") / "report.html"
+    return build_report([SMALL], out)
+
+
+def test_every_throughput_median_is_in_the_table(small_report):
+    md = small_report.markdown.read_text()
+    seen = 0
+    for info in _benchmarks(SMALL, "throughput"):
+        want = f"| {np.median(info['samples_per_s']):.1f} |"
+        rows = [ln for ln in md.splitlines() if f"| {info['world_size']} |" in ln and want in ln]
+        assert rows, f"{info['backend']} np{info['world_size']}: {want} not in the table"
+        seen += 1
+    assert seen == 6  # np1: single, ddp-gloo, horovod; np2: ddp-gloo, horovod (gloo), horovod (mpi)
+
+
+def test_horovod_and_ddp_are_compared_with_a_verdict(small_report):
+    md = small_report.markdown.read_text()
+    answer = md.split("**Answer**")[1].split("## ")[0]
+    assert "On mlp at 2 ranks:" in answer and "95% CI" in answer
+    assert any(v in answer for v in ("faster than", "no significant difference"))
+
+
+def test_convergence_and_collectives_come_from_the_files(small_report):
+    md = small_report.markdown.read_text()
+    for info in _benchmarks(SMALL, "convergence"):
+        assert info["within_tolerance"]
+    busbw = [r["busbw_gbps"] for info in _benchmarks(SMALL, "collective") for r in info["sizes"]]
+    assert busbw and all(b > 0 for b in busbw)
+    assert "Collectives" in md or "collective" in md.lower()
+
+
+def test_a_real_failed_cell_is_reported(tmp_path):
+    manifest = json.loads((FAILED / "manifest.json").read_text())
+    errors = [c["error"] for c in manifest["cells"] if c["status"] == "failed"]
+    assert errors and all("is stuck in" in e for e in errors)
+    paths = build_report([FAILED], tmp_path / "r.html")
+    html = paths.html.read_text()
+    assert "Failed cells" in html and "is stuck in" in html
+
+
+def test_before_after_from_two_real_runs(tmp_path):
+    paths = build_report([SMALL, FAILED], tmp_path / "ba.html")
+    assert paths.html.is_file()
+
+
+def test_cli_report_refuses_corrupt_results_and_changes_nothing(tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(SMALL, run)
+    victim = next((run / "cells").glob("*.json"))
+    victim.write_text(victim.read_text()[:200])  # truncated
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    out = tmp_path / "out" / "report.html"
+    assert cli(["report", str(run), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("hvd-vs-ddp: error:")
+    assert not out.exists()
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
