@@ -73,8 +73,11 @@ def command(launcher: str, nprocs: int, argv: list[str], python: str | None = No
     raise LauncherUnavailable(f"unknown launcher {launcher!r}; known: {', '.join(LAUNCHERS)}")
 
 
-def env(base: dict[str, str] | None = None) -> dict[str, str]:
+def env(base: dict[str, str] | None = None, launcher: str | None = None) -> dict[str, str]:
     out = dict(os.environ if base is None else base)
+    if launcher and launcher.startswith("horovodrun"):
+        # horovodrun --mpi exports no HOROVOD_* variable; this tells the ranks who made them.
+        out["HVD_VS_DDP_HOROVODRUN"] = "1"
     out.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     out.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     out.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")

@@ -152,7 +152,7 @@ class Runner:
             return
         argv = pytest_argv(cell, self.preset, str(results), self.workloads)
         cmd = launchers.command(cell.launcher, cell.world_size, argv, hosts=self.hosts)
-        env = launchers.env()
+        env = launchers.env(launcher=cell.launcher)
         env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
         start = time.monotonic()
         timed_out = False

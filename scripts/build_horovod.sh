@@ -68,9 +68,13 @@ say "python $PY ($PY_TAG, $MACHINE), torch $TORCH_VERSION (CUDA: $TORCH_CUDA)"
 export PATH="$SCRIPTS_DIR:$PATH"
 
 # --- tools ----------------------------------------------------------------------
-command -v mpicc >/dev/null && command -v mpirun >/dev/null \
-  || die "no mpicc/mpirun found; install MPI: apt-get install openmpi-bin libopenmpi-dev"
+if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
+  die "no mpicc/mpirun found; install MPI: apt-get install openmpi-bin libopenmpi-dev"
+fi
 command -v cmake >/dev/null || die "no cmake found; install it: apt-get install cmake (>= 3.13)"
+CMAKE_VER=$(cmake --version | grep -oE '[0-9]+\.[0-9]+(\.[0-9]+)?' | head -n1)
+version_ge() { [[ $(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1) == "$2" ]]; }
+version_ge "$CMAKE_VER" 3.13 || die "cmake $CMAKE_VER is too old; Horovod needs >= 3.13 (pip install cmake)"
 CXX_BIN=${CXX:-g++}
 command -v "$CXX_BIN" >/dev/null || die "no C++ compiler '$CXX_BIN' found; install it: apt-get install g++"
 command -v make >/dev/null || die "no make found; install it: apt-get install make"
@@ -103,6 +107,7 @@ derive_cxx_std() {
   for f in ATen/ATen.h torch/csrc/api/include/torch/all.h c10/util/C++17.h c10/macros/Macros.h; do
     [[ -f $inc/$f ]] && files+=("$inc/$f")
   done
+  # shellcheck disable=SC2015
   best=$( ((${#files[@]})) && awk '
       /^#if.*__cplusplus *< *[0-9]+L/ { match($0, /__cplusplus *< *[0-9]+L/); want = substr($0, RSTART, RLENGTH); gsub(/[^0-9]/, "", want); next_is = 1; next }
       next_is && /^#error/ { if (want + 0 > max) max = want + 0 }
@@ -111,7 +116,7 @@ derive_cxx_std() {
   case "${best:-0}" in
     0) # no guard found: fall back to what torch's version implies
        local mm; mm=$(grep -oE '^[0-9]+\.[0-9]+' <<<"$TORCH_VERSION")
-       if [[ $(printf '%s\n2.1\n' "$mm" | sort -V | head -n1) == 2.1 ]]; then echo 17; else echo 14; fi ;;
+       if version_ge "$mm" 2.1; then echo 17; else echo 14; fi ;;
     2014*) echo 14 ;; 2017*) echo 17 ;; 2020*) echo 20 ;; 2023*) echo 23 ;;
     *) echo 26 ;;
   esac
@@ -127,7 +132,7 @@ if [[ $GPU_OPS == auto ]]; then
   GPU_OPS=CPU
   if command -v nvidia-smi >/dev/null 2>&1; then
     nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && GPU_OPS=NCCL
-  elif [[ $TORCH_CUDA != none ]]; then
+  elif [[ $TORCH_CUDA != none ]] && compgen -G '/dev/nvidia[0-9]*' >/dev/null; then
     "$PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && GPU_OPS=NCCL
   fi
 fi
@@ -152,6 +157,7 @@ if [[ $TORCH_CUDA != none ]]; then
     # by default for every architecture nvcc knows (twice); build only the ones asked for.
     CC_LIST=${HOROVOD_BUILD_CUDA_CC_LIST:-$(tr ';' '\n' <<<"$CUDAARCHS" | sed 's/-.*//' | grep -E '^[0-9]+$' | paste -sd, - || true)}
     [[ -n $CC_LIST ]] || die "CUDAARCHS=$CUDAARCHS names no architecture (expected e.g. 90 or '80;90')"
+    version_ge "$CMAKE_VER" 3.20 || die "cmake $CMAKE_VER is too old to take CUDAARCHS; a CUDA torch needs cmake >= 3.20 (pip install cmake)"
     NVCC_VER=$("$CUDA_PREFIX/bin/nvcc" --version | grep -oE 'release [0-9.]+' | cut -d' ' -f2)
     say "torch is a CUDA $TORCH_CUDA build: CUDA toolkit $NVCC_VER at $CUDA_PREFIX, CUDAARCHS=$CUDAARCHS"
     [[ ${NVCC_VER%%.*} == "${TORCH_CUDA%%.*}" ]] \
@@ -178,21 +184,36 @@ if command -v flock >/dev/null; then
   flock -n 9 || { say "another build of $KEY is running; waiting for it"; flock 9; }
 fi
 
+# On any exit: stop a running build (its whole process group) and remove the work dir.
+WORK="" BUILD_PID=""
+cleanup() {
+  if [[ -n $BUILD_PID ]] && kill -0 -- "-$BUILD_PID" 2>/dev/null; then
+    kill -TERM -- "-$BUILD_PID" 2>/dev/null || true
+    for _ in {1..50}; do kill -0 -- "-$BUILD_PID" 2>/dev/null || break; sleep 0.2; done
+    kill -KILL -- "-$BUILD_PID" 2>/dev/null || true
+  fi
+  if [[ -n $WORK ]]; then rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+trap 'echo "build_horovod: interrupted" >&2; exit 130' INT TERM
+
 find_wheel() { compgen -G "$KEY_DIR/horovod-${HVD_VERSION}-*.whl" | head -n1 || true; }
 WHEEL=$(find_wheel)
 
 build_wheel() {
-  local sdist="$CACHE/sdist/horovod-$HVD_VERSION.tar.gz" work src pid last="" now
+  local sdist="$CACHE/sdist/horovod-$HVD_VERSION.tar.gz" work src last="" now
   if [[ ! -f $sdist ]]; then
     say "downloading the horovod $HVD_VERSION sdist from PyPI"
+    local dl
     mkdir -p "$CACHE/sdist"
-    "$PY" -m pip download "horovod==$HVD_VERSION" --no-deps --no-binary :all: -d "$CACHE/sdist" -q \
-      || die "could not download the horovod $HVD_VERSION sdist (pip download horovod==$HVD_VERSION --no-binary :all:)"
+    dl=$(mktemp -d "$CACHE/sdist/.download.XXXXXX")
+    "$PY" -m pip download "horovod==$HVD_VERSION" --no-deps --no-binary :all: -d "$dl" -q \
+      || { rm -rf "$dl"; die "could not download the horovod $HVD_VERSION sdist (pip download horovod==$HVD_VERSION --no-binary :all:)"; }
+    mv -f "$dl/horovod-$HVD_VERSION.tar.gz" "$sdist" && rm -rf "$dl"
   fi
   work=$(mktemp -d "${TMPDIR:-/tmp}/build_horovod.XXXXXX")
-  # shellcheck disable=SC2064
-  trap "rm -rf '$work'" EXIT
-  tar -xzf "$sdist" -C "$work"
+  WORK=$work
+  tar -xzf "$sdist" -C "$work" || die "cannot unpack $sdist; delete it and rerun"
   src="$work/horovod-$HVD_VERSION"
 
   # Compile Horovod (core and torch binding) as the standard torch needs. Gloo keeps
@@ -233,11 +254,9 @@ build_wheel() {
   mkdir -p "$work/wheel"
   # Own process group, so an interrupt stops cmake, make and the compilers too.
   setsid "$PY" -m pip wheel --no-build-isolation --no-deps -v -w "$work/wheel" "$src" >"$LOG" 2>&1 &
-  pid=$!
-  trap "kill -TERM -- -$pid 2>/dev/null; rm -rf '$work'" EXIT
-  trap 'exit 130' INT TERM
+  BUILD_PID=$!
   next_report=$((SECONDS + 30))
-  while kill -0 "$pid" 2>/dev/null; do
+  while kill -0 "$BUILD_PID" 2>/dev/null; do
     sleep 3
     ((SECONDS >= next_report)) || continue
     next_report=$((SECONDS + 30))
@@ -246,17 +265,22 @@ build_wheel() {
     [[ -n $now && $now != "$last" ]] && say "[$(elapsed)] ${now:-working}"
     last=$now
   done
-  if ! wait "$pid"; then
-    trap "rm -rf '$work'" EXIT
-    echo "----- last 40 lines of $LOG -----" >&2
-    tail -n 40 "$LOG" >&2
-    echo "-----" >&2
+  if ! wait "$BUILD_PID"; then
+    BUILD_PID=""
+    {
+      echo "----- first errors in $LOG -----"
+      grep -a -m 6 -A 4 -E 'CMake Error|: (fatal )?error:|undefined reference|No such file or directory' "$LOG" | head -n 40 || true
+      echo "----- last 15 lines of $LOG -----"
+      tail -n 15 "$LOG"
+      echo "-----"
+    } >&2
     die "building horovod $HVD_VERSION failed after $(elapsed); full log: $LOG"
   fi
-  trap "rm -rf '$work'" EXIT
-  local built
+  BUILD_PID=""
+  local built name
   built=$(compgen -G "$work/wheel/horovod-*.whl" | head -n1) || die "pip wheel succeeded but left no wheel; see $LOG"
-  mv "$built" "$KEY_DIR/"
+  name=$(basename "$built")
+  cp "$built" "$KEY_DIR/.$name.partial" && mv -f "$KEY_DIR/.$name.partial" "$KEY_DIR/$name"
   say "built $(basename "$built") in $(elapsed)"
 }
 
@@ -268,8 +292,21 @@ else
 fi
 
 # --- install ----------------------------------------------------------------------
-say "installing $(basename "$WHEEL") into $PY's environment"
-"$PY" -m pip install --no-deps --force-reinstall -q "$WHEEL"
+# pip records the sha256 of the wheel it installed; skip the reinstall when it is this one.
+INSTALLED_HASH=$("$PY" -c '
+import json
+from importlib import metadata
+try:
+    print(json.loads(metadata.distribution("horovod").read_text("direct_url.json") or "{}")
+          .get("archive_info", {}).get("hashes", {}).get("sha256", ""))
+except Exception:
+    pass' 2>/dev/null || true)
+if [[ -n $INSTALLED_HASH && $INSTALLED_HASH == "$(sha256sum "$WHEEL" | cut -d' ' -f1)" ]]; then
+  say "$(basename "$WHEEL") is already installed in $PY's environment"
+else
+  say "installing $(basename "$WHEEL") into $PY's environment"
+  "$PY" -m pip install --no-deps --force-reinstall -q "$WHEEL" || die "pip could not install $WHEEL into $PY's environment"
+fi
 # Horovod's own small runtime dependencies (cloudpickle, psutil, pyyaml, packaging,
 # cffi): --no-deps above leaves torch alone, so install just the unmet ones.
 MISSING=$("$PY" - <<'EOF'

@@ -25,7 +25,7 @@ def launched(launcher: str, nprocs: int, argv: list[str], timeout: float = 300,
     ok, why = launchers.available(launcher)
     if not ok:
         pytest.skip(f"{launcher}: {why}")
-    env = launchers.env()
+    env = launchers.env(launcher=launcher)
     env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
     env.update(extra_env or {})
     cmd = launchers.command(launcher, nprocs, argv)
