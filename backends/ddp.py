@@ -179,8 +179,8 @@ class DDPMPIBackend(_DDPBackend):
 
     @classmethod
     def launch_fit(cls, env) -> Availability:
-        if env.world_size > 1 and not ("OMPI_COMM_WORLD_RANK" in os.environ
-                                       or "PMI_RANK" in os.environ):
+        if env.world_size > 1 and not any(v in os.environ for v in (
+                "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")):
             return Availability(False, "needs an MPI launcher (mpirun, mpiexec, "
                                        f"horovodrun --mpi); this job was started by {env.launcher}")
         return super().launch_fit(env)

@@ -91,7 +91,10 @@ class HorovodBackend(Backend):
 
     @classmethod
     def launch_fit(cls, env) -> Availability:
-        if env.world_size > 1 and env.launcher not in ("horovodrun", "mpirun", "mpiexec"):
+        mpi_under_srun = env.launcher == "srun" and ("PMIX_RANK" in os.environ
+                                                      or "PMI_RANK" in os.environ)
+        if env.world_size > 1 and env.launcher not in ("horovodrun", "mpirun", "mpiexec") \
+                and not mpi_under_srun:
             return Availability(False, f"needs horovodrun or an MPI launcher; this job was "
                                        f"started by {env.launcher}")
         try:

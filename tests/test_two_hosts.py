@@ -1,0 +1,329 @@
+"""Two real hosts on one machine: DDP and Horovod across a network link.
+
+Each "host" is a Linux network namespace with its own network stack, its own
+hostname (a UTS namespace) and its own /etc/hosts; the two are joined by a veth
+pair, so every byte between the ranks crosses a real network interface (`hvd0`,
+10.231.0.1/24 on hvd-node1, 10.231.0.2/24 on hvd-node2). Those addresses exist only
+inside the namespaces this test creates and deletes again.
+
+- DDP over Gloo: one `torchrun --nnodes 2 --nproc-per-node 1` per host, met through
+  torchrun's c10d rendezvous (`--rdzv-endpoint hvd-node1:PORT`) or through the static
+  one (`--node-rank R --master-addr hvd-node1`), GLOO_SOCKET_IFNAME=hvd0.
+- Horovod over Gloo: `horovodrun --gloo -H hvd-node1:1,hvd-node2:1`, run on
+  hvd-node1, exactly as on a cluster: it checks ssh, starts its task services on
+  both hosts to find the common routed interface (it finds hvd0) and starts the
+  remote rank over ssh. The one stand-in is ssh itself: an `ssh` script first on
+  PATH runs the command inside the other host's namespaces with a clean
+  environment (as sshd would), so horovodrun must forward everything the rank
+  needs, as it must across real machines. Running the per-host processes by hand
+  with Horovod's Gloo variables would skip the part of horovodrun that most often
+  breaks across machines (interface discovery and remote start), hence this choice.
+
+Why each host gets its own hostname and /etc/hosts, not just its own addresses: with
+a shared hostname that resolves to 127.0.0.1, Horovod 0.28.1 fails (the Gloo context
+of its process sets, set up inside hvd.init(), is built from the hostname's address
+and ignores HOROVOD_GLOO_IFACE), and torchrun's c10d endpoint cannot tell that it is
+the host. Real clusters have distinct names that resolve to routable addresses.
+
+Both run tests/ranks/train_equivalence.py (it checks the backend against `single`)
+and save rank 0's final weights; those must equal a one-host run of the same
+backend with the same world size (<= 1e-6; in practice bitwise), and the bytes
+counted on hvd0 show that the gradients did cross the link.
+
+Needs root and iproute2 (`ip netns`), skips with the reason otherwise:
+    sudo .venv/bin/python -m pytest tests/test_two_hosts.py -v
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from hvd_vs_ddp import launchers
+from tests.conftest import ROOT, explain, horovod_available, launched
+
+pytestmark = pytest.mark.multiproc
+
+WORKER = "tests/ranks/train_equivalence.py"
+STEPS = 10
+IFACE = "hvd0"
+SUBNET = "10.231.0"
+# Inside fresh namespaces nothing else can hold a port, so a fixed one cannot collide.
+RDZV_PORT = 29400
+TIMEOUT_S = 240  # per launched job; below pytest's patience, above the ~20 s it takes
+ETC_NETNS = Path("/etc/netns")  # `ip netns exec NS` bind-mounts /etc/netns/NS/* over /etc
+
+
+@dataclass(frozen=True)
+class Host:
+    hostname: str
+    netns: str
+    addr: str
+
+    def prefix(self) -> list[str]:
+        """Run argv on this host: its network namespace and its own hostname."""
+        return ["ip", "netns", "exec", self.netns, "unshare", "--uts", "--",
+                "/bin/sh", "-c", 'hostname "$0" && exec "$@"', self.hostname]
+
+    def iface_bytes(self) -> int:
+        """Bytes received plus sent on this host's end of the link."""
+        total = 0
+        for what in ("rx_bytes", "tx_bytes"):
+            out = _ip("netns", "exec", self.netns, "cat",
+                      f"/sys/class/net/{IFACE}/statistics/{what}")
+            total += int(out.strip())
+        return total
+
+
+def _ip(*args: str) -> str:
+    proc = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ip {' '.join(args)} failed: {proc.stderr.strip()}")
+    return proc.stdout
+
+
+class TwoHosts:
+    """Two namespaces joined by a veth pair; close() removes every trace."""
+
+    def __init__(self) -> None:
+        self.tag = tag = secrets.token_hex(4)
+        self.hosts = tuple(Host(f"hvd-node{i}", f"hvd2h-{os.getpid()}-{tag}-{i}",
+                                f"{SUBNET}.{i}") for i in (1, 2))
+        self._veth = (f"hv{tag}a", f"hv{tag}b")  # <= 15 characters, unique per run
+        self._made_etc = not ETC_NETNS.exists()
+        self.procs: list[subprocess.Popen] = []
+
+    def create(self) -> None:
+        h1, h2 = self.hosts
+        for h in self.hosts:
+            _ip("netns", "add", h.netns)
+        _ip("link", "add", self._veth[0], "type", "veth", "peer", "name", self._veth[1])
+        hosts_file = "127.0.0.1 localhost\n" + "".join(
+            f"{h.addr} {h.hostname}\n" for h in self.hosts)
+        for h, veth in zip(self.hosts, self._veth):
+            _ip("link", "set", veth, "netns", h.netns)
+            _ip("-n", h.netns, "link", "set", veth, "name", IFACE)  # same name on both hosts
+            _ip("-n", h.netns, "addr", "add", f"{h.addr}/24", "dev", IFACE)
+            _ip("-n", h.netns, "link", "set", "lo", "up")
+            _ip("-n", h.netns, "link", "set", IFACE, "up")
+            etc = ETC_NETNS / h.netns
+            etc.mkdir(parents=True, exist_ok=True)
+            (etc / "hosts").write_text(hosts_file)
+        # hvd-node2 knows its own name and finds hvd-node1 by name.
+        probe = "import socket; print(socket.gethostname(), socket.gethostbyname('hvd-node1'))"
+        out = subprocess.run([*h2.prefix(), sys.executable, "-c", probe],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and out.stdout.split() == ["hvd-node2", h1.addr], \
+            f"namespace set-up is wrong: {out.stdout}{out.stderr}"
+
+    def start(self, host: Host, argv: list[str], env: dict[str, str], log: Path
+              ) -> subprocess.Popen:
+        with open(log, "w") as fh:
+            proc = subprocess.Popen([*host.prefix(), *argv], cwd=ROOT, env=env, stdout=fh,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+        self.procs.append(proc)
+        return proc
+
+    def close(self) -> None:
+        for proc in self.procs:  # our own process groups first
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait(timeout=30)
+        for h in self.hosts:
+            pids = subprocess.run(["ip", "netns", "pids", h.netns], capture_output=True,
+                                  text=True, timeout=30).stdout.split()
+            for pid in pids:  # anything still alive inside is ours (e.g. a remote rank)
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            subprocess.run(["ip", "netns", "del", h.netns], capture_output=True, timeout=30)
+            shutil.rmtree(ETC_NETNS / h.netns, ignore_errors=True)
+        for veth in self._veth:  # only left if set-up failed before moving it
+            subprocess.run(["ip", "link", "del", veth], capture_output=True, timeout=30)
+        if self._made_etc:
+            try:
+                ETC_NETNS.rmdir()
+            except OSError:
+                pass
+
+
+@pytest.fixture
+def two_hosts():
+    if sys.platform != "linux":
+        pytest.skip("network namespaces are Linux only")
+    if os.geteuid() != 0:
+        pytest.skip("creating network namespaces needs root")
+    for tool in ("ip", "unshare"):
+        if shutil.which(tool) is None:
+            pytest.skip(f"{tool} not found (apt-get install iproute2 util-linux)")
+    hosts = TwoHosts()
+    try:
+        try:
+            hosts.create()
+        except (RuntimeError, OSError) as exc:
+            pytest.skip(f"cannot create two network namespaces here: {exc}")
+        yield hosts
+    finally:
+        hosts.close()
+
+
+def _tool(name: str) -> str:
+    ok, why = launchers.available(name if name != "horovodrun" else "horovodrun-gloo")
+    if not ok:
+        pytest.skip(why)
+    here = Path(sys.executable).parent / name
+    return str(here) if here.exists() else shutil.which(name)
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = launchers.env()
+    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    env.update(extra)
+    return env
+
+
+def _wait(procs: list[subprocess.Popen], logs: list[Path], timeout: float) -> str:
+    """Wait for all; fail with every log if one fails or time runs out.
+
+    A rank that dies leaves its peer waiting for it until a rendezvous timeout, so
+    the first failure ends the wait (the fixture then kills what is left).
+    """
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        codes = [p.poll() for p in procs]
+        if None not in codes or any(c not in (None, 0) for c in codes):
+            break
+        time.sleep(0.2)
+    text = "\n".join(f"--- {log.name} ---\n{log.read_text()}" for log in logs)
+    codes = [p.poll() for p in procs]
+    if any(c not in (None, 0) for c in codes):
+        pytest.fail(f"two-host job failed, exit codes {codes} (None: still running):\n"
+                    f"{_tail(text)}")
+    if None in codes:
+        pytest.fail(f"two-host job did not finish in {timeout:.0f}s:\n{_tail(text)}")
+    return text
+
+
+def _tail(text: str, chars: int = 8000) -> str:
+    return text if len(text) <= chars else "...\n" + text[-chars:]
+
+
+def _one_host_weights(launcher: str, backend: str, out: Path):
+    proc = launched(launcher, 2, [WORKER, backend, "--steps", str(STEPS), "--save", str(out)],
+                    timeout=TIMEOUT_S)
+    assert proc.returncode == 0, explain(proc)
+    return _load(out)
+
+
+def _load(path: Path):
+    import torch
+
+    return torch.load(path)
+
+
+def _assert_same(two, one, crossed_bytes: int, logs: str) -> None:
+    diff = (two - one).abs().max().item()
+    assert diff <= 1e-6, f"two hosts differ from one host by {diff:.3e} > 1e-6\n{_tail(logs)}"
+    # Each step moves every gradient across the link at least halfway (ring allreduce).
+    least = STEPS * two.numel() * two.element_size() // 2
+    assert crossed_bytes >= least, (
+        f"only {crossed_bytes} bytes crossed {IFACE}, expected >= {least}: "
+        f"the ranks did not talk over the link\n{_tail(logs)}")
+    print(f"two hosts vs one host: max |diff| {diff:.1e} "
+          f"({'bitwise equal' if diff == 0 else 'within 1e-6'}); "
+          f"{crossed_bytes} bytes over {IFACE} (>= {least} needed)")
+
+
+@pytest.mark.parametrize("rendezvous", ["c10d", "static"])
+def test_ddp_gloo_across_two_hosts_matches_one_host(two_hosts, tmp_path, rendezvous):
+    torchrun = _tool("torchrun")
+    one = _one_host_weights("torchrun", "ddp-gloo", tmp_path / "one-host.pt")
+
+    h1 = two_hosts.hosts[0]
+    before = h1.iface_bytes()
+    env = _env(GLOO_SOCKET_IFNAME=IFACE)
+    procs, logs, saves = [], [], []
+    for node_rank, host in enumerate(two_hosts.hosts):
+        if rendezvous == "c10d":  # node ranks are handed out by the rendezvous
+            meet = ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"{h1.hostname}:{RDZV_PORT}",
+                    "--rdzv-id", two_hosts.tag]
+        else:
+            meet = ["--node-rank", str(node_rank), "--master-addr", h1.hostname,
+                    "--master-port", str(RDZV_PORT)]
+        saves.append(tmp_path / f"{host.hostname}.pt")
+        logs.append(tmp_path / f"{host.hostname}.log")
+        argv = [torchrun, "--nnodes", "2", "--nproc-per-node", "1", *meet, "--no-python",
+                sys.executable, WORKER, "ddp-gloo", "--steps", str(STEPS),
+                "--save", str(saves[-1])]
+        procs.append(two_hosts.start(host, argv, env, logs[-1]))
+    text = _wait(procs, logs, TIMEOUT_S)
+    crossed = h1.iface_bytes() - before
+
+    written = [s for s in saves if s.exists()]
+    assert len(written) == 1, f"expected rank 0's weights from one host, got {written}\n" \
+        + _tail(text)
+    assert "ddp-gloo on torchrun x2" in text, _tail(text)
+    _assert_same(_load(written[0]), one, crossed, text)
+
+
+SSH_STANDIN = """#!/bin/bash
+# Stand-in for ssh in tests/test_two_hosts.py: `ssh [opts] HOST [opts] CMD...` runs CMD
+# with bash on HOST (its network namespace and hostname) in a clean environment.
+host=""
+while (($#)); do
+  case $1 in
+    -[bcDEeFIiJLlmOopQRSWw]) shift 2 ;;
+    -*) shift ;;
+    *) if [[ -z $host ]]; then host=$1; shift; else break; fi ;;
+  esac
+done
+case $host in
+{cases}
+  *) echo "ssh: Could not resolve hostname $host: Name or service not known" >&2; exit 255 ;;
+esac
+exec env -i HOME="$HOME" LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\
+  ip netns exec "$ns" unshare --uts -- /bin/sh -c 'hostname "$0" && exec bash -c "$1"' "$host" "$*"
+"""
+
+
+def test_horovod_gloo_across_two_hosts_matches_one_host(two_hosts, tmp_path):
+    ok, why = horovod_available()
+    if not ok:
+        pytest.skip(why)
+    horovodrun = _tool("horovodrun")
+    one = _one_host_weights("horovodrun-gloo", "horovod", tmp_path / "one-host.pt")
+
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    cases = "\n".join(f"  {h.hostname}|{h.addr}) ns={h.netns} ;;" for h in two_hosts.hosts)
+    ssh = bindir / "ssh"
+    ssh.write_text(SSH_STANDIN.format(cases=cases))
+    ssh.chmod(0o755)
+
+    h1, h2 = two_hosts.hosts
+    env = _env()
+    env["PATH"] = f"{bindir}{os.pathsep}{env['PATH']}"
+    save, log = tmp_path / "two-hosts.pt", tmp_path / "horovodrun.log"
+    argv = [horovodrun, "-np", "2", "--gloo", "-H", f"{h1.hostname}:1,{h2.hostname}:1",
+            "--disable-cache", "--start-timeout", "120", "--verbose",
+            sys.executable, WORKER, "horovod", "--steps", str(STEPS), "--save", str(save)]
+    before = h1.iface_bytes()
+    text = _wait([two_hosts.start(h1, argv, env, log)], [log], TIMEOUT_S)
+    crossed = h1.iface_bytes() - before
+
+    assert "Remote host found: hvd-node2" in text, _tail(text)  # it really went "remote"
+    assert f"Common interface found: {IFACE}" in text, _tail(text)
+    assert "horovod on horovodrun x2" in text, _tail(text)
+    _assert_same(_load(save), one, crossed, text)
