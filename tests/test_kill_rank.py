@@ -1,0 +1,132 @@
+"""kill -9 of a rank at a random moment ends the job quickly and leaves no process.
+
+Each trial starts the suites (tiny sizes) on 2 ranks under a launcher, waits a
+random time, SIGKILLs one rank at random, and then counts:
+- a hang: the job still running 60 s after the kill (it is then killed by us);
+- leftovers: processes of the job alive after it ended (by an environment marker).
+HVD_KILL_TRIALS sets the number of trials (default 4 here; the figure in the
+closing note comes from HVD_KILL_TRIALS=20). Also: the runner records a killed
+cell as failed, goes on, and `--resume` reruns it.
+
+    HVD_KILL_TRIALS=20 python -m pytest tests/test_kill_rank.py -s
+"""
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from hvd_vs_ddp import launchers
+from tests.conftest import ROOT, horovod_available
+from tests.test_faults import leftovers
+
+pytestmark = pytest.mark.multiproc
+TINY = ["-m", "pytest", "suites/test_throughput.py", "suites/test_convergence.py",
+        "suites/test_collectives.py", "-q", "-p", "no:cacheprovider", "--workloads", "mlp",
+        "--rounds", "2", "--steps-per-round", "1", "--warmup-steps", "1",
+        "--convergence-steps", "5", "--max-bytes", "65536", "--benchmark-json"]
+
+
+def _ranks(marker: str, launcher_pid: int) -> list[int]:
+    """The rank processes: python running pytest, carrying the marker, not the launcher."""
+    out = []
+    for pid in leftovers(marker):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if pid != launcher_pid and b"pytest" in cmd and any(b"python" in c for c in cmd[:1]):
+            out.append(pid)
+    return out
+
+
+def one_trial(launcher: str, rng: random.Random, tmp: Path) -> dict:
+    marker = f"hvd-kill-{uuid.uuid4().hex}"
+    env = launchers.env(launcher=launcher)
+    env.update(PYTHONPATH=str(ROOT), HVD_TEST_MARKER=marker)
+    cmd = launchers.command(launcher, 2, [*TINY, str(tmp / f"{marker}.json")])
+    proc = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, start_new_session=True)
+    delay = rng.uniform(2.0, 25.0)
+    deadline = time.monotonic() + delay
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    victim = None
+    ranks = _ranks(marker, proc.pid)
+    if proc.poll() is None and ranks:
+        victim = rng.choice(ranks)
+        os.kill(victim, signal.SIGKILL)
+    killed_at = time.monotonic()
+    hang = False
+    try:
+        out, _ = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        hang = True
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, _ = proc.communicate()
+    ended_in = time.monotonic() - killed_at
+    time.sleep(1.0)
+    left = leftovers(marker)
+    for pid in left:  # never leave them to the next trial
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return {"launcher": launcher, "delay": round(delay, 1), "killed": victim is not None,
+            "hang": hang, "ended_in": round(ended_in, 1), "leftovers": len(left),
+            "returncode": proc.returncode, "tail": out.decode(errors="replace")[-600:]}
+
+
+def test_random_kills_never_hang_or_leave_processes(tmp_path):
+    trials = int(os.environ.get("HVD_KILL_TRIALS", "4"))
+    launchers_ = ["torchrun", "mpirun"]
+    if horovod_available()[0] and launchers.available("horovodrun-gloo")[0]:
+        launchers_.append("horovodrun-gloo")
+    rng = random.Random(int(os.environ.get("HVD_KILL_SEED", "0")))
+    results = [one_trial(launchers_[i % len(launchers_)], rng, tmp_path) for i in range(trials)]
+    summary = {"trials": trials, "killed": sum(r["killed"] for r in results),
+               "hangs": sum(r["hang"] for r in results),
+               "leftover_processes": sum(r["leftovers"] for r in results),
+               "max_seconds_to_end": max(r["ended_in"] for r in results)}
+    print("\nkill-rank summary:", json.dumps(summary))
+    for r in results:
+        print(f"  {r['launcher']:16s} kill after {r['delay']:5.1f}s killed={r['killed']} "
+              f"ended in {r['ended_in']:5.1f}s rc={r['returncode']} leftovers={r['leftovers']}")
+    assert summary["hangs"] == 0, [r for r in results if r["hang"]]
+    assert summary["leftover_processes"] == 0, [r for r in results if r["leftovers"]]
+    for r in results:
+        if r["killed"]:
+            assert r["returncode"] != 0, f"a killed job exited 0: {r['tail']}"
+
+
+def test_runner_records_a_killed_cell_and_resume_reruns_it(tmp_path):
+    """A cell whose rank dies is 'failed' with its error; the next cell still runs."""
+    from hvd_vs_ddp.cli import main as cli
+
+    runs = tmp_path / "runs"
+    args = ["run", "--backends", "ddp-gloo", "--world-sizes", "2", "--workloads", "mlp",
+            "--runs-dir", str(runs), "--name", "killed", "--allow-failures", "--suite-args",
+            "--rounds 2 --steps-per-round 1 --convergence-steps 3 --max-bytes 4096"]
+    env_before = os.environ.get("HVD_VS_DDP_TEST_KILL_RANK")
+    os.environ["HVD_VS_DDP_TEST_KILL_RANK"] = "1"  # suites/conftest.py: rank 1 kills itself
+    try:
+        assert cli(args) == 0
+    finally:
+        if env_before is None:
+            os.environ.pop("HVD_VS_DDP_TEST_KILL_RANK")
+    manifest = json.loads((runs / "killed" / "manifest.json").read_text())
+    status = {c["id"]: c for c in manifest["cells"]}
+    killed = status["ddp-gloo-torchrun-np2"]
+    assert killed["status"] == "failed" and killed["error"], killed
+    assert status["compute-only-torchrun-np2"]["status"] == "failed"  # it died too
+    assert manifest["complete"] is True
+    assert cli(["run", "--resume", str(runs / "killed")]) == 0
+    manifest = json.loads((runs / "killed" / "manifest.json").read_text())
+    assert all(c["status"] == "passed" for c in manifest["cells"]), manifest["cells"]
