@@ -77,7 +77,7 @@ def _run(args) -> int:
             raise CliError(f"--world-sizes {args.world_sizes!r}: expected integers like 1,2,4") from None
         extra = tuple(shlex.split(args.suite_args or ""))
         cells = [dataclasses.replace(c, pytest_args=extra)
-                 for c in matrix.cells(preset, backends, sizes)]
+                 for c in _runnable(matrix.cells(preset, backends, sizes), explicit=bool(backends))]
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         name = matrix.check_name(args.name or f"{stamp}-{preset.name}")
         run_dir = Path(args.runs_dir) / name
@@ -98,6 +98,30 @@ def _run(args) -> int:
           f"failed -> {run_dir}", file=sys.stderr)
     print(run_dir)
     return 0 if not failed or args.allow_failures else 1
+
+
+def _runnable(cells, explicit: bool):
+    """Cells whose backend and launcher exist here. Asked for by name: an error if not;
+    part of a preset: left out with a note."""
+    from backends import registry
+    from hvd_vs_ddp import launchers
+
+    keep = []
+    for cell in cells:
+        why = None
+        if cell.backend != "compute-only":
+            avail = registry.availability(cell.backend)
+            why = None if avail else f"{cell.backend}: {avail.reason}"
+        if why is None:
+            ok, reason = launchers.available(cell.launcher)
+            why = None if ok else f"{cell.id}: {reason}"
+        if why is None:
+            keep.append(cell)
+        elif explicit:
+            raise CliError(f"{why}; see `hvd-vs-ddp doctor`")
+        else:
+            print(f"hvd-vs-ddp: note: leaving out {cell.id} ({why})", file=sys.stderr)
+    return keep
 
 
 def _report(args) -> int:

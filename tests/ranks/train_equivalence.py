@@ -16,6 +16,7 @@ exits 1 with the failing check named, 0 when all pass.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 
@@ -44,6 +45,7 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--accumulation", type=int, default=1)
     ap.add_argument("--save", default=None)
+    ap.add_argument("--losses", default=None, help="write rank 0's per-step losses (JSON)")
     args = ap.parse_args()
 
     workload = workloads.get("mlp", batch_size=8)
@@ -83,6 +85,9 @@ def main() -> int:
                   f"rank spread {spread:.2e}, vs single {ref_diff:.2e}", flush=True)
             if args.save:
                 torch.save(mine, args.save)
+            if args.losses:
+                with open(args.losses, "w") as fh:
+                    json.dump([float.hex(x) for x in result.losses], fh)
         bad = [f"rank {r}: {f}" for r, fs in enumerate(verdicts) for f in fs]
         for line in bad:
             print("FAIL", line, flush=True)
