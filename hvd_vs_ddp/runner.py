@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import re
 import os
 import signal
 import subprocess
@@ -54,11 +55,35 @@ def git_commit() -> str | None:
         return None
 
 
+_DEAD_RANK = (
+    # torchrun's "Root Cause" block
+    re.compile(r"Root Cause.*?rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)[^\n]*", re.S),
+    # mpirun: "Process name: [[31639,1],1]" ... "Exit code: 1" / "on signal 9"
+    re.compile(r"Process name: \[\[\d+,\d+\],(\d+)\].*?(?:Exit code|signal)[: ]*(\d+)", re.S),
+    # horovodrun: "Process 1 exit with status code 137."
+    re.compile(r"Process (\d+) exit with status code (-?\d+)"),
+)
+
+
+def _dead_rank(log: str) -> str | None:
+    for pattern in _DEAD_RANK:
+        m = pattern.search(log)
+        if m:
+            return f"rank {m.group(1)} ended with exit code/signal {m.group(2)}"
+    return None
+
+
 def _error_line(log: str, returncode: int, timed_out: bool, limit: float) -> str:
     if timed_out:
         return f"cell exceeded its time limit of {limit:.0f}s and was killed"
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
-    for key in ("hvd-vs-ddp:", "rank(s) ", "Error:", "FAILED ", "E  "):
+    ours = [ln for ln in lines if "hvd-vs-ddp:" in ln]
+    if ours:
+        return ours[-1][:400]
+    dead = _dead_rank(log)
+    if dead:
+        return dead
+    for key in ("rank(s) ", "Error:", "FAILED ", "E  "):
         hits = [ln for ln in lines if key in ln]
         if hits:
             return hits[-1][:400]
@@ -175,7 +200,7 @@ class Runner:
                      log=str(log_path.relative_to(self.run_dir)),
                      results=str(results.relative_to(self.run_dir)) if results.exists() else None,
                      error=None if status == "passed" else
-                     _error_line(text, returncode, timed_out, self.limit))
+                     f"{cell.id}: {_error_line(text, returncode, timed_out, self.limit)}")
 
 
 class Progress:

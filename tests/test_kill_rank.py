@@ -125,6 +125,7 @@ def test_runner_records_a_killed_cell_and_resume_reruns_it(tmp_path):
     status = {c["id"]: c for c in manifest["cells"]}
     killed = status["ddp-gloo-torchrun-np2"]
     assert killed["status"] == "failed" and killed["error"], killed
+    assert killed["error"].startswith("ddp-gloo-torchrun-np2: ") and "rank 1" in killed["error"]
     assert status["compute-only-torchrun-np2"]["status"] == "failed"  # it died too
     assert manifest["complete"] is True
     assert cli(["run", "--resume", str(runs / "killed")]) == 0
