@@ -73,7 +73,7 @@ PRESETS = {
     "quick": Preset("quick", ("single", "dp", "ddp-gloo", "ddp-mpi", "horovod"), (1, 2),
                     ("resnet50", "gpt"), ("throughput", "compute", "convergence", "collectives"),
                     pytest_args=("--rounds", "5", "--steps-per-round", "2",
-                                 "--max-bytes", str(16 * 2**20))),
+                                 "--max-bytes", str(64 * 2**20))),
     "full": Preset("full", ("single", "dp", "ddp-gloo", "ddp-nccl", "ddp-mpi", "horovod"),
                    (1, 2, 4), ("resnet50", "deeplabv3", "gpt", "mlp"),
                    ("throughput", "compute", "convergence", "collectives"), knob_set="full",

@@ -30,6 +30,7 @@ PALETTE = {
     "horovod": "#D55E00",
     "horovod (gloo)": "#D55E00",
     "horovod (mpi)": "#E69F00",
+    "mpi4py-raw": "#7F7F7F",
 }
 _SPARE = ("#7F7F7F", "#8C564B", "#BCBD22", "#9467BD", "#17BECF", "#F0E442")
 ORDER = tuple(PALETTE)

@@ -155,3 +155,54 @@ def test_memcpy(benchmark, request):
                                  "world_size": env.world_size, "launcher": env.launcher,
                                  "device": str(dev), "bytes": nbytes,
                                  "times": times, "bandwidth_gbps": nbytes / median / 1e9})
+
+
+def test_raw_mpi_allreduce(benchmark, request, plugin):
+    """mpi4py's own Allreduce on the same sizes: the bar ddp-mpi and Horovod-MPI are held to."""
+    import os
+
+    if plugin.env.world_size < 2 or not any(v in os.environ for v in
+                                            ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")):
+        pytest.skip("raw MPI allreduce: needs an MPI launcher and at least 2 ranks")
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        pytest.skip(f"raw MPI allreduce: {exc}")
+    comm, n = MPI.COMM_WORLD, plugin.env.world_size
+    sizes = _sizes(request.config.getoption("max_bytes"))
+    results: list[dict] = []
+
+    def sweep() -> None:
+        for nbytes in sizes:
+            warm, timed = _iters(nbytes)
+            buf = np.full(max(nbytes // 4, 1), comm.rank + 1, dtype=np.float32)
+            out = np.empty_like(buf)
+            times = []
+            for i in range(warm + timed):
+                comm.Barrier()
+                start = time.perf_counter()
+                comm.Allreduce(buf, out, op=MPI.SUM)
+                took = time.perf_counter() - start
+                if i >= warm:
+                    times.append(took)
+            results.append({"bytes": buf.nbytes, "times": times,
+                            "ok": bool(np.all(out == n * (n + 1) / 2))})
+
+    benchmark.pedantic(sweep, rounds=1, warmup_rounds=0, iterations=1)
+    everyone = plugin.coord.gather([(r["times"], r["ok"]) for r in results], "raw MPI times")
+    rows = []
+    for i, res in enumerate(results):
+        slowest = np.max(np.asarray([e[i][0] for e in everyone]), axis=0)
+        median = float(np.median(slowest))
+        algbw = res["bytes"] / median / 1e9
+        rows.append({"bytes": res["bytes"], "times": slowest.tolist(), "time_median": median,
+                     "algbw_gbps": algbw, "busbw_gbps": algbw * _bus_factor("allreduce", n),
+                     "correct": all(e[i][1] for e in everyone)})
+    benchmark.group = "collective allreduce"
+    benchmark.extra_info.update({
+        "kind": "collective", "backend": "mpi4py-raw", "op": "allreduce", "dtype": "float32",
+        "world_size": n, "launcher": plugin.env.launcher,
+        "backend_meta": {"backend": "mpi4py-raw", "mpi": MPI.Get_library_version().splitlines()[0]},
+        "sizes": rows,
+    })
+    assert all(r["correct"] for r in rows)
