@@ -3,7 +3,8 @@
 Message sizes from 4 B to --max-bytes (default 64 MiB; 256 MiB in the full
 preset), float32. Bandwidth as nccl-tests defines it: algbw = bytes / time;
 busbw = algbw x 2(n-1)/n for allreduce, x (n-1)/n for allgather, x 1 for
-broadcast. Each iteration's time is the slowest rank's. Every size is checked
+broadcast. Ranks meet at a barrier before each timed call; each call's time is
+the slowest rank's. Every size is checked
 for correctness on every rank. The machine's memcpy bandwidth, measured in the
 same run, is the reference limit.
 
@@ -35,7 +36,7 @@ def _iters(nbytes: int) -> tuple[int, int]:
         return 5, 50
     if nbytes <= 4 * 2**20:
         return 2, 10
-    return 1, 3
+    return 1, 5
 
 
 def pytest_generate_tests(metafunc):
@@ -58,6 +59,7 @@ def _one(backend, op: str, numel: int) -> tuple[float, bool]:
     n, r, dev = backend.world_size, backend.rank, backend.device
     if op == "allreduce":
         t = torch.full((numel,), float(r + 1), device=dev)
+        backend.barrier()  # every rank starts together, as the raw MPI bar does
         backend.synchronize()
         start = time.perf_counter()
         out = backend.all_reduce(t, "sum")
@@ -66,6 +68,7 @@ def _one(backend, op: str, numel: int) -> tuple[float, bool]:
         ok = numel == 0 or bool(torch.all(out == n * (n + 1) / 2))
     elif op == "broadcast":
         t = torch.full((numel,), 7.0 if r == 0 else 0.0, device=dev)
+        backend.barrier()
         backend.synchronize()
         start = time.perf_counter()
         out = backend.broadcast(t, 0)
@@ -74,6 +77,7 @@ def _one(backend, op: str, numel: int) -> tuple[float, bool]:
         ok = numel == 0 or bool(torch.all(out == 7.0))
     else:
         t = torch.full((numel,), float(r), device=dev)
+        backend.barrier()
         backend.synchronize()
         start = time.perf_counter()
         out = backend.all_gather(t)
