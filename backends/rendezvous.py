@@ -15,8 +15,8 @@ init_process_group a fresh prefix of it.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import datetime
-import gc
 import hashlib
 import json
 import os
@@ -135,10 +135,15 @@ def job_store(env: LauncherEnv, timeout: datetime.timedelta) -> Store:
 
 
 def close_job_store() -> None:
-    """Drop the store while the interpreter is whole (not during its teardown)."""
-    global _JOB_STORE
-    _JOB_STORE = None
-    gc.collect()
+    """Keep the store alive through interpreter teardown; the OS closes its socket.
+
+    Destroying a TCPStore client at exit sometimes aborts the process ("terminate
+    called without an active exception": a joinable C++ thread destroyed), which
+    would turn a finished, passing run into a crash. Leaking one object at exit
+    costs nothing.
+    """
+    if _JOB_STORE is not None:
+        ctypes.pythonapi.Py_IncRef(ctypes.py_object(_JOB_STORE))
 
 
 def store_for(env: LauncherEnv, timeout: datetime.timedelta) -> Store:

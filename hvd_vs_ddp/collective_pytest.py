@@ -165,6 +165,7 @@ class CollectivePlugin:
         self.coord = Coordinator(self.env, self.limit_s + 60)
         self.watchdog = Watchdog(self.env, self.coord, config)
         self.final_json: Path | None = None
+        self.exitstatus: int | None = None
 
     @property
     def rank(self) -> int:
@@ -190,6 +191,12 @@ class CollectivePlugin:
             partial = Path(self.config.option.benchmark_json)
             if partial.exists():
                 os.replace(partial, self.final_json)
+        if self.exitstatus is not None:
+            hard_exit(self.exitstatus)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus) -> None:
+        self.exitstatus = int(exitstatus)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
@@ -255,6 +262,27 @@ class CollectivePlugin:
         detail = "; ".join(f"rank {r} {o}" + (f" ({m})" if m else "")
                            for r, (o, m) in enumerate(everyone))
         rep.outcome, rep.longrepr = "failed", f"ranks disagree on the outcome: {detail}"
+
+
+def hard_exit(code: int) -> None:
+    """Leave without C++ static destructors, once every result is written and flushed.
+
+    torch 2.14's distributed libraries sometimes abort in their exit-time destructors
+    ("terminate called without an active exception", seen here under torchrun with
+    Gloo), which would turn a finished, passing run into a crash of its rank.
+    """
+    import atexit
+
+    atexit._run_exitfuncs()  # Horovod's shutdown, the mpi4py process group's clean-up
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
+        mpi.Finalize()  # mpirun counts a rank that skips it as failed
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except Exception:  # a closed capture stream
+            pass
+    os._exit(code)
 
 
 def addoption(parser: pytest.Parser) -> None:

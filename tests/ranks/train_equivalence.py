@@ -97,4 +97,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from hvd_vs_ddp.collective_pytest import hard_exit
+
+    hard_exit(main())
