@@ -51,10 +51,9 @@ def _run(args) -> int:
         try:
             manifest = json.loads(manifest_path.read_text())
             preset = matrix.PRESETS[manifest["preset"]]
-            cells = [matrix.Cell(c["backend"], c["launcher"], c["world_size"],
-                                 tuple(c["suites"]), tuple(c.get("pytest_args", ())))
-                     for c in manifest["cells"]]
+            cells = [matrix.Cell.from_dict(c) for c in manifest["cells"]]
             chosen_workloads = manifest.get("workloads")
+            hosts = args.hosts or manifest.get("hosts")
         except (ValueError, KeyError, TypeError) as exc:
             raise CliError(f"--resume {run_dir}: manifest.json is not a readable "
                            f"hvd-vs-ddp manifest ({exc})") from None
@@ -81,11 +80,12 @@ def _run(args) -> int:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         name = matrix.check_name(args.name or f"{stamp}-{preset.name}")
         run_dir = Path(args.runs_dir) / name
+        hosts = args.hosts
         if run_dir.exists():
             raise CliError(f"run directory {run_dir} already exists; choose another --name "
                            "or --resume it")
     runner = Runner(run_dir, preset, cells, sys.argv, args.cell_time_limit,
-                    chosen_workloads, hosts=getattr(args, "hosts", None))
+                    chosen_workloads, hosts=hosts)
     print(f"hvd-vs-ddp: {len(cells)} cells -> {run_dir}", file=sys.stderr)
     try:
         manifest = runner.run(Progress())

@@ -57,6 +57,12 @@ class Cell:
         d["id"] = self.id
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "Cell":
+        """The cell a manifest entry (as_dict() plus status fields) describes."""
+        return cls(d["backend"], d["launcher"], int(d["world_size"]), tuple(d["suites"]),
+                   tuple(d.get("pytest_args", ())), d.get("knob_set", "default"))
+
 
 @dataclass(frozen=True)
 class Preset:

@@ -115,6 +115,7 @@ class Runner:
                 "hardware": versions.hardware(), "env": versions.knob_env(),
                 "workloads": list(self.workloads or self.preset.workloads),
                 "knob_set": self.preset.knob_set,
+                "hosts": self.hosts,
                 "cells": [dict(c.as_dict(), status="pending", error=None, seconds=None,
                                results=None, log=None) for c in self.cells]}
 

@@ -1,0 +1,37 @@
+"""The comparison matrix: cells of the presets, and a manifest entry back to its cell.
+
+    python -m pytest tests/test_matrix.py
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from hvd_vs_ddp import matrix
+
+
+@pytest.mark.parametrize("preset", sorted(matrix.PRESETS))
+def test_manifest_entry_gives_back_the_same_cell(preset):
+    """--resume rebuilds cells from manifest.json: knob set and suite args included."""
+    cells = matrix.cells(matrix.PRESETS[preset], world_sizes=[1, 2])
+    for cell in cells:
+        cell = matrix.Cell(cell.backend, cell.launcher, cell.world_size, cell.suites,
+                           ("--rounds", "3"), cell.knob_set)
+        entry = json.loads(json.dumps(dict(cell.as_dict(), status="failed", error="x")))
+        assert matrix.Cell.from_dict(entry) == cell
+        assert matrix.Cell.from_dict(entry).id == entry["id"]
+
+
+def test_full_preset_has_knob_set_cells_with_their_own_ids():
+    ids = [c.id for c in matrix.cells(matrix.PRESETS["full"], world_sizes=[2])]
+    assert len(ids) == len(set(ids))
+    assert "horovod-horovodrun-gloo-np2-fp16-compress" in ids
+    assert "ddp-gloo-torchrun-np2-bucket1mb" in ids
+
+
+def test_run_names_with_path_separators_are_refused():
+    for bad in ("a/b", "../x", "..", "", "/abs"):
+        with pytest.raises(matrix.MatrixError):
+            matrix.check_name(bad)
+    assert matrix.check_name("2026-11-22_quick.v1") == "2026-11-22_quick.v1"
