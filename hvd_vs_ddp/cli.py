@@ -75,6 +75,11 @@ def _run(args) -> int:
         except ValueError:
             raise CliError(f"--world-sizes {args.world_sizes!r}: expected integers like 1,2,4") from None
         extra = tuple(shlex.split(args.suite_args or ""))
+        if args.data_dir:
+            data_dir = Path(args.data_dir).expanduser()
+            if not data_dir.is_dir():
+                raise CliError(f"--data-dir {args.data_dir}: no such directory")
+            extra += ("--data-dir", str(data_dir.resolve()))
         cells = [dataclasses.replace(c, pytest_args=extra)
                  for c in _runnable(matrix.cells(preset, backends, sizes), explicit=bool(backends))]
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -149,6 +154,8 @@ def parser() -> argparse.ArgumentParser:
                      help="seconds per cell before it is killed (default 1200)")
     run.add_argument("--suite-args", help="extra pytest arguments for every cell, quoted, "
                      "e.g. \"--rounds 3 --workload-param resnet50:image_size=224\"")
+    run.add_argument("--data-dir", help="a local ImageFolder or CIFAR-10 folder: resnet50 "
+                     "trains on real images (throughput and convergence)")
     run.add_argument("--hosts", help="hosts for mpirun/horovodrun, e.g. h1:4,h2:4")
     run.add_argument("--allow-failures", action="store_true",
                      help="exit 0 even when some cells failed")

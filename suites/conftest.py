@@ -11,7 +11,7 @@ the rest with a reason (decided from facts every rank shares, then agreed):
 
 Options: --backends, --workloads, --workload-param NAME:KEY=VALUE, --knob-set
 default|full, --rounds, --steps-per-round, --warmup-steps, --convergence-steps,
---max-bytes (collectives), --test-time-limit.
+--data-dir (real images for resnet50), --max-bytes (collectives), --test-time-limit.
 """
 from __future__ import annotations
 
@@ -50,6 +50,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     g.addoption("--steps-per-round", type=int, default=2, help="optimizer steps per round")
     g.addoption("--warmup-steps", type=int, default=2, help="untimed steps before the rounds")
     g.addoption("--convergence-steps", type=int, default=30)
+    g.addoption("--data-dir", default=None,
+                help="a local ImageFolder, or a folder holding CIFAR-10's "
+                     "cifar-10-batches-py: resnet50 trains on it (throughput, and a "
+                     "convergence cell); nothing is downloaded")
     g.addoption("--max-bytes", type=int, default=64 * 2**20,
                 help="largest collective message in bytes (default 64 MiB)")
     g.addoption("--collective-timeout", type=float, default=300.0,
@@ -90,6 +94,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.hvd_selected_workloads = _csv(config, "workloads", workload_registry.names(),
                                          "workload")
     config.hvd_workload_params = _workload_params(config)
+    data_dir = config.getoption("data_dir")
+    if data_dir:
+        if not Path(data_dir).expanduser().is_dir():
+            raise pytest.UsageError(f"--data-dir {data_dir}: no such directory")
+        params = config.hvd_workload_params.setdefault("resnet50", {})
+        params.setdefault("data_dir", str(Path(data_dir).expanduser().resolve()))
     config.hvd_plugin = collective_pytest.register(config)
 
 

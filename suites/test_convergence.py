@@ -4,9 +4,13 @@ Synchronous data parallelism is defined by this equivalence: W ranks with
 per-rank batch B, averaging gradients, take the same steps as one process with
 batch W x B on the union of their batches. Each backend trains N steps from one
 seed; its per-step global losses are compared with `single` trained in-process
-on those global batches. Also time-to-accuracy on scikit-learn's real digits.
+on those global batches, cut into the same per-rank shards (so that BatchNorm
+normalises over the same samples as on each rank). Workloads: mlp and gpt, plus
+resnet50 on real images when --data-dir names a local ImageFolder or CIFAR-10.
+Also time-to-accuracy on scikit-learn's real digits.
 
     mpirun -np 2 python -m pytest suites/test_convergence.py
+    torchrun --nproc-per-node 2 -m pytest suites/test_convergence.py --data-dir ~/data/cifar10
 """
 from __future__ import annotations
 
@@ -39,7 +43,9 @@ TTA_EVAL_EVERY = 10
 def pytest_generate_tests(metafunc):
     backends = [b for b in DISTRIBUTED if b in metafunc.config.hvd_selected_backends]
     if "conv_cell" in metafunc.fixturenames:
-        cells = [(b, w) for w in CONVERGENCE_WORKLOADS for b in backends]
+        workloads = CONVERGENCE_WORKLOADS + (
+            ("resnet50",) if metafunc.config.getoption("data_dir") else ())
+        cells = [(b, w) for w in workloads for b in backends]
         metafunc.parametrize("conv_cell", cells, ids=[f"{b}-{w}" for b, w in cells])
     if "tta_backend" in metafunc.fixturenames:
         names = ["single", *backends]
@@ -65,7 +71,8 @@ def test_convergence(benchmark, request, plugin, open_backend, make_workload, co
 
     reference_workload = workload.with_(batch_size=workload.batch_size * backend.world_size)
     with SingleBackend(BackendOptions(device=backend.options.device), env=SINGLE) as ref:
-        ref_trainer = Trainer(reference_workload, ref, config)
+        ref_trainer = Trainer(reference_workload, ref, config,
+                              emulate_ranks=backend.world_size)
         ref_trainer.run(steps)
         reference = ref_trainer.global_losses()
     dev = max_relative_deviation(losses, reference)

@@ -54,6 +54,7 @@ RUN_CASES = [
     (["--world-sizes", "two"], ["--world-sizes"]),
     (["--name", "earlier"], ["already exists"]),
     (["--resume", "runs/nothing-here"], ["no manifest.json"]),
+    (["--data-dir", "no/such/images"], ["--data-dir", "no such directory"]),
 ]
 
 

@@ -111,7 +111,21 @@ class Trainer:
     """
 
     def __init__(self, workload: Workload, backend: Backend, config: TrainConfig,
-                 on_grads: Callable[[int, torch.nn.Module], None] | None = None) -> None:
+                 on_grads: Callable[[int, torch.nn.Module], None] | None = None,
+                 emulate_ranks: int = 1) -> None:
+        """`emulate_ranks` W > 1 (one process only): each micro-batch of W x B samples is
+        cut into the W per-rank shards that W real ranks would see, and their losses,
+        each divided by W, are back-propagated one shard at a time. The gradient is then
+        the average of W per-rank gradients, as allreduce makes it, and models with
+        BatchNorm normalise over B samples like each real rank: the exact single-process
+        reference of synchronous data parallelism."""
+        if emulate_ranks < 1 or (emulate_ranks > 1 and backend.world_size != 1):
+            raise ValueError(f"emulate_ranks={emulate_ranks} needs one process, "
+                             f"got world size {backend.world_size}")
+        if workload.batch_size % emulate_ranks:
+            raise ValueError(f"emulate_ranks={emulate_ranks} does not divide the batch "
+                             f"of {workload.batch_size}")
+        self.emulate_ranks = emulate_ranks
         if config.deterministic:
             torch.use_deterministic_algorithms(True)
         self.workload, self.backend, self.config = workload, backend, config
@@ -146,10 +160,7 @@ class Trainer:
             if self.channels_last and x.dim() == 4:
                 x = x.contiguous(memory_format=torch.channels_last)
             with backend.accumulate(model, last=micro == self.accum - 1):
-                with _autocast(device, self.config.precision):
-                    loss = self.workload.loss(model(x), y) / self.accum
-                (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
-            total += loss.detach().double()
+                total += self._forward_backward(x, y)
         index = len(self.step_times)
         hook = (lambda: self.on_grads(index, model)) if self.on_grads else None
         backend.step(self.optimizer, self.scaler, before_step=hook)
@@ -158,6 +169,18 @@ class Trainer:
         self.local_losses.append(total)
         self.step_times.append(elapsed)
         return elapsed
+
+    def _forward_backward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Loss of one micro-batch (already divided for accumulation), back-propagated."""
+        parts = self.emulate_ranks
+        shards = [(x, y)] if parts == 1 else [(x[r::parts], y[r::parts]) for r in range(parts)]
+        total = torch.zeros((), dtype=torch.float64, device=self.device)
+        for xs, ys in shards:
+            with _autocast(self.device, self.config.precision):
+                loss = self.workload.loss(self.model(xs), ys) / (self.accum * parts)
+            (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
+            total += loss.detach().double()
+        return total
 
     def run(self, steps: int) -> list[float]:
         return [self.step() for _ in range(steps)]
