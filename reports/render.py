@@ -62,7 +62,7 @@ figcaption{font-size:.86em;color:#444;margin-top:6px}
 details summary{cursor:pointer;font-weight:600;margin:10px 0}
 """
 
-_NUM = re.compile(r"^-?[\d.]+(e[-+]?\d+)?( ✗)?$|^[\d.]+–[\d.]+$|^\d+%$")
+_NUM = re.compile(r"^-?[\d.]+(e[-+]?\d+)?( ✗)?$|^[\d.]+–[\d.]+$|^-?\d+%$")
 _CLASS = {"horovod faster": "hvd", "ddp faster": "ddp", "B faster": "up", "A faster": "down",
           "no significant difference": "nsd", "NO": "bad", "failed": "bad", "timeout": "bad"}
 
