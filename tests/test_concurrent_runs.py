@@ -1,0 +1,48 @@
+"""Two comparisons at once on one machine: both finish, no port or file clash.
+
+Two `hvd-vs-ddp run` processes start at the same moment, into different run
+directories of one runs folder, each with DDP under torchrun and Horovod under
+horovodrun --gloo and --mpi (each launcher picks its own free ports; nothing is
+fixed). Both must exit 0 with every cell passed and results of their own.
+
+    python -m pytest tests/test_concurrent_runs.py
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.conftest import ROOT, horovod_available
+
+pytestmark = pytest.mark.multiproc
+TINY = "--rounds 2 --steps-per-round 1 --warmup-steps 1 --convergence-steps 3 --max-bytes 4096"
+
+
+def test_two_runs_at_once_both_finish(tmp_path):
+    backends = "ddp-gloo,horovod" if horovod_available()[0] else "ddp-gloo"
+    runs = tmp_path / "runs"
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    procs = {name: subprocess.Popen(
+        [sys.executable, "-m", "hvd_vs_ddp.cli", "run", "--backends", backends,
+         "--world-sizes", "2", "--workloads", "mlp", "--runs-dir", str(runs), "--name", name,
+         "--suite-args", TINY], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, start_new_session=True) for name in ("a", "b")}
+    deadline = time.monotonic() + 900
+    outs = {name: p.communicate(timeout=max(deadline - time.monotonic(), 1))[0]
+            for name, p in procs.items()}
+    cell_files = {}
+    for name, p in procs.items():
+        assert p.returncode == 0, f"run {name}:\n{outs[name][-4000:]}"
+        manifest = json.loads((runs / name / "manifest.json").read_text())
+        assert manifest["complete"] is True
+        assert all(c["status"] == "passed" for c in manifest["cells"]), manifest["cells"]
+        cell_files[name] = sorted(p.name for p in (runs / name / "cells").glob("*.json"))
+        assert len(cell_files[name]) == len(manifest["cells"])
+    assert cell_files["a"] == cell_files["b"]
+    if "horovod" in backends:
+        assert "horovod-horovodrun-mpi-np2.json" in cell_files["a"]
