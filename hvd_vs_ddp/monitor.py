@@ -2,7 +2,7 @@
 
 psutil for the process (CPU percent, resident memory); NVML (nvidia-ml-py) for
 this rank's GPU when there is one: utilisation and memory used. A daemon thread
-samples every `interval_s`; `stop()` returns the series.
+samples every `interval_s`; `stop()` takes a last sample and returns the series.
 
     with Monitor(rank=0, gpu_index=None) as mon: ...; series = mon.series
 """
@@ -50,12 +50,12 @@ class Monitor:
                                          / 2**20, 1))
 
     def _run(self) -> None:
-        t0 = time.monotonic()
         self.proc.cpu_percent(None)
         while not self._stop.wait(self.interval_s):
-            self._sample(t0)
+            self._sample(self._t0)
 
     def start(self) -> "Monitor":
+        self._t0 = time.monotonic()
         self._thread = threading.Thread(target=self._run, daemon=True, name="hvd-vs-ddp-monitor")
         self._thread.start()
         return self
@@ -64,6 +64,9 @@ class Monitor:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+            if not self._thread.is_alive():  # the end state: even a short run has a sample
+                self._sample(self._t0)
+            self._thread = None
         return self.series
 
     def __enter__(self) -> "Monitor":

@@ -95,7 +95,7 @@ def test_throughput(benchmark, request, plugin, open_backend, make_workload, thr
     times, series, cuda_mb = _timed(benchmark, trainer, backend, request, plugin)
     per_round = request.config.getoption("steps_per_round")
     gathered = backend.all_gather_object({"times": times, "series": series, "cuda_mb": cuda_mb,
-                                          "rss": series["rss_mb"][-1] if series["rss_mb"] else None})
+                                          "rss": max(series["rss_mb"], default=None)})
     losses = trainer.global_losses()
     rank_times = [g["times"] for g in gathered]
     per_step, round_times = _slowest(rank_times, per_round)
