@@ -26,6 +26,9 @@ _OPS = {
     "product": dist.ReduceOp.PRODUCT, "avg": dist.ReduceOp.AVG,
 }
 
+# torch 2.14 renamed all_gather_into_tensor (now deprecated) to all_gather_single.
+_all_gather_single = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
+
 
 class _DDPBackend(Backend):
     """Shared by every torch.distributed transport; subclasses name the pg backend."""
@@ -95,7 +98,7 @@ class _DDPBackend(Backend):
 
     def all_gather(self, tensor: torch.Tensor) -> torch.Tensor:
         out = tensor.new_empty((self.world_size * tensor.shape[0], *tensor.shape[1:]))
-        dist.all_gather_into_tensor(out, tensor.contiguous())
+        _all_gather_single(out, tensor.contiguous())
         return out
 
     def broadcast_object(self, obj: Any, src: int = 0) -> Any:
