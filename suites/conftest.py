@@ -96,10 +96,11 @@ def pytest_configure(config: pytest.Config) -> None:
     config.hvd_workload_params = _workload_params(config)
     data_dir = config.getoption("data_dir")
     if data_dir:
-        if not Path(data_dir).expanduser().is_dir():
+        folder = Path(data_dir).expanduser()
+        if not folder.is_dir():
             raise pytest.UsageError(f"--data-dir {data_dir}: no such directory")
         params = config.hvd_workload_params.setdefault("resnet50", {})
-        params.setdefault("data_dir", str(Path(data_dir).expanduser().resolve()))
+        params.setdefault("data_dir", str(folder.resolve()))
     config.hvd_plugin = collective_pytest.register(config)
 
 
