@@ -17,6 +17,11 @@ if str(ROOT) not in sys.path:
 
 from hvd_vs_ddp import launchers  # noqa: E402
 
+# The suites shrunk to seconds: what the launcher tests pass after `pytest suites/`.
+TINY_SUITE_ARGS = ["--workloads", "mlp", "--rounds", "2", "--steps-per-round", "1",
+                   "--warmup-steps", "1", "--convergence-steps", "5", "--max-bytes", "65536",
+                   "--test-time-limit", "300", "-p", "no:cacheprovider", "-q"]
+
 
 def launched(launcher: str, nprocs: int, argv: list[str], timeout: float = 300,
              extra_env: dict[str, str] | None = None, cwd: Path = ROOT

@@ -4,6 +4,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -16,8 +17,7 @@ def test_manifest_entry_gives_back_the_same_cell(preset):
     """--resume rebuilds cells from manifest.json: knob set and suite args included."""
     cells = matrix.cells(matrix.PRESETS[preset], world_sizes=[1, 2])
     for cell in cells:
-        cell = matrix.Cell(cell.backend, cell.launcher, cell.world_size, cell.suites,
-                           ("--rounds", "3"), cell.knob_set)
+        cell = dataclasses.replace(cell, pytest_args=("--rounds", "3"))
         entry = json.loads(json.dumps(dict(cell.as_dict(), status="failed", error="x")))
         assert matrix.Cell.from_dict(entry) == cell
         assert matrix.Cell.from_dict(entry).id == entry["id"]

@@ -33,12 +33,10 @@ from pathlib import Path
 import pytest
 
 from hvd_vs_ddp import launchers
-from tests.conftest import ROOT, horovod_available
+from tests.conftest import ROOT, TINY_SUITE_ARGS as TINY, horovod_available
 
 pytestmark = pytest.mark.multiproc
 DAEMONS = ("slurmctld", "slurmd", "srun", "sbatch", "sinfo")
-TINY = ["--workloads", "mlp", "--rounds", "2", "--steps-per-round", "1", "--warmup-steps",
-        "1", "--convergence-steps", "5", "--max-bytes", "65536", "-q", "-p", "no:cacheprovider"]
 
 
 def _free_port() -> int:

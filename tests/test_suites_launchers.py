@@ -11,13 +11,10 @@ import json
 
 import pytest
 
-from tests.conftest import explain, horovod_available, launched
+from tests.conftest import TINY_SUITE_ARGS as TINY, explain, horovod_available, launched
 
 pytestmark = pytest.mark.multiproc
 
-TINY = ["--workloads", "mlp", "--rounds", "2", "--steps-per-round", "1", "--warmup-steps",
-        "1", "--convergence-steps", "5", "--max-bytes", "65536", "--test-time-limit", "300",
-        "-p", "no:cacheprovider", "-q"]
 
 CASES = [
     # launcher, ranks, backends that must have run

@@ -17,11 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, TINY_SUITE_ARGS as TINY
 
 pytestmark = pytest.mark.multiproc
-TINY = ["--workloads", "mlp", "--rounds", "2", "--steps-per-round", "1", "--warmup-steps",
-        "1", "--convergence-steps", "5", "--max-bytes", "65536", "-q", "-p", "no:cacheprovider"]
 
 
 def test_tox_ddp_env_runs_both_ddp_transports(tmp_path):
