@@ -1,0 +1,32 @@
+"""One error policy for the whole project.
+
+- `InputError`: the user gave something we cannot use (an unknown name, a bad number,
+  a corrupt results file, a launcher that does not fit). The CLI prints its message as
+  one line, `hvd-vs-ddp: error: ...`, and exits with `EXIT_BAD_INPUT` (2). Its message
+  says what was wrong, what was expected and what to do.
+- `UnknownName`: an `InputError` for a lookup by name (backends, workloads, knob sets,
+  presets, launchers); the message lists the known names.
+- "Can this run here?" is not an error: backends answer with `backends.base.Availability`.
+
+    raise UnknownName("backend", "ddp-foo", ["single", "ddp-gloo"])
+"""
+from __future__ import annotations
+
+from typing import Iterable
+
+EXIT_BAD_INPUT = 2
+
+
+class InputError(Exception):
+    """Bad input the user can fix; shown as one line, exit code 2."""
+
+
+class UnknownName(InputError, KeyError):
+    """A name that is not in a registry; says which names are known."""
+
+    def __init__(self, what: str, name: object, known: Iterable[str]) -> None:
+        self.what, self.name, self.known = what, name, list(known)
+        super().__init__(f"unknown {what} {name!r}; known {what}s: {', '.join(self.known)}")
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
