@@ -21,22 +21,15 @@ from typing import Any, Callable, ClassVar, Iterator
 
 import torch
 
+from backends import launchers
 from backends.env import LauncherEnv, detect
+from common.availability import Availability
 
 REDUCE_OPS = ("sum", "avg", "min", "max", "product")
 
 
 class BackendUnavailable(RuntimeError):
     """This backend cannot run here; the message says why and what to do."""
-
-
-@dataclass(frozen=True)
-class Availability:
-    ok: bool
-    reason: str = ""
-
-    def __bool__(self) -> bool:
-        return self.ok
 
 
 @dataclass(frozen=True)
@@ -101,7 +94,9 @@ class Backend(abc.ABC):
         if not cls.distributed and env.world_size > 1:
             return Availability(False, f"runs in one process, but {env.launcher} started "
                                        f"{env.world_size} ranks; launch it without a launcher")
-        return Availability(True)
+        if not cls.distributed:
+            return Availability(True)
+        return launchers.fit(cls.name, env.launcher, env.world_size)
 
     def check_launch(self) -> None:
         """Raise BackendUnavailable when the launcher does not fit this backend."""

@@ -11,13 +11,13 @@ DDP's fp16_compress_hook; bucket_mb sets bucket_cap_mb.
 from __future__ import annotations
 
 import contextlib
-import os
 from typing import Any, Iterator
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
+from backends import launchers
 from backends.base import Availability, Backend, check_op
 from backends.rendezvous import store_for
 
@@ -182,10 +182,10 @@ class DDPMPIBackend(_DDPBackend):
 
     @classmethod
     def launch_fit(cls, env) -> Availability:
-        if env.world_size > 1 and not any(v in os.environ for v in (
-                "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")):
+        if env.world_size > 1 and not launchers.mpi_ranks():
             return Availability(False, "needs an MPI launcher (mpirun, mpiexec, "
-                                       f"horovodrun --mpi); this job was started by {env.launcher}")
+                                       "horovodrun --mpi, srun --mpi=pmix); this job was "
+                                       f"started by {env.launcher}")
         return super().launch_fit(env)
 
     def _pg_name(self) -> str:

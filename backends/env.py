@@ -8,9 +8,10 @@ instead of training with the wrong rank.
 
     python -m backends.env          # print what this process sees
 
-Supported: torchrun, horovodrun (Gloo controller sets HOROVOD_*; with --mpi the
-Open MPI variables are present and the launcher is still reported as
-horovodrun), Open MPI's mpirun, MPICH / Intel MPI (PMI_*), Slurm's srun.
+Supported: torchrun, horovodrun (Gloo controller sets HOROVOD_*: reported as
+horovodrun-gloo; with --mpi the MPI variables are present and it is reported as
+horovodrun-mpi), Open MPI's mpirun, MPICH / Intel MPI (PMI_*), Slurm's srun. The
+names are the launcher table's (backends/launchers.py): one vocabulary everywhere.
 """
 from __future__ import annotations
 
@@ -137,7 +138,7 @@ class TorchrunDetector(Detector):
 class HorovodDetector(Detector):
     """horovodrun with the Gloo controller (it sets HOROVOD_* for every rank)."""
 
-    name = "horovodrun"
+    name = "horovodrun-gloo"
     rank, size = "HOROVOD_RANK", "HOROVOD_SIZE"
     local_rank, local_size = "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE"
     node_rank = "HOROVOD_CROSS_RANK"
@@ -151,7 +152,7 @@ class OpenMPIDetector(Detector):
 
     def launcher_name(self, env):
         # horovodrun --mpi runs mpirun and forwards HOROVOD_* knobs it set itself.
-        return "horovodrun" if is_under_horovodrun(env) else self.name
+        return "horovodrun-mpi" if is_under_horovodrun(env) else self.name
 
 
 class PMIDetector(Detector):
@@ -162,7 +163,7 @@ class PMIDetector(Detector):
     local_rank, local_size = "MPI_LOCALRANKID", "MPI_LOCALNRANKS"
 
     def launcher_name(self, env):
-        return "horovodrun" if is_under_horovodrun(env) else self.name
+        return "horovodrun-mpi" if is_under_horovodrun(env) else self.name
 
 
 class SlurmDetector(Detector):

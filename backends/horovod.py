@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 import torch
 
+from backends import launchers
 from backends.base import Availability, Backend, BackendUnavailable, check_op
 
 DEFAULT_FUSION_BYTES = 128 * 1024 * 1024
@@ -91,24 +92,24 @@ class HorovodBackend(Backend):
 
     @classmethod
     def launch_fit(cls, env) -> Availability:
-        mpi_under_srun = env.launcher == "srun" and ("PMIX_RANK" in os.environ
-                                                      or "PMI_RANK" in os.environ)
-        if env.world_size > 1 and env.launcher not in ("horovodrun", "mpirun", "mpiexec") \
-                and not mpi_under_srun:
-            return Availability(False, f"needs horovodrun or an MPI launcher; this job was "
-                                       f"started by {env.launcher}")
+        fit = super().launch_fit(env)  # the launcher table: can it start horovod at all?
+        if not fit or env.world_size == 1:
+            return fit
         try:
             controllers = build_info()["controllers"]
         except Exception:  # not installed: availability() says so
-            return super().launch_fit(env)
+            return fit
         if "HOROVOD_GLOO_RENDEZVOUS_ADDR" in os.environ:
             if "gloo" not in controllers:
                 return Availability(False, "horovodrun --gloo but this Horovod has no Gloo "
                                            "controller")
-        elif env.world_size > 1 and "mpi" not in controllers:
+        elif not launchers.mpi_ranks():
+            return Availability(False, f"needs horovodrun or MPI ranks; {env.launcher} "
+                                       "started these without MPI (srun: add --mpi=pmix)")
+        elif "mpi" not in controllers:
             return Availability(False, f"started by {env.launcher} without Gloo rendezvous, "
                                        "and this Horovod has no MPI controller")
-        return super().launch_fit(env)
+        return fit
 
     def _setup(self) -> None:
         want = _requested_fusion(self.options)

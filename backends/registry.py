@@ -11,6 +11,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 from backends.base import Availability, BackendOptions
+from common.errors import UnknownName
 
 if TYPE_CHECKING:
     from backends.base import Backend
@@ -25,11 +26,6 @@ _BACKENDS: dict[str, str] = {
 }
 
 
-class UnknownBackend(KeyError):
-    def __str__(self) -> str:  # KeyError would quote the message
-        return self.args[0]
-
-
 def names() -> list[str]:
     return list(_BACKENDS)
 
@@ -38,8 +34,7 @@ def get(name: str) -> type["Backend"]:
     try:
         target = _BACKENDS[name]
     except KeyError:
-        raise UnknownBackend(
-            f"unknown backend {name!r}; known backends: {', '.join(_BACKENDS)}") from None
+        raise UnknownName("backend", name, _BACKENDS) from None
     module, cls = target.split(":")
     return getattr(importlib.import_module(module), cls)
 

@@ -30,6 +30,7 @@ from typing import Callable
 from torch.distributed import PrefixStore, Store, TCPStore
 
 from backends.env import LauncherEnv
+from backends.launchers import mpi_ranks
 
 Exchange = Callable[[object], object]  # rank 0's value in, everybody's copy out
 
@@ -110,7 +111,7 @@ def _slurm_endpoint(env: LauncherEnv) -> tuple[str, int]:
 
 def exchange_for(env: LauncherEnv, timeout_s: float) -> Exchange | None:
     """A broadcast-from-rank-0 channel that exists before torch.distributed does."""
-    if "OMPI_COMM_WORLD_RANK" in os.environ or "PMI_RANK" in os.environ:
+    if mpi_ranks():
         return _mpi_exchange
     if "HOROVOD_GLOO_RENDEZVOUS_ADDR" in os.environ:
         return _horovod_kv_exchange(env, timeout_s)

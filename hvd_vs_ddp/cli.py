@@ -15,14 +15,15 @@ import argparse
 import dataclasses
 import datetime
 import json
-import shlex
 import sys
 from pathlib import Path
 
-EXIT_BAD_INPUT = 2
+from common.errors import EXIT_BAD_INPUT, InputError
+from common.log import configure as configure_logging
+from common.log import log
 
 
-class CliError(Exception):
+class CliError(InputError):
     pass
 
 
@@ -39,6 +40,7 @@ def _csv(text: str | None) -> list[str] | None:
 
 def _run(args) -> int:
     from backends import registry
+    from harness import options
     from hvd_vs_ddp import matrix
     from hvd_vs_ddp.runner import Progress, Runner
     from workloads import registry as workloads
@@ -58,13 +60,10 @@ def _run(args) -> int:
             raise CliError(f"--resume {run_dir}: manifest.json is not a readable "
                            f"hvd-vs-ddp manifest ({exc})") from None
     else:
-        if args.preset not in matrix.PRESETS:
-            raise CliError(f"unknown preset {args.preset!r}; known presets: "
-                           f"{', '.join(matrix.PRESETS)}")
-        preset = matrix.PRESETS[args.preset]
+        preset = matrix.preset(args.preset)
         backends = _csv(args.backends)
         for b in backends or []:
-            registry.get(b)  # raises UnknownBackend listing the known names
+            registry.get(b)  # UnknownName listing the known backends
         chosen_workloads = _csv(args.workloads)
         for w in chosen_workloads or []:
             if w not in workloads.names():
@@ -73,13 +72,14 @@ def _run(args) -> int:
         try:
             sizes = [int(x) for x in _csv(args.world_sizes) or []] or None
         except ValueError:
-            raise CliError(f"--world-sizes {args.world_sizes!r}: expected integers like 1,2,4") from None
-        extra = tuple(shlex.split(args.suite_args or ""))
+            raise CliError(f"--world-sizes {args.world_sizes!r}: expected integers like "
+                           "1,2,4") from None
+        # The suites' own option declarations check --suite-args before anything starts.
+        given, rest = options.parse_argv(args.suite_args or "")
         if args.data_dir:
-            data_dir = Path(args.data_dir).expanduser()
-            if not data_dir.is_dir():
-                raise CliError(f"--data-dir {args.data_dir}: no such directory")
-            extra += ("--data-dir", str(data_dir.resolve()))
+            given["data_dir"] = str(Path(args.data_dir).expanduser().resolve())
+        checked = preset.options.replace(**given)  # validates the values together
+        extra = tuple(checked.to_argv(base=preset.options)) + tuple(rest)
         cells = [dataclasses.replace(c, pytest_args=extra)
                  for c in _runnable(matrix.cells(preset, backends, sizes), explicit=bool(backends))]
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -91,16 +91,16 @@ def _run(args) -> int:
                            "or --resume it")
     runner = Runner(run_dir, preset, cells, sys.argv, args.cell_time_limit,
                     chosen_workloads, hosts=hosts)
-    print(f"hvd-vs-ddp: {len(cells)} cells -> {run_dir}", file=sys.stderr)
+    log.info(f"{len(cells)} cells -> {run_dir}")
     try:
         manifest = runner.run(Progress())
     except KeyboardInterrupt:
-        print(f"hvd-vs-ddp: interrupted; finished cells are in {run_dir} "
-              f"(resume with: hvd-vs-ddp run --resume {run_dir})", file=sys.stderr)
+        log.info(f"interrupted; finished cells are in {run_dir} "
+                 f"(resume with: hvd-vs-ddp run --resume {run_dir})")
         return 130
     failed = [c for c in manifest["cells"] if c["status"] != "passed"]
-    print(f"hvd-vs-ddp: run finished: {len(cells) - len(failed)} passed, {len(failed)} "
-          f"failed -> {run_dir}", file=sys.stderr)
+    log.info(f"run finished: {len(cells) - len(failed)} passed, {len(failed)} failed "
+             f"-> {run_dir}")
     print(run_dir)
     return 0 if not failed or args.allow_failures else 1
 
@@ -108,8 +108,7 @@ def _run(args) -> int:
 def _runnable(cells, explicit: bool):
     """Cells whose backend and launcher exist here. Asked for by name: an error if not;
     part of a preset: left out with a note."""
-    from backends import registry
-    from hvd_vs_ddp import launchers
+    from backends import launchers, registry
 
     keep = []
     for cell in cells:
@@ -118,14 +117,14 @@ def _runnable(cells, explicit: bool):
             avail = registry.availability(cell.backend)
             why = None if avail else f"{cell.backend}: {avail.reason}"
         if why is None:
-            ok, reason = launchers.available(cell.launcher)
-            why = None if ok else f"{cell.id}: {reason}"
+            avail = launchers.available(cell.launcher)
+            why = None if avail else f"{cell.id}: {avail.reason}"
         if why is None:
             keep.append(cell)
         elif explicit:
             raise CliError(f"{why}; see `hvd-vs-ddp doctor`")
         else:
-            print(f"hvd-vs-ddp: note: leaving out {cell.id} ({why})", file=sys.stderr)
+            log.info(f"note: leaving out {cell.id} ({why})")
     return keep
 
 
@@ -168,27 +167,13 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    configure_logging()
     args = parser().parse_args(argv)
     try:
         return args.fn(args)
-    except Exception as exc:  # one clear line for every input error we know of
-        if _is_input_error(exc):
-            print(f"hvd-vs-ddp: error: {exc}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        raise
-
-
-def _is_input_error(exc: Exception) -> bool:
-    from backends.registry import UnknownBackend
-    from hvd_vs_ddp.matrix import MatrixError
-
-    kinds: tuple[type[BaseException], ...] = (CliError, UnknownBackend, MatrixError)
-    try:
-        from reports import ReportError
-        kinds += (ReportError,)
-    except ImportError:
-        pass
-    return isinstance(exc, kinds)
+    except InputError as exc:  # one clear line for every input error
+        print(f"hvd-vs-ddp: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ and the NCCL version.
 from __future__ import annotations
 
 from backends import registry
-from hvd_vs_ddp import launchers, versions
+from backends import launchers
+from harness import versions
 
 
 def _horovod_line() -> str:
@@ -29,9 +30,10 @@ def report_lines() -> list[str]:
     lines = ["backends:"]
     lines += [f"  {ln}" for ln in registry.doctor_lines()]
     lines.append("launchers:")
-    for name in launchers.LAUNCHERS:
-        ok, why = launchers.available(name)
-        lines.append(f"  {name:16s} {'available' if ok else 'unavailable'} {why}".rstrip())
+    for name in launchers.NAMES:
+        avail = launchers.available(name)
+        lines.append(f"  {name:16s} {'available' if avail else 'unavailable'} "
+                     f"{avail.reason}".rstrip())
     v = versions.versions()
     lines.append("libraries:")
     lines.append(f"  torch      {v['torch']} (CUDA {v['cuda'] or 'none'}, "

@@ -16,25 +16,15 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from hvd_vs_ddp.knobs import SETS
+from backends.launchers import matrix_launchers
+from common.errors import InputError, UnknownName
+from harness.knobs import SETS
+from harness.options import SUITES, SuiteOptions
 
-# backend -> launchers that start it at world size > 1
-LAUNCH_WITH = {
-    "ddp-gloo": ("torchrun",),
-    "ddp-nccl": ("torchrun",),
-    "ddp-mpi": ("mpirun",),
-    "horovod": ("horovodrun-gloo", "horovodrun-mpi"),
-}
 BASELINES = ("single", "dp")
-SUITE_FILES = {
-    "throughput": "suites/test_throughput.py::test_throughput",
-    "compute": "suites/test_throughput.py::test_compute_only",
-    "convergence": "suites/test_convergence.py",
-    "collectives": "suites/test_collectives.py",
-}
 
 
-class MatrixError(ValueError):
+class MatrixError(InputError):
     pass
 
 
@@ -72,20 +62,26 @@ class Preset:
     workloads: tuple[str, ...]
     suites: tuple[str, ...]
     knob_set: str = "default"
-    pytest_args: tuple[str, ...] = field(default_factory=tuple)
+    options: SuiteOptions = field(default_factory=SuiteOptions)  # the suites' options
 
 
 PRESETS = {
     "quick": Preset("quick", ("single", "dp", "ddp-gloo", "ddp-mpi", "horovod"), (1, 2),
                     ("resnet50", "gpt"), ("throughput", "compute", "convergence", "collectives"),
-                    pytest_args=("--rounds", "5", "--steps-per-round", "2",
-                                 "--max-bytes", str(64 * 2**20))),
+                    options=SuiteOptions(rounds=5, steps_per_round=2, max_bytes=64 * 2**20)),
     "full": Preset("full", ("single", "dp", "ddp-gloo", "ddp-nccl", "ddp-mpi", "horovod"),
                    (1, 2, 4), ("resnet50", "deeplabv3", "gpt", "mlp"),
                    ("throughput", "compute", "convergence", "collectives"), knob_set="full",
-                   pytest_args=("--rounds", "10", "--steps-per-round", "3",
-                                "--max-bytes", str(256 * 2**20))),
+                   options=SuiteOptions(rounds=10, steps_per_round=3,
+                                        max_bytes=256 * 2**20)),
 }
+
+
+def preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise UnknownName("preset", name, PRESETS) from None
 
 
 def _gpus() -> int:
@@ -118,7 +114,7 @@ def cells(preset: Preset, backends: list[str] | None = None,
                 raise MatrixError(f"ddp-nccl at world size {n} needs {n} GPUs on this host; "
                                   f"{gpus} visible (use --hosts for more machines)")
             launchers_ = ("single",) if n == 1 else () if backend in BASELINES \
-                else LAUNCH_WITH[backend]
+                else matrix_launchers(backend)
             for launcher in launchers_:
                 for suites, knob in groups:
                     if backend in BASELINES and knob in comm_only:
@@ -134,12 +130,11 @@ def cells(preset: Preset, backends: list[str] | None = None,
 def pytest_argv(cell: Cell, preset: Preset, json_path: str,
                 workloads: list[str] | None = None) -> list[str]:
     """Arguments after `python` for the cell's pytest run."""
-    targets = [SUITE_FILES[s] for s in cell.suites]
-    backends = cell.backend if cell.backend != "compute-only" else "single"
-    return ["-m", "pytest", *targets, "-p", "no:cacheprovider", "-q",
-            "--backends", backends, "--workloads", ",".join(workloads or preset.workloads),
-            "--knob-set", cell.knob_set, *preset.pytest_args, *cell.pytest_args,
-            "--benchmark-json", json_path]
+    backend = cell.backend if cell.backend != "compute-only" else "single"
+    opts = preset.options.replace(backends=(backend,), knob_set=cell.knob_set,
+                                  workloads=tuple(workloads or preset.workloads))
+    return ["-m", "pytest", *(SUITES[s] for s in cell.suites), "-p", "no:cacheprovider",
+            "-q", *opts.to_argv(), *cell.pytest_args, "--benchmark-json", json_path]
 
 
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -153,6 +148,5 @@ def check_name(name: str) -> str:
 
 
 if __name__ == "__main__":
-    preset = PRESETS[sys.argv[1] if len(sys.argv) > 1 else "quick"]
-    for c in cells(preset):
+    for c in cells(preset(sys.argv[1] if len(sys.argv) > 1 else "quick")):
         print(f"{c.id:32s} suites={','.join(c.suites)}")

@@ -25,7 +25,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hvd_vs_ddp import launchers, versions
+from backends import launchers
+from harness import versions
 from hvd_vs_ddp.matrix import Cell, Preset, pytest_argv
 
 FORMAT = "hvd-vs-ddp/run"
@@ -171,10 +172,10 @@ class Runner:
     def _run_cell(self, cell: Cell, entry: dict[str, Any]) -> None:
         results = self.run_dir / "cells" / f"{cell.id}.json"
         log_path = self.run_dir / "logs" / f"{cell.id}.log"
-        ok, why = launchers.available(cell.launcher)
+        avail = launchers.available(cell.launcher)
         entry.update(status="running", error=None, started=now())
-        if not ok:
-            entry.update(status="failed", error=why, seconds=0.0)
+        if not avail:
+            entry.update(status="failed", error=avail.reason, seconds=0.0)
             return
         argv = pytest_argv(cell, self.preset, str(results), self.workloads)
         cmd = launchers.command(cell.launcher, cell.world_size, argv, hosts=self.hosts)

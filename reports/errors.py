@@ -9,8 +9,10 @@ the line and exit non-zero.
 """
 from __future__ import annotations
 
+from common.errors import InputError
 
-class ReportError(ValueError):
+
+class ReportError(InputError, ValueError):
     """A report cannot be built; str(err) is one line saying why and what to do."""
 
     def __init__(self, message: str) -> None:

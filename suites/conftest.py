@@ -16,91 +16,32 @@ default|full, --rounds, --steps-per-round, --warmup-steps, --convergence-steps,
 from __future__ import annotations
 
 import contextlib
-import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from backends import registry  # noqa: E402
-from backends.base import BackendOptions  # noqa: E402
-from backends.env import detect  # noqa: E402
-from hvd_vs_ddp import collective_pytest, versions  # noqa: E402
-from hvd_vs_ddp.knobs import FULL, SETS  # noqa: E402
-from workloads import registry as workload_registry  # noqa: E402
-
-DEFAULT_WORKLOADS = "resnet50,gpt"
+from backends import registry
+from backends.base import BackendOptions
+from backends.env import detect
+from common.errors import InputError
+from harness import collective_pytest, options, versions
+from workloads import registry as workload_registry
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     collective_pytest.addoption(parser)
-    g = parser.getgroup("hvd-vs-ddp suites")
-    g.addoption("--backends", default=",".join(registry.names()),
-                help="comma-separated backends to run (default: all)")
-    g.addoption("--workloads", default=DEFAULT_WORKLOADS,
-                help=f"comma-separated workloads for throughput (default {DEFAULT_WORKLOADS})")
-    g.addoption("--workload-param", action="append", default=[],
-                help="NAME:KEY=VALUE, e.g. resnet50:image_size=224 (repeatable)")
-    g.addoption("--knob-set", default="default", choices=[*SETS, *(k.name for k in FULL)],
-                help="knob sets for the throughput suite: 'default', 'full', or one set's name")
-    g.addoption("--rounds", type=int, default=5, help="timed rounds per throughput cell")
-    g.addoption("--steps-per-round", type=int, default=2, help="optimizer steps per round")
-    g.addoption("--warmup-steps", type=int, default=2, help="untimed steps before the rounds")
-    g.addoption("--convergence-steps", type=int, default=30)
-    g.addoption("--data-dir", default=None,
-                help="a local ImageFolder, or a folder holding CIFAR-10's "
-                     "cifar-10-batches-py: resnet50 trains on it (throughput, and a "
-                     "convergence cell); nothing is downloaded")
-    g.addoption("--max-bytes", type=int, default=64 * 2**20,
-                help="largest collective message in bytes (default 64 MiB)")
-    g.addoption("--collective-timeout", type=float, default=300.0,
-                help="process-group / Horovod timeout in seconds")
-
-
-def _csv(config: pytest.Config, name: str, known: list[str], what: str) -> list[str]:
-    items = [x.strip() for x in config.getoption(name).split(",") if x.strip()]
-    unknown = [x for x in items if x not in known]
-    if unknown:
-        raise pytest.UsageError(f"unknown {what} {', '.join(map(repr, unknown))}; "
-                                f"known: {', '.join(known)}")
-    return items
-
-
-def _workload_params(config: pytest.Config) -> dict[str, dict[str, object]]:
-    out: dict[str, dict[str, object]] = {}
-    for spec in config.getoption("workload_param"):
-        try:
-            name, assignment = spec.split(":", 1)
-            key, raw = assignment.split("=", 1)
-        except ValueError:
-            raise pytest.UsageError(f"--workload-param {spec!r}: expected NAME:KEY=VALUE") from None
-        value: object = raw
-        for cast in (int, float):
-            try:
-                value = cast(raw)
-                break
-            except ValueError:
-                continue
-        out.setdefault(name, {})[key] = value
-    return out
+    options.add_to_pytest(parser)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
-    config.hvd_selected_backends = _csv(config, "backends", registry.names(), "backend")
-    config.hvd_selected_workloads = _csv(config, "workloads", workload_registry.names(),
-                                         "workload")
-    config.hvd_workload_params = _workload_params(config)
-    data_dir = config.getoption("data_dir")
-    if data_dir:
-        folder = Path(data_dir).expanduser()
-        if not folder.is_dir():
-            raise pytest.UsageError(f"--data-dir {data_dir}: no such directory")
-        params = config.hvd_workload_params.setdefault("resnet50", {})
-        params.setdefault("data_dir", str(folder.resolve()))
+    try:
+        opts = options.from_pytest(config)
+    except InputError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.hvd_options = opts
+    config.hvd_selected_backends = list(opts.backends)
+    config.hvd_selected_workloads = list(opts.workloads)
+    config.hvd_workload_params = opts.workload_params
     config.hvd_plugin = collective_pytest.register(config)
 
 

@@ -19,6 +19,7 @@ import pytest
 import torch
 
 from backends.base import BackendOptions
+from backends.launchers import mpi_ranks
 from backends.env import detect
 
 BACKENDS = ("ddp-gloo", "ddp-nccl", "ddp-mpi", "horovod")
@@ -163,10 +164,7 @@ def test_memcpy(benchmark, request):
 
 def test_raw_mpi_allreduce(benchmark, request, plugin):
     """mpi4py's own Allreduce on the same sizes: the bar ddp-mpi and Horovod-MPI are held to."""
-    import os
-
-    if plugin.env.world_size < 2 or not any(v in os.environ for v in
-                                            ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")):
+    if plugin.env.world_size < 2 or not mpi_ranks():
         pytest.skip("raw MPI allreduce: needs an MPI launcher and at least 2 ranks")
     try:
         from mpi4py import MPI

@@ -17,8 +17,8 @@ import pytest
 import torch
 
 from backends.env import SINGLE
-from hvd_vs_ddp.knobs import SETS, by_name
-from hvd_vs_ddp.monitor import Monitor
+from harness.knobs import SETS, by_name
+from harness.monitor import Monitor
 from workloads.loop import Trainer
 
 

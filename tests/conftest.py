@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from backends import launchers
 
-from hvd_vs_ddp import launchers  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 # The suites shrunk to seconds: what the launcher tests pass after `pytest suites/`.
 TINY_SUITE_ARGS = ["--workloads", "mlp", "--rounds", "2", "--steps-per-round", "1",
@@ -27,9 +24,9 @@ def launched(launcher: str, nprocs: int, argv: list[str], timeout: float = 300,
              extra_env: dict[str, str] | None = None, cwd: Path = ROOT
              ) -> subprocess.CompletedProcess:
     """Run `python argv...` on nprocs ranks; pytest.skip if the launcher is missing."""
-    ok, why = launchers.available(launcher)
-    if not ok:
-        pytest.skip(f"{launcher}: {why}")
+    avail = launchers.available(launcher)
+    if not avail:
+        pytest.skip(f"{launcher}: {avail.reason}")
     env = launchers.env(launcher=launcher)
     env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
     env.update(extra_env or {})

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from hvd_vs_ddp import launchers
+from backends import launchers
 from tests.conftest import ROOT, explain, launched
 
 pytestmark = pytest.mark.multiproc

@@ -27,7 +27,7 @@ def test_horovodrun_gloo():
                   "HOROVOD_LOCAL_SIZE": "2", "HOROVOD_CROSS_RANK": "1",
                   "HOROVOD_HOSTNAME": "localhost"})
     assert (env.launcher, env.rank, env.world_size, env.local_rank, env.local_size,
-            env.node_rank) == ("horovodrun", 2, 4, 0, 2, 1)
+            env.node_rank) == ("horovodrun-gloo", 2, 4, 0, 2, 1)
     assert env.master_addr is None
 
 
@@ -38,11 +38,11 @@ def test_open_mpi():
         ("mpirun", 1, 2, 1, 2)
 
 
-def test_horovodrun_mpi_is_reported_as_horovodrun():
+def test_horovodrun_mpi_is_reported_as_horovodrun_mpi():
     env = detect({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2",
                   "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
                   "HOROVOD_HOSTNAME": "localhost"})
-    assert env.launcher == "horovodrun" and env.world_size == 2
+    assert env.launcher == "horovodrun-mpi" and env.world_size == 2
 
 
 def test_mpich_and_intel_mpi():
@@ -89,3 +89,19 @@ def test_inconsistent_variables_name_the_variables(variables, names):
         detect(variables)
     for name in names:
         assert name in str(exc.value)
+
+
+def test_every_detected_launcher_is_a_row_of_the_launcher_table():
+    """One vocabulary: whatever env detection reports, the launcher table knows."""
+    from backends import launchers
+    from backends.env import DETECTORS
+
+    cases = [{"RANK": "0", "WORLD_SIZE": "2"}, {"HOROVOD_RANK": "0", "HOROVOD_SIZE": "2"},
+             {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2"},
+             {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2",
+              "HVD_VS_DDP_HOROVODRUN": "1"},
+             {"PMI_RANK": "0", "PMI_SIZE": "2"},
+             {"SLURM_STEP_ID": "0", "SLURM_PROCID": "0", "SLURM_NTASKS": "2"}, {}]
+    seen = {detect(c).launcher for c in cases}
+    assert len(seen) == len(DETECTORS) + 2  # + horovodrun-mpi, + single
+    assert seen <= set(launchers.NAMES), seen - set(launchers.NAMES)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from hvd_vs_ddp import launchers
+from backends import launchers
 from tests.conftest import ROOT, horovod_available
 from tests.test_faults import leftovers
 
@@ -87,7 +87,7 @@ def one_trial(launcher: str, rng: random.Random, tmp: Path) -> dict:
 def test_random_kills_never_hang_or_leave_processes(tmp_path):
     trials = int(os.environ.get("HVD_KILL_TRIALS", "4"))
     launchers_ = ["torchrun", "mpirun"]
-    if horovod_available()[0] and launchers.available("horovodrun-gloo")[0]:
+    if horovod_available()[0] and launchers.available("horovodrun-gloo"):
         launchers_.append("horovodrun-gloo")
     rng = random.Random(int(os.environ.get("HVD_KILL_SEED", "0")))
     results = [one_trial(launchers_[i % len(launchers_)], rng, tmp_path) for i in range(trials)]
@@ -118,13 +118,18 @@ def test_runner_records_a_killed_cell_and_resume_reruns_it(tmp_path):
     args = ["run", "--backends", "ddp-gloo", "--world-sizes", "2", "--workloads", "mlp",
             "--runs-dir", str(runs), "--name", "killed", "--allow-failures", "--suite-args",
             "--rounds 2 --steps-per-round 1 --convergence-steps 3 --max-bytes 4096"]
-    env_before = os.environ.get("HVD_VS_DDP_TEST_KILL_RANK")
-    os.environ["HVD_VS_DDP_TEST_KILL_RANK"] = "1"  # suites/conftest.py: rank 1 kills itself
+    injected = {"HVD_VS_DDP_TEST_KILL_RANK": "1",  # tests/plugins/kill_rank.py: rank 1
+                "PYTEST_PLUGINS": "tests.plugins.kill_rank"}  # kills itself in every cell
+    before = {k: os.environ.get(k) for k in injected}
+    os.environ.update(injected)
     try:
         assert cli(args) == 0
     finally:
-        if env_before is None:
-            os.environ.pop("HVD_VS_DDP_TEST_KILL_RANK")
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k)
+            else:
+                os.environ[k] = v
     manifest = json.loads((runs / "killed" / "manifest.json").read_text())
     status = {c["id"]: c for c in manifest["cells"]}
     killed = status["ddp-gloo-torchrun-np2"]

@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from hvd_vs_ddp import launchers
+from backends import launchers
 from tests.conftest import ROOT, TINY_SUITE_ARGS as TINY, horovod_available
 
 pytestmark = pytest.mark.multiproc

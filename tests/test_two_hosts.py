@@ -47,7 +47,7 @@ from pathlib import Path
 
 import pytest
 
-from hvd_vs_ddp import launchers
+from backends import launchers
 from tests.conftest import ROOT, explain, horovod_available, launched
 
 pytestmark = pytest.mark.multiproc
@@ -180,9 +180,9 @@ def two_hosts():
 
 
 def _tool(name: str) -> str:
-    ok, why = launchers.available(name if name != "horovodrun" else "horovodrun-gloo")
-    if not ok:
-        pytest.skip(why)
+    avail = launchers.available(name if name != "horovodrun" else "horovodrun-gloo")
+    if not avail:
+        pytest.skip(avail.reason)
     here = Path(sys.executable).parent / name
     return str(here) if here.exists() else shutil.which(name)
 

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 from torch import nn
 
+from common.errors import InputError, UnknownName
 from workloads import data, models
 from workloads.spec import Workload
 
@@ -89,11 +90,6 @@ _WORKLOADS: dict[str, Callable[..., Workload]] = {
 }
 
 
-class UnknownWorkload(KeyError):
-    def __str__(self) -> str:
-        return self.args[0]
-
-
 def names() -> list[str]:
     return list(_WORKLOADS)
 
@@ -102,12 +98,11 @@ def get(name: str, **params: Any) -> Workload:
     try:
         factory = _WORKLOADS[name]
     except KeyError:
-        raise UnknownWorkload(
-            f"unknown workload {name!r}; known workloads: {', '.join(_WORKLOADS)}") from None
+        raise UnknownName("workload", name, _WORKLOADS) from None
     accepted = inspect.signature(factory).parameters
     unknown = sorted(set(params) - set(accepted))
     if unknown:
-        raise ValueError(f"workload {name!r} takes no parameter(s) {', '.join(unknown)}; "
+        raise InputError(f"workload {name!r} takes no parameter(s) {', '.join(unknown)}; "
                          f"it takes {', '.join(accepted)}")
     return factory(**params)
 

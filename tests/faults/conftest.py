@@ -3,14 +3,9 @@
 tests/test_faults.py runs this folder's test under real launchers; a rank
 fails an assertion or sleeps past the time limit, selected by HVD_FAULT.
 """
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-
-from hvd_vs_ddp import collective_pytest  # noqa: E402
+from harness import collective_pytest
 
 
 def pytest_addoption(parser):

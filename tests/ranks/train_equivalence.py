@@ -20,15 +20,13 @@ import json
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+import torch
 
-import torch  # noqa: E402
-
-from backends import registry  # noqa: E402
-from backends.base import BackendOptions  # noqa: E402
-from backends.env import SINGLE  # noqa: E402
-from workloads import registry as workloads  # noqa: E402
-from workloads.loop import TrainConfig, train  # noqa: E402
+from backends import registry
+from backends.base import BackendOptions
+from backends.env import SINGLE
+from workloads import registry as workloads
+from workloads.loop import TrainConfig, train
 
 
 def grads_of(model) -> list[torch.Tensor]:
@@ -97,6 +95,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from hvd_vs_ddp.collective_pytest import hard_exit
+    from harness.collective_pytest import hard_exit
 
     hard_exit(main())

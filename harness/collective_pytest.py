@@ -215,13 +215,6 @@ class CollectivePlugin:
             detail = ", ".join(f"rank {r}: {n} tests ({d})" for r, (d, n) in enumerate(everyone))
             raise pytest.UsageError(f"ranks collected different tests: {detail}")
 
-    # -- fault injection, for the project's own tests ----------------------
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_runtest_call(self, item: pytest.Item) -> None:
-        victim = os.environ.get("HVD_VS_DDP_TEST_KILL_RANK")
-        if victim is not None and int(victim) == self.rank and self.env.world_size > 1:
-            os.kill(os.getpid(), 9)  # tests/test_kill_rank.py: a rank dies mid-cell
-
     # -- a time limit per test ------------------------------------------
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item: pytest.Item, nextitem):

@@ -2,7 +2,7 @@
 
 Cheap to call (no MPI initialisation, no GPU context beyond torch's own query).
 
-    python -m hvd_vs_ddp.versions
+    python -m harness.versions
 """
 from __future__ import annotations
 

@@ -6,13 +6,14 @@ hvd.Compression.fp16), bucket vs fusion size, DataLoader workers, activation
 checkpointing and zero_grad(set_to_none). Both sides of a comparison get the same
 set; nothing is tuned per backend.
 
-    python -m hvd_vs_ddp.knobs        # lists the sets
+    python -m harness.knobs        # lists the sets
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
 from backends.base import BackendOptions
+from common.errors import UnknownName
 from workloads.loop import TrainConfig
 
 
@@ -74,7 +75,7 @@ def by_name(name: str) -> KnobSet:
     for k in FULL:
         if k.name == name:
             return k
-    raise KeyError(f"unknown knob set {name!r}; known: {', '.join(k.name for k in FULL)}")
+    raise UnknownName("knob set", name, (k.name for k in FULL))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,1 @@
+"""pytest plugins that only the project's own tests load (fault injection)."""

@@ -1,0 +1,26 @@
+"""Fault injection: one rank of a suites job kills itself (SIGKILL) as its first test runs.
+
+Loaded only by tests/test_kill_rank.py, through the environment of the job it starts:
+
+    PYTEST_PLUGINS=tests.plugins.kill_rank HVD_VS_DDP_TEST_KILL_RANK=1 \
+        torchrun --nproc-per-node 2 -m pytest suites/ ...
+
+The suites and their runtime (harness/) know nothing of it.
+"""
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from backends.env import detect
+
+VICTIM_ENV = "HVD_VS_DDP_TEST_KILL_RANK"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item: pytest.Item) -> None:
+    victim, env = os.environ.get(VICTIM_ENV), detect()
+    if victim is not None and int(victim) == env.rank and env.world_size > 1:
+        os.kill(os.getpid(), signal.SIGKILL)  # a rank dies mid-cell
