@@ -68,6 +68,8 @@ class SuiteOptions:
     max_bytes: int = _opt(64 * 2**20, "largest collective message in bytes", minimum=4)
     collective_timeout: float = _opt(300.0, "process-group / Horovod timeout in seconds",
                                      minimum=1.0)
+    threads: int = _opt(0, "intra-op threads per rank; 0: cores of the node / ranks on "
+                        "it, at least 1, the same under every launcher", minimum=0)
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -18,12 +18,13 @@ from __future__ import annotations
 import contextlib
 
 import pytest
+import torch
 
 from backends import registry
 from backends.base import BackendOptions
 from backends.env import detect
 from common.errors import InputError
-from harness import collective_pytest, options, versions
+from harness import collective_pytest, options, threads, versions
 from workloads import registry as workload_registry
 
 
@@ -42,7 +43,12 @@ def pytest_configure(config: pytest.Config) -> None:
     config.hvd_selected_backends = list(opts.backends)
     config.hvd_selected_workloads = list(opts.workloads)
     config.hvd_workload_params = opts.workload_params
-    config.hvd_plugin = collective_pytest.register(config)
+    config.hvd_plugin = plugin = collective_pytest.register(config)
+    # Every rank the same intra-op threads, whatever the launcher set (harness/threads.py).
+    plan = threads.decide(plugin.env.local_size, opts.threads)
+    threads.apply(plan)
+    config.hvd_threads = dict(plan.as_dict(), ranks=plugin.coord.gather(
+        torch.get_num_threads(), "threads per rank"))
 
 
 # Parameters through which a suite test names its backend (first element of a tuple).
@@ -78,7 +84,7 @@ def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: di
     machine_info["hvd_vs_ddp"] = {
         "format_version": 1, "launcher": env.launcher, "world_size": env.world_size,
         "versions": versions.versions(), "hardware": versions.hardware(),
-        "env": versions.knob_env(),
+        "env": versions.knob_env(), "threads": getattr(config, "hvd_threads", None),
     }
 
 

@@ -21,15 +21,18 @@ TINY_SUITE_ARGS = ["--workloads", "mlp", "--rounds", "2", "--steps-per-round", "
 
 
 def launched(launcher: str, nprocs: int, argv: list[str], timeout: float = 300,
-             extra_env: dict[str, str] | None = None, cwd: Path = ROOT
-             ) -> subprocess.CompletedProcess:
-    """Run `python argv...` on nprocs ranks; pytest.skip if the launcher is missing."""
+             extra_env: dict[str, str] | None = None, cwd: Path = ROOT,
+             unset: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """Run `python argv...` on nprocs ranks; pytest.skip if the launcher is missing.
+    `unset` names variables removed from the launcher's environment."""
     avail = launchers.available(launcher)
     if not avail:
         pytest.skip(f"{launcher}: {avail.reason}")
     env = launchers.env(launcher=launcher)
     env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
     env.update(extra_env or {})
+    for name in unset:
+        env.pop(name, None)
     cmd = launchers.command(launcher, nprocs, argv)
     try:
         return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
