@@ -9,16 +9,16 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${HVD_VS_DDP_VENV:-$ROOT/.venv}"
 bash "$ROOT/scripts/setup.sh"
-# tests/test_slurm.py runs a private one-node Slurm cluster. Slurm's daemons are a test
+# tests/system/test_slurm.py runs a private one-node Slurm cluster. Slurm's daemons are a test
 # tool, not something the project needs: installed only in CI or when asked for.
 if [[ -n "${CI:-}" || "${HVD_VS_DDP_TEST_SLURM:-}" == 1 ]] && ! command -v slurmd >/dev/null 2>&1; then
     if [[ $(id -u) -eq 0 ]]; then
-        echo "test: installing Slurm (slurmctld, slurmd, slurm-client) for tests/test_slurm.py"
+        echo "test: installing Slurm (slurmctld, slurmd, slurm-client) for tests/system/test_slurm.py"
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
         apt-get install -y -qq --no-install-recommends slurmctld slurmd slurm-client >/dev/null
     else
-        echo "test: not root, so no Slurm for tests/test_slurm.py (it will skip)" >&2
+        echo "test: not root, so no Slurm for tests/system/test_slurm.py (it will skip)" >&2
     fi
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1

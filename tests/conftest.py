@@ -1,56 +1,13 @@
-"""Shared helpers for the tests: launch real ranks and report their output on failure.
+"""pytest fixtures shared by tests/unit and tests/system; helpers live in tests/launch.py.
 
-    python -m pytest tests/            # everything; multi-process tests launch real ranks
+    python -m pytest tests/            # everything; tests/system launches real ranks
+    python -m pytest tests/unit        # seconds: no process is launched
 """
 from __future__ import annotations
 
-import os
-import subprocess
-from pathlib import Path
-
 import pytest
 
-from backends import launchers
-
-ROOT = Path(__file__).resolve().parents[1]
-
-# The suites shrunk to seconds: what the launcher tests pass after `pytest suites/`.
-TINY_SUITE_ARGS = ["--workloads", "mlp", "--rounds", "2", "--steps-per-round", "1",
-                   "--warmup-steps", "1", "--convergence-steps", "5", "--max-bytes", "65536",
-                   "--test-time-limit", "300", "-p", "no:cacheprovider", "-q"]
-
-
-def launched(launcher: str, nprocs: int, argv: list[str], timeout: float = 300,
-             extra_env: dict[str, str] | None = None, cwd: Path = ROOT,
-             unset: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
-    """Run `python argv...` on nprocs ranks; pytest.skip if the launcher is missing.
-    `unset` names variables removed from the launcher's environment."""
-    avail = launchers.available(launcher)
-    if not avail:
-        pytest.skip(f"{launcher}: {avail.reason}")
-    env = launchers.env(launcher=launcher)
-    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
-    env.update(extra_env or {})
-    for name in unset:
-        env.pop(name, None)
-    cmd = launchers.command(launcher, nprocs, argv)
-    try:
-        return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
-                              timeout=timeout, start_new_session=True)
-    except subprocess.TimeoutExpired as exc:
-        pytest.fail(f"{' '.join(cmd)} did not finish in {timeout}s:\n"
-                    f"{(exc.stdout or '')[-3000:]}\n{(exc.stderr or '')[-3000:]}")
-
-
-def explain(proc: subprocess.CompletedProcess) -> str:
-    return (f"exit {proc.returncode}\n--- stdout ---\n{proc.stdout[-6000:]}\n"
-            f"--- stderr ---\n{proc.stderr[-6000:]}")
-
-
-def horovod_available() -> tuple[bool, str]:
-    from backends import registry
-    avail = registry.availability("horovod")
-    return avail.ok, avail.reason
+from tests.launch import launched
 
 
 @pytest.fixture

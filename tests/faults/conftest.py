@@ -1,6 +1,6 @@
 """The collective pytest plugin, for the fault-injection tests in this folder only.
 
-tests/test_faults.py runs this folder's test under real launchers; a rank
+tests/system/test_faults.py runs this folder's test under real launchers; a rank
 fails an assertion or sleeps past the time limit, selected by HVD_FAULT.
 """
 import pytest

@@ -1,4 +1,4 @@
-"""Fault cases run by tests/test_faults.py under a launcher (not collected on their own).
+"""Fault cases run by tests/system/test_faults.py under a launcher (not collected on their own).
 
 HVD_FAULT=assert: rank HVD_FAULT_RANK fails an assertion, the others pass.
 HVD_FAULT=sleep:  rank HVD_FAULT_RANK sleeps far past --test-time-limit.

@@ -1,6 +1,6 @@
 """Fault injection: one rank of a suites job kills itself (SIGKILL) as its first test runs.
 
-Loaded only by tests/test_kill_rank.py, through the environment of the job it starts:
+Loaded only by tests/system/test_kill_rank.py, through the environment of the job it starts:
 
     PYTEST_PLUGINS=tests.plugins.kill_rank HVD_VS_DDP_TEST_KILL_RANK=1 \
         torchrun --nproc-per-node 2 -m pytest suites/ ...

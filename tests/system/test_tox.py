@@ -5,7 +5,7 @@ were not allow-listed, and tox's own empty environment shadowed `python` under
 mpirun). This runs it for real, shrunk to tiny sizes: torchrun (ddp-gloo) and
 mpirun (ddp-mpi) must both pass.
 
-    python -m pytest tests/test_tox.py
+    python -m pytest tests/system/test_tox.py
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, TINY_SUITE_ARGS as TINY
+from tests.launch import ROOT, TINY_SUITE_ARGS as TINY
 
 pytestmark = pytest.mark.multiproc
 

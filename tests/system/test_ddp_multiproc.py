@@ -12,7 +12,7 @@ import time
 import pytest
 
 from backends import launchers
-from tests.conftest import ROOT, explain, launched
+from tests.launch import ROOT, explain, launched
 
 pytestmark = pytest.mark.multiproc
 WORKER = ["tests/ranks/train_equivalence.py"]

@@ -6,7 +6,7 @@ any mismatch, printing the failed case); the output is shown on failure. Skipped
 when mpirun or mpi4py is missing. About a minute in all on 2 cores.
 
 Run from the repo root:
-    python -m pytest tests/test_mpi_pg.py -v
+    python -m pytest tests/system/test_mpi_pg.py -v
 Bandwidth (not a test): mpirun -np 2 python tests/ranks/mpi_pg_bandwidth.py
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RANKS = ROOT / "tests" / "ranks"
 TIMEOUT_S = 300
 

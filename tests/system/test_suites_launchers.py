@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from tests.conftest import TINY_SUITE_ARGS as TINY, explain, horovod_available, launched
+from tests.launch import TINY_SUITE_ARGS as TINY, explain, horovod_available, launched
 
 pytestmark = pytest.mark.multiproc
 

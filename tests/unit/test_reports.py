@@ -1,6 +1,6 @@
 """Tests of reports/: statistics, every refused input, and the rendered report.
 
-    .venv/bin/python -m pytest tests/test_reports.py -q
+    .venv/bin/python -m pytest tests/unit/test_reports.py -q
     .venv/bin/python -m tests.test_reports /tmp/report-dev [--two]  # render a dev report
 
 !!! CONSTRUCTED INPUTS, NOT MEASUREMENTS !!!
@@ -30,7 +30,7 @@ from reports.stats import NO_DIFFERENCE, RatioCI, iqr, median, ratio_ci, verdict
 from reports.tables import throughput_table
 from reports.theme import backend_label, color
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONSTRUCTED = "CONSTRUCTED renderer test input, not a measurement"
 KNOBS = {"precision": "fp32", "accumulation_steps": 1, "compression": "none", "bucket_mb": None,
          "num_workers": 0, "checkpointing": False, "set_to_none": True, "channels_last": False}

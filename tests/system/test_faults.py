@@ -11,25 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import explain, launched
+from tests.launch import explain, launched, leftovers
 
 pytestmark = pytest.mark.multiproc
 CASES = ["-m", "pytest", "-p", "no:cacheprovider", "tests/faults/fault_cases.py",
          "-q", "--rootdir", "tests/faults"]
-
-
-def leftovers(marker: str) -> list[int]:
-    """PIDs whose environment carries this run's marker."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            if marker.encode() in Path(f"/proc/{pid}/environ").read_bytes():
-                found.append(int(pid))
-        except OSError:
-            continue
-    return found
 
 
 def run_fault(launcher: str, fault: str, limit: float = 20):

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tests.conftest import explain, horovod_available, launched
+from tests.launch import explain, horovod_available, launched
 
 pytestmark = pytest.mark.multiproc
 CASES = [("single", "single", 1), ("ddp-gloo", "torchrun", 2), ("ddp-mpi", "mpirun", 2),

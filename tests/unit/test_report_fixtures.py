@@ -24,7 +24,7 @@ import pytest
 from hvd_vs_ddp.cli import main as cli
 from reports import build_report
 
-FIXTURES = Path(__file__).parent / "fixtures" / "runs"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 SMALL, FAILED = FIXTURES / "cpu-small", FIXTURES / "cpu-failed-cell"
 
 

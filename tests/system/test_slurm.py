@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 
 from backends import launchers
-from tests.conftest import ROOT, TINY_SUITE_ARGS as TINY, horovod_available
+from tests.launch import ROOT, TINY_SUITE_ARGS as TINY, horovod_available
 
 pytestmark = pytest.mark.multiproc
 DAEMONS = ("slurmctld", "slurmd", "srun", "sbatch", "sinfo")

@@ -6,7 +6,7 @@ ranks on 2 cores: 11x slower). Each case runs the compute-only test on real rank
 OMP_NUM_THREADS unset in the launcher's environment and reads every rank's actual
 torch.get_num_threads() from the results.
 
-    python -m pytest tests/test_threads.py -q
+    python -m pytest tests/system/test_threads.py -q
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import json
 import pytest
 
 from harness.threads import decide, node_cores
-from tests.conftest import explain, launched
+from tests.launch import explain, launched
 
 pytestmark = pytest.mark.multiproc
 ARGV = ["-m", "pytest", "suites/test_throughput.py::test_compute_only", "-q",

@@ -5,7 +5,7 @@ with ddp-gloo on 2 torchrun ranks and checks the convergence suite's equivalence
 with the single-process reference that cuts each global batch into the ranks'
 shards (a reference on the whole global batch would normalise over other samples).
 
-    python -m pytest tests/test_data_dir.py
+    python -m pytest tests/system/test_data_dir.py
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.conftest import explain, launched
+from tests.launch import explain, launched
 
 CLASSES, PER_CLASS, SIDE = ("cat", "dog"), 8, 16
 

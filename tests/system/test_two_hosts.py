@@ -31,7 +31,7 @@ backend with the same world size (<= 1e-6; in practice bitwise), and the bytes
 counted on hvd0 show that the gradients did cross the link.
 
 Needs root and iproute2 (`ip netns`), skips with the reason otherwise:
-    sudo .venv/bin/python -m pytest tests/test_two_hosts.py -v
+    sudo .venv/bin/python -m pytest tests/system/test_two_hosts.py -v
 """
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ from pathlib import Path
 import pytest
 
 from backends import launchers
-from tests.conftest import ROOT, explain, horovod_available, launched
+from tests.launch import ROOT, explain, horovod_available, launched
 
 pytestmark = pytest.mark.multiproc
 
@@ -279,7 +279,7 @@ def test_ddp_gloo_across_two_hosts_matches_one_host(two_hosts, tmp_path, rendezv
 
 
 SSH_STANDIN = """#!/bin/bash
-# Stand-in for ssh in tests/test_two_hosts.py: `ssh [opts] HOST [opts] CMD...` runs CMD
+# Stand-in for ssh in tests/system/test_two_hosts.py: `ssh [opts] HOST [opts] CMD...` runs CMD
 # with bash on HOST (its network namespace and hostname) in a clean environment.
 host=""
 while (($#)); do

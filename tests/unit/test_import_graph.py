@@ -9,7 +9,7 @@
   without it);
 - common/ imports no other project package (it is the bottom layer).
 
-    python -m pytest tests/test_import_graph.py -q
+    python -m pytest tests/unit/test_import_graph.py -q
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ import grimp
 import networkx as nx
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = sorted(p.name for p in ROOT.iterdir()
                   if (p / "__init__.py").is_file() and p.name != "tests")
 CLI = "hvd_vs_ddp"

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.launch import ROOT
 
 SMALL = ROOT / "tests" / "fixtures" / "runs" / "cpu-small"
 

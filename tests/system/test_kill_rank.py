@@ -8,7 +8,7 @@ HVD_KILL_TRIALS sets the number of trials (default 4 here; the figure in the
 closing note comes from HVD_KILL_TRIALS=20). Also: the runner records a killed
 cell as failed, goes on, and `--resume` reruns it.
 
-    HVD_KILL_TRIALS=20 python -m pytest tests/test_kill_rank.py -s
+    HVD_KILL_TRIALS=20 python -m pytest tests/system/test_kill_rank.py -s
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from backends import launchers
-from tests.conftest import ROOT, horovod_available
-from tests.test_faults import leftovers
+from tests.launch import ROOT, horovod_available
+from tests.launch import leftovers
 
 pytestmark = pytest.mark.multiproc
 TINY = ["-m", "pytest", "suites/test_throughput.py", "suites/test_convergence.py",

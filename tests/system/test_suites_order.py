@@ -5,14 +5,14 @@ again in one process) and, with the MPI controller, spins a core on rank 0; a DD
 test after it would be measured on a busier machine. suites/conftest.py orders the
 collection so that every Horovod test follows every other test.
 
-    python -m pytest tests/test_suites_order.py
+    python -m pytest tests/system/test_suites_order.py
 """
 from __future__ import annotations
 
 import subprocess
 import sys
 
-from tests.conftest import ROOT
+from tests.launch import ROOT
 
 
 def test_horovod_tests_follow_all_others():

@@ -5,7 +5,7 @@ directories of one runs folder, each with DDP under torchrun and Horovod under
 horovodrun --gloo and --mpi (each launcher picks its own free ports; nothing is
 fixed). Both must exit 0 with every cell passed and results of their own.
 
-    python -m pytest tests/test_concurrent_runs.py
+    python -m pytest tests/system/test_concurrent_runs.py
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from tests.conftest import ROOT, horovod_available
+from tests.launch import ROOT, horovod_available
 
 pytestmark = pytest.mark.multiproc
 TINY = "--rounds 2 --steps-per-round 1 --warmup-steps 1 --convergence-steps 3 --max-bytes 4096"

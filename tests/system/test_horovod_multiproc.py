@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from tests.conftest import explain, horovod_available, launched
+from tests.launch import explain, horovod_available, launched
 
 pytestmark = [pytest.mark.multiproc, pytest.mark.horovod]
 WORKER = "tests/ranks/train_equivalence.py"

@@ -1,6 +1,6 @@
 """The comparison matrix: cells of the presets, and a manifest entry back to its cell.
 
-    python -m pytest tests/test_matrix.py
+    python -m pytest tests/unit/test_matrix.py
 """
 from __future__ import annotations
 

@@ -1,0 +1,70 @@
+"""Shared launch helpers of the tests: start real ranks under a launcher, explain output.
+
+Every test that starts processes goes through these (tests/system/*), so environment,
+time limits and skips for a missing launcher work the same everywhere.
+
+    from tests.launch import ROOT, TINY_SUITE_ARGS, explain, launched
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from backends import launchers
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The suites shrunk to seconds: what the launcher tests pass after `pytest suites/`.
+TINY_SUITE_ARGS = ["--workloads", "mlp", "--rounds", "2", "--steps-per-round", "1",
+                   "--warmup-steps", "1", "--convergence-steps", "5", "--max-bytes", "65536",
+                   "--test-time-limit", "300", "-p", "no:cacheprovider", "-q"]
+
+
+def launched(launcher: str, nprocs: int, argv: list[str], timeout: float = 300,
+             extra_env: dict[str, str] | None = None, cwd: Path = ROOT,
+             unset: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """Run `python argv...` on nprocs ranks; pytest.skip if the launcher is missing.
+    `unset` names variables removed from the launcher's environment."""
+    avail = launchers.available(launcher)
+    if not avail:
+        pytest.skip(f"{launcher}: {avail.reason}")
+    env = launchers.env(launcher=launcher)
+    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    env.update(extra_env or {})
+    for name in unset:
+        env.pop(name, None)
+    cmd = launchers.command(launcher, nprocs, argv)
+    try:
+        return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=timeout, start_new_session=True)
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(f"{' '.join(cmd)} did not finish in {timeout}s:\n"
+                    f"{(exc.stdout or '')[-3000:]}\n{(exc.stderr or '')[-3000:]}")
+
+
+def explain(proc: subprocess.CompletedProcess) -> str:
+    return (f"exit {proc.returncode}\n--- stdout ---\n{proc.stdout[-6000:]}\n"
+            f"--- stderr ---\n{proc.stderr[-6000:]}")
+
+
+def horovod_available() -> tuple[bool, str]:
+    from backends import registry
+    avail = registry.availability("horovod")
+    return avail.ok, avail.reason
+
+
+def leftovers(marker: str) -> list[int]:
+    """PIDs whose environment carries this run's marker."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            if marker.encode() in Path(f"/proc/{pid}/environ").read_bytes():
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
