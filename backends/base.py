@@ -74,6 +74,8 @@ class Backend(abc.ABC):
     name: ClassVar[str]
     uses_gpu: ClassVar[bool] = False   # True: needs a CUDA device
     distributed: ClassVar[bool] = True  # False: runs in one process only
+    # What its ranks need from the launcher (backends/launchers.py: RANKS, MPI, HOROVOD).
+    requires: ClassVar[frozenset[str]] = frozenset({launchers.RANKS})
 
     def __init__(self, options: BackendOptions | None = None,
                  env: LauncherEnv | None = None) -> None:
@@ -96,7 +98,7 @@ class Backend(abc.ABC):
                                        f"{env.world_size} ranks; launch it without a launcher")
         if not cls.distributed:
             return Availability(True)
-        return launchers.fit(cls.name, env.launcher, env.world_size)
+        return launchers.fit(cls.name, cls.requires, env.launcher, env.world_size)
 
     def check_launch(self) -> None:
         """Raise BackendUnavailable when the launcher does not fit this backend."""

@@ -168,6 +168,7 @@ class DDPMPIBackend(_DDPBackend):
 
     name = "ddp-mpi"
     pg_backend = "mpi"
+    requires = frozenset({launchers.RANKS, launchers.MPI})  # MPI ranks: mpirun, srun --mpi
 
     @classmethod
     def availability(cls) -> Availability:
@@ -179,14 +180,6 @@ class DDPMPIBackend(_DDPBackend):
             return Availability(False, f"torch has no MPI backend and {exc}")
         ok, reason = mpi_pg.is_available()
         return Availability(ok, reason if not ok else "mpi4py process group")
-
-    @classmethod
-    def launch_fit(cls, env) -> Availability:
-        if env.world_size > 1 and not launchers.mpi_ranks():
-            return Availability(False, "needs an MPI launcher (mpirun, mpiexec, "
-                                       "horovodrun --mpi, srun --mpi=pmix); this job was "
-                                       f"started by {env.launcher}")
-        return super().launch_fit(env)
 
     def _pg_name(self) -> str:
         if dist.is_mpi_available():

@@ -72,6 +72,8 @@ def build_info() -> dict[str, Any]:
 
 class HorovodBackend(Backend):
     name = "horovod"
+    # horovodrun's Gloo rendezvous, or MPI ranks for its MPI controller
+    requires = frozenset({launchers.RANKS, launchers.HOROVOD})
 
     @classmethod
     def availability(cls) -> Availability:
@@ -103,9 +105,6 @@ class HorovodBackend(Backend):
             if "gloo" not in controllers:
                 return Availability(False, "horovodrun --gloo but this Horovod has no Gloo "
                                            "controller")
-        elif not launchers.mpi_ranks():
-            return Availability(False, f"needs horovodrun or MPI ranks; {env.launcher} "
-                                       "started these without MPI (srun: add --mpi=pmix)")
         elif "mpi" not in controllers:
             return Availability(False, f"started by {env.launcher} without Gloo rendezvous, "
                                        "and this Horovod has no MPI controller")

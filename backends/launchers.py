@@ -1,11 +1,13 @@
 """The one launcher table: every way of starting ranks, and what each can start.
 
 Each `Launcher` row holds the launcher's name (the one vocabulary used by env
-detection, the matrix, results and reports), the executables it needs, whether its
-ranks are MPI processes, the backends it can start at world size > 1, the backends the
-comparison matrix runs under it, and how to build its command line. Backends'
-`launch_fit`, the matrix, the runner, `doctor` and the tests all derive from it; a new
-launcher is one row.
+detection, the matrix, results and reports), the executables it needs, what its ranks
+get (`provides`: "ranks" for any distributed launcher, "mpi" for MPI processes,
+"horovod" where Horovod can start: its Gloo rendezvous or an MPI job), the backends the
+comparison matrix runs under it, and how to build its command line. A backend states
+what it `requires` in its own class; `fit` matches the two, so a new launcher is one
+row and a new backend is one file plus one registry line. Backends' `launch_fit`, the
+matrix, the runner, `doctor` and the tests all derive from this table.
 
     python -m backends.launchers            # the table, with availability here
     command("torchrun", 2, ["-m", "pytest", "suites/"])
@@ -25,8 +27,7 @@ from common.errors import UnknownName
 
 # Variables an MPI library (Open MPI, MPICH/Hydra, PMIx under srun) sets in every rank.
 MPI_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
-DDP = ("ddp-gloo", "ddp-nccl")
-ALL_DISTRIBUTED = ("ddp-gloo", "ddp-nccl", "ddp-mpi", "horovod")
+RANKS, MPI, HOROVOD = "ranks", "mpi", "horovod"  # what a launcher's ranks get
 
 Builder = Callable[[int, list[str], str, "str | None"], list[str]]
 
@@ -88,8 +89,8 @@ class Launcher:
 
     name: str
     tools: tuple[str, ...]              # executables it needs
-    mpi: bool                           # its ranks are MPI processes (srun: when PMI is on)
-    starts: tuple[str, ...]             # backends it can start with more than one rank
+    provides: frozenset[str]            # RANKS, MPI, HOROVOD (srun: MPI and HOROVOD
+                                        # only when started with --mpi=pmix/pmi2)
     compares: tuple[str, ...] = ()      # backends the comparison matrix runs under it
     build: Builder | None = None        # None: not started by the runner (srun: sbatch)
     env: Mapping[str, str] = field(default_factory=dict)  # extra variables for its ranks
@@ -106,27 +107,34 @@ class Launcher:
             return Availability(False, str(exc))
         return Availability(True)
 
-    def mpi_here(self, environ: Mapping[str, str] | None = None) -> bool:
-        """Are this job's ranks MPI processes? (srun only with --mpi=pmix/pmi2.)"""
-        return self.mpi or (self.name == "srun" and mpi_ranks(environ))
+    def provides_here(self, environ: Mapping[str, str] | None = None) -> frozenset[str]:
+        """What this job's ranks get; srun's ranks are MPI processes only with PMI."""
+        if self.name == "srun" and mpi_ranks(environ):
+            return self.provides | {MPI, HOROVOD}
+        return self.provides
+
+    @property
+    def mpi(self) -> bool:
+        return MPI in self.provides
 
 
+_ANY, _MPI = frozenset({RANKS}), frozenset({RANKS, MPI, HOROVOD})
 TABLE: dict[str, Launcher] = {row.name: row for row in (
-    Launcher("single", (), False, (), build=_single, how="python -m pytest suites/"),
-    Launcher("torchrun", ("torchrun",), False, DDP, compares=DDP, build=_torchrun,
-             how="torchrun --nproc-per-node N -m pytest suites/"),
-    Launcher("mpirun", ("mpirun",), True, ALL_DISTRIBUTED, compares=("ddp-mpi",),
-             build=_mpirun, how="mpirun -np N python -m pytest suites/"),
-    Launcher("mpiexec", ("mpiexec",), True, ALL_DISTRIBUTED, build=_mpiexec,
+    Launcher("single", (), frozenset(), build=_single, how="python -m pytest suites/"),
+    Launcher("torchrun", ("torchrun",), _ANY, compares=("ddp-gloo", "ddp-nccl"),
+             build=_torchrun, how="torchrun --nproc-per-node N -m pytest suites/"),
+    Launcher("mpirun", ("mpirun",), _MPI, compares=("ddp-mpi",), build=_mpirun,
+             how="mpirun -np N python -m pytest suites/"),
+    Launcher("mpiexec", ("mpiexec",), _MPI, build=_mpiexec,
              how="mpiexec -n N python -m pytest suites/ (MPICH, Intel MPI)"),
-    Launcher("srun", ("srun",), False, ALL_DISTRIBUTED, build=None,
+    Launcher("srun", ("srun",), _ANY, build=None,
              how="srun --mpi=pmix -n N python -m pytest suites/"),
-    Launcher("horovodrun-gloo", ("horovodrun",), False, (*DDP, "horovod"),
+    Launcher("horovodrun-gloo", ("horovodrun",), frozenset({RANKS, HOROVOD}),
              compares=("horovod",), build=_horovodrun("--gloo"),
              env={"HVD_VS_DDP_HOROVODRUN": "1"}, how="horovodrun -np N --gloo pytest suites/"),
-    Launcher("horovodrun-mpi", ("horovodrun", "mpirun"), True, ALL_DISTRIBUTED,
-             compares=("horovod",), build=_horovodrun("--mpi"),
-             env={"HVD_VS_DDP_HOROVODRUN": "1"}, how="horovodrun -np N --mpi pytest suites/"),
+    Launcher("horovodrun-mpi", ("horovodrun", "mpirun"), _MPI, compares=("horovod",),
+             build=_horovodrun("--mpi"), env={"HVD_VS_DDP_HOROVODRUN": "1"},
+             how="horovodrun -np N --mpi pytest suites/"),
 )}
 NAMES = tuple(TABLE)
 
@@ -145,23 +153,30 @@ def available(name: str) -> Availability:
     return TABLE[name].available()
 
 
-def fit(backend: str, launcher: str, world_size: int,
+def fit(backend: str, requires: frozenset[str], launcher: str, world_size: int,
         environ: Mapping[str, str] | None = None) -> Availability:
-    """Can `launcher` start `backend` at this world size? (Table facts only; a backend
-    adds its own checks, such as Horovod's controllers or NCCL's GPUs.)"""
+    """Can `launcher` start `backend` (which needs `requires`) at this world size? Table
+    facts only; a backend adds its own checks (Horovod's controllers, NCCL's GPUs)."""
     if world_size == 1:
         return Availability(True)
     row = TABLE.get(launcher)
-    if row is None or backend not in row.starts:
-        able = [r.name for r in TABLE.values() if backend in r.starts]
-        return Availability(False, f"{launcher} cannot start {backend} with {world_size} "
-                                   f"ranks; use {' or '.join(able) or 'no launcher'}")
-    return Availability(True)
+    if row is not None and requires <= row.provides_here(environ):
+        return Availability(True)
+    able = [r.name for r in TABLE.values() if requires <= r.provides_here({})]
+    return Availability(False, f"{launcher} cannot start {backend} with {world_size} ranks "
+                               f"(it needs {', '.join(sorted(requires))}); use "
+                               f"{' or '.join(able) or 'no launcher'}")
 
 
-def matrix_launchers(backend: str) -> tuple[str, ...]:
-    """The launchers the comparison matrix runs `backend` under at world size > 1."""
-    return tuple(r.name for r in TABLE.values() if backend in r.compares)
+def matrix_launchers(backend: str, requires: frozenset[str]) -> tuple[str, ...]:
+    """The launchers the comparison matrix runs `backend` under at world size > 1: the
+    rows that name it in `compares`, else the first row that can start it."""
+    named = tuple(r.name for r in TABLE.values() if backend in r.compares)
+    if named:
+        return named
+    able = [r.name for r in TABLE.values() if r.build and requires and
+            requires <= r.provides]
+    return tuple(able[:1])
 
 
 def command(launcher: str, nprocs: int, argv: list[str], python: str | None = None,
@@ -192,6 +207,5 @@ def env(base: dict[str, str] | None = None, launcher: str | None = None) -> dict
 if __name__ == "__main__":
     for row in TABLE.values():
         avail = row.available()
-        print(f"{row.name:16s} mpi={'yes' if row.mpi else 'no ':3s} "
-              f"starts={','.join(row.starts) or '-':36s} "
+        print(f"{row.name:16s} provides={','.join(sorted(row.provides)) or '-':18s} "
               f"{'available' if avail else 'unavailable: ' + avail.reason}")

@@ -39,6 +39,11 @@ def get(name: str) -> type["Backend"]:
     return getattr(importlib.import_module(module), cls)
 
 
+def distributed_names() -> list[str]:
+    """Backends that run on many ranks (not the one-process baselines)."""
+    return [n for n in _BACKENDS if get(n).distributed]
+
+
 def create(name: str, options: BackendOptions | None = None, env=None) -> "Backend":
     return get(name)(options, env)
 

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
+from backends import registry
 from backends.launchers import matrix_launchers
 from common.errors import InputError, UnknownName
 from harness.knobs import SETS
@@ -114,7 +115,7 @@ def cells(preset: Preset, backends: list[str] | None = None,
                 raise MatrixError(f"ddp-nccl at world size {n} needs {n} GPUs on this host; "
                                   f"{gpus} visible (use --hosts for more machines)")
             launchers_ = ("single",) if n == 1 else () if backend in BASELINES \
-                else matrix_launchers(backend)
+                else matrix_launchers(backend, registry.get(backend).requires)
             for launcher in launchers_:
                 for suites, knob in groups:
                     if backend in BASELINES and knob in comm_only:

@@ -22,7 +22,9 @@ from backends.base import BackendOptions
 from backends.launchers import mpi_ranks
 from backends.env import detect
 
-BACKENDS = ("ddp-gloo", "ddp-nccl", "ddp-mpi", "horovod")
+from backends import registry
+
+BACKENDS = tuple(registry.distributed_names())  # every backend that runs on many ranks
 OPS = ("allreduce", "broadcast", "allgather")
 SIZES = [4 * 16**i for i in range(8)] + [256 * 2**20]   # 4 B, 64 B, ... 1 GiB capped below
 
