@@ -15,9 +15,12 @@ names are the launcher table's (backends/launchers.py): one vocabulary everywher
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import ClassVar, Mapping, Sequence
+
+from backends.launchers import LAUNCHER_ENV, NAMES
 
 
 class LauncherEnvError(RuntimeError):
@@ -224,7 +227,11 @@ def detect(env: Mapping[str, str] | None = None) -> LauncherEnv:
     env = os.environ if env is None else env
     for det in DETECTORS:
         if det.matches(env):
-            return det.read(env)
+            found = det.read(env)
+            row = env.get(LAUNCHER_ENV)  # started by hvd-vs-ddp: the table row's name
+            if row in NAMES and row != "single":
+                found = dataclasses.replace(found, launcher=row)
+            return found
     return SINGLE
 
 

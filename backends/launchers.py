@@ -28,6 +28,7 @@ from common.errors import UnknownName
 # Variables an MPI library (Open MPI, MPICH/Hydra, PMIx under srun) sets in every rank.
 MPI_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
 RANKS, MPI, HOROVOD = "ranks", "mpi", "horovod"  # what a launcher's ranks get
+LAUNCHER_ENV = "HVD_VS_DDP_LAUNCHER"  # set by env(): which row started these ranks
 
 Builder = Callable[[int, list[str], str, "str | None"], list[str]]
 
@@ -194,6 +195,7 @@ def env(base: dict[str, str] | None = None, launcher: str | None = None) -> dict
     out = dict(os.environ if base is None else base)
     if launcher in TABLE:
         out.update(TABLE[launcher].env)  # horovodrun --mpi exports no HOROVOD_* itself
+        out[LAUNCHER_ENV] = launcher  # the ranks report this row's name (backends/env.py)
     out.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
     out.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
     out.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
