@@ -50,3 +50,24 @@ def resolve_legacy(launcher: Any, controller: Any = None, cell_launcher: Any = N
         return f"horovodrun-{found}", None
     return launcher, ("launcher 'horovodrun' kept: nothing in the file tells the Gloo "
                       "controller from the MPI one")
+
+
+_MPI_RANK = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
+
+
+def current(launcher: str, env: Mapping[str, Any] | None = None) -> str:
+    """The version-2 name of the launcher a writer sees, told apart by the live
+    environment: horovodrun's Gloo controller exports its rendezvous variables, its MPI
+    controller starts the ranks through mpirun (MPI rank variables). Names already in
+    LAUNCHERS come back unchanged, so this is a no-op once backends.env says them."""
+    import os
+    env = os.environ if env is None else env
+    if launcher == "local":
+        return "single"
+    if launcher != LEGACY_HOROVODRUN:
+        return launcher
+    if any(k in env for k in _GLOO_EVIDENCE[:2]):
+        return "horovodrun-gloo"
+    if any(k in env for k in _MPI_RANK):
+        return "horovodrun-mpi"
+    return launcher

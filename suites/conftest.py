@@ -30,6 +30,8 @@ from backends.base import BackendOptions  # noqa: E402
 from backends.env import detect  # noqa: E402
 from hvd_vs_ddp import collective_pytest, versions  # noqa: E402
 from hvd_vs_ddp.knobs import FULL, SETS  # noqa: E402
+from results import MachineInfo  # noqa: E402
+from results.launchers import current as launcher_name  # noqa: E402
 from workloads import registry as workload_registry  # noqa: E402
 
 DEFAULT_WORKLOADS = "resnet50,gpt"
@@ -134,11 +136,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
     env = detect()
-    machine_info["hvd_vs_ddp"] = {
-        "format_version": 1, "launcher": env.launcher, "world_size": env.world_size,
-        "versions": versions.versions(), "hardware": versions.hardware(),
-        "env": versions.knob_env(),
-    }
+    machine_info["hvd_vs_ddp"] = MachineInfo(
+        launcher=launcher_name(env.launcher), world_size=env.world_size,
+        versions=versions.versions(), hardware=versions.hardware(),
+        env=versions.knob_env(),
+    ).to_dict()
 
 
 def selected_backends(config: pytest.Config) -> list[str]:
