@@ -14,15 +14,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
-import json
 import shlex
 import sys
 from pathlib import Path
 
-EXIT_BAD_INPUT = 2
+from common.errors import EXIT_BAD_INPUT, InputError
 
 
-class CliError(Exception):
+class CliError(InputError):
     pass
 
 
@@ -41,6 +40,7 @@ def _run(args) -> int:
     from backends import registry
     from hvd_vs_ddp import matrix
     from hvd_vs_ddp.runner import Progress, Runner
+    from results import ResultsError, load_manifest
     from workloads import registry as workloads
 
     if args.resume:
@@ -49,12 +49,15 @@ def _run(args) -> int:
         if not manifest_path.is_file():
             raise CliError(f"--resume {run_dir}: no manifest.json there")
         try:
-            manifest = json.loads(manifest_path.read_text())
-            preset = matrix.PRESETS[manifest["preset"]]
-            cells = [matrix.Cell.from_dict(c) for c in manifest["cells"]]
-            chosen_workloads = manifest.get("workloads")
-            hosts = args.hosts or manifest.get("hosts")
-        except (ValueError, KeyError, TypeError) as exc:
+            manifest, _ = load_manifest(run_dir)
+            if manifest.preset not in matrix.PRESETS:
+                raise ResultsError(f"{manifest_path}: preset is {manifest.preset!r}; expected "
+                                   f"one of {', '.join(matrix.PRESETS)}.")
+            preset = matrix.PRESETS[manifest.preset]
+            cells = [matrix.Cell.from_dict(c.to_dict()) for c in manifest.cells]
+            chosen_workloads = manifest.workloads
+            hosts = args.hosts or manifest.hosts
+        except ResultsError as exc:
             raise CliError(f"--resume {run_dir}: manifest.json is not a readable "
                            f"hvd-vs-ddp manifest ({exc})") from None
     else:
@@ -98,7 +101,7 @@ def _run(args) -> int:
         print(f"hvd-vs-ddp: interrupted; finished cells are in {run_dir} "
               f"(resume with: hvd-vs-ddp run --resume {run_dir})", file=sys.stderr)
         return 130
-    failed = [c for c in manifest["cells"] if c["status"] != "passed"]
+    failed = [c for c in manifest.cells if c.status != "passed"]
     print(f"hvd-vs-ddp: run finished: {len(cells) - len(failed)} passed, {len(failed)} "
           f"failed -> {run_dir}", file=sys.stderr)
     print(run_dir)
@@ -182,13 +185,8 @@ def _is_input_error(exc: Exception) -> bool:
     from backends.registry import UnknownBackend
     from hvd_vs_ddp.matrix import MatrixError
 
-    kinds: tuple[type[BaseException], ...] = (CliError, UnknownBackend, MatrixError)
-    try:
-        from reports import ReportError
-        kinds += (ReportError,)
-    except ImportError:
-        pass
-    return isinstance(exc, kinds)
+    # InputError covers CliError and the results/report errors (ResultsError, ReportError).
+    return isinstance(exc, (InputError, UnknownBackend, MatrixError))
 
 
 if __name__ == "__main__":
