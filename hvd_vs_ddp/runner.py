@@ -121,7 +121,7 @@ class Runner:
         try:
             todo = [e for e in self.manifest.cells if e.status != "passed"]
             for i, entry in enumerate(todo):
-                cell = next(c for c in self.cells if c.id == entry["id"])
+                cell = next(c for c in self.cells if c.id == entry.id)
                 if progress:
                     progress.start(i, len(todo), cell)
                 self._run_cell(cell, entry)
