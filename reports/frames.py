@@ -40,6 +40,7 @@ class Data:
     collective: pd.DataFrame
     memcpy: pd.DataFrame
     notes: list[str] = field(default_factory=list)
+    frames: dict[str, pd.DataFrame] = field(default_factory=dict)  # every FRAME, by name
 
 
 def _common(run: Run, cell: Cell, rec: BenchmarkRecord) -> dict[str, Any]:
@@ -87,8 +88,8 @@ def build_frames(runs: list[Run]) -> Data:
         nlaunch = tp.groupby(CASE_KEY + ["label"])["launcher"].transform("nunique")
         tp["series"] = [lab + (f" via {la}" if n > 1 else "")
                         for lab, la, n in zip(tp["label"], tp["launcher"], nlaunch)]
-    return Data(runs=runs, notes=notes, tta=frames["tta"], **{
-        k: frames[k] for k in ("cells", "throughput", "compute_only", "convergence",
+    return Data(runs=runs, notes=notes, frames=frames, **{
+        k: frames[k] for k in ("cells", "throughput", "compute_only", "convergence", "tta",
                                "collective", "memcpy")})
 
 
