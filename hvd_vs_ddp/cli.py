@@ -43,6 +43,7 @@ def _run(args) -> int:
     from harness import options
     from hvd_vs_ddp import matrix
     from hvd_vs_ddp.runner import Progress, Runner
+    from results import ResultsError, load_manifest
     from workloads import registry as workloads
 
     if args.resume:
@@ -51,12 +52,15 @@ def _run(args) -> int:
         if not manifest_path.is_file():
             raise CliError(f"--resume {run_dir}: no manifest.json there")
         try:
-            manifest = json.loads(manifest_path.read_text())
-            preset = matrix.PRESETS[manifest["preset"]]
-            cells = [matrix.Cell.from_dict(c) for c in manifest["cells"]]
-            chosen_workloads = manifest.get("workloads")
-            hosts = args.hosts or manifest.get("hosts")
-        except (ValueError, KeyError, TypeError) as exc:
+            manifest, _ = load_manifest(run_dir)
+            if manifest.preset not in matrix.PRESETS:
+                raise ResultsError(f"{manifest_path}: preset is {manifest.preset!r}; expected "
+                                   f"one of {', '.join(matrix.PRESETS)}.")
+            preset = matrix.PRESETS[manifest.preset]
+            cells = [matrix.Cell.from_dict(c.to_dict()) for c in manifest.cells]
+            chosen_workloads = manifest.workloads
+            hosts = args.hosts or manifest.hosts
+        except ResultsError as exc:
             raise CliError(f"--resume {run_dir}: manifest.json is not a readable "
                            f"hvd-vs-ddp manifest ({exc})") from None
     else:
@@ -98,7 +102,7 @@ def _run(args) -> int:
         log.info(f"interrupted; finished cells are in {run_dir} "
                  f"(resume with: hvd-vs-ddp run --resume {run_dir})")
         return 130
-    failed = [c for c in manifest["cells"] if c["status"] != "passed"]
+    failed = [c for c in manifest.cells if c.status != "passed"]
     log.info(f"run finished: {len(cells) - len(failed)} passed, {len(failed)} failed "
              f"-> {run_dir}")
     print(run_dir)

@@ -15,7 +15,6 @@ failed cells.
 from __future__ import annotations
 
 import datetime
-import json
 import re
 import os
 import signal
@@ -28,9 +27,8 @@ from typing import Any
 from backends import launchers
 from harness import versions
 from hvd_vs_ddp.matrix import Cell, Preset, pytest_argv
+from results import CellEntry, Manifest, load_manifest, write_json_atomic
 
-FORMAT = "hvd-vs-ddp/run"
-FORMAT_VERSION = 1
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -40,12 +38,6 @@ class RunError(RuntimeError):
 
 def now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1))
-    os.replace(tmp, path)
 
 
 def git_commit() -> str | None:
@@ -104,47 +96,46 @@ class Runner:
         self.manifest = self._load_or_new(command)
 
     # -- manifest --------------------------------------------------------
-    def _load_or_new(self, command: list[str]) -> dict[str, Any]:
+    def _load_or_new(self, command: list[str]) -> Manifest:
         if self.manifest_path.exists():
-            manifest = json.loads(self.manifest_path.read_text())
-            manifest.setdefault("resumed", []).append(now())
-            manifest["complete"] = False
+            manifest, _ = load_manifest(self.run_dir)  # checked and upgraded to this version
+            manifest.resumed = [*(manifest.resumed or []), now()]
+            manifest.complete = False
             return manifest
-        return {"format": FORMAT, "format_version": FORMAT_VERSION, "command": command,
-                "preset": self.preset.name, "git_commit": git_commit(), "started": now(),
-                "finished": None, "complete": False, "versions": versions.versions(),
-                "hardware": versions.hardware(), "env": versions.knob_env(),
-                "workloads": list(self.workloads or self.preset.workloads),
-                "knob_set": self.preset.knob_set,
-                "hosts": self.hosts,
-                "cells": [dict(c.as_dict(), status="pending", error=None, seconds=None,
-                               results=None, log=None) for c in self.cells]}
+        return Manifest(command=list(command), preset=self.preset.name,
+                        git_commit=git_commit(), started=now(), finished=None, complete=False,
+                        versions=versions.versions(), hardware=versions.hardware(),
+                        env=versions.knob_env(),
+                        workloads=list(self.workloads or self.preset.workloads),
+                        knob_set=self.preset.knob_set, hosts=self.hosts,
+                        cells=[CellEntry.pending(**c.as_dict()) for c in self.cells])
 
     def save(self) -> None:
-        write_json_atomic(self.manifest_path, self.manifest)
+        self.manifest.check(where=str(self.manifest_path))  # a writer's bug fails here
+        write_json_atomic(self.manifest_path, self.manifest.to_dict())
 
     # -- running ---------------------------------------------------------
-    def run(self, progress=None) -> dict[str, Any]:
+    def run(self, progress=None) -> Manifest:
         (self.run_dir / "cells").mkdir(parents=True, exist_ok=True)
         (self.run_dir / "logs").mkdir(exist_ok=True)
         self.save()
         previous = {signal.SIGTERM: signal.getsignal(signal.SIGTERM)}
         signal.signal(signal.SIGTERM, self._on_sigterm)
         try:
-            todo = [e for e in self.manifest["cells"] if e["status"] != "passed"]
+            todo = [e for e in self.manifest.cells if e.status != "passed"]
             for i, entry in enumerate(todo):
-                cell = next(c for c in self.cells if c.id == entry["id"])
+                cell = next(c for c in self.cells if c.id == entry.id)
                 if progress:
                     progress.start(i, len(todo), cell)
                 self._run_cell(cell, entry)
                 self.save()
                 if progress:
                     progress.done(entry)
-            self.manifest["finished"] = now()
-            self.manifest["complete"] = True
+            self.manifest.finished = now()
+            self.manifest.complete = True
         except KeyboardInterrupt:
             self._stop_current()
-            self.manifest["interrupted"] = now()
+            self.manifest.interrupted = now()
             raise
         finally:
             self.save()
@@ -169,13 +160,13 @@ class Runner:
                 except subprocess.TimeoutExpired:
                     continue
 
-    def _run_cell(self, cell: Cell, entry: dict[str, Any]) -> None:
+    def _run_cell(self, cell: Cell, entry: CellEntry) -> None:
         results = self.run_dir / "cells" / f"{cell.id}.json"
         log_path = self.run_dir / "logs" / f"{cell.id}.log"
         avail = launchers.available(cell.launcher)
-        entry.update(status="running", error=None, started=now())
+        entry.status, entry.error, entry.started = "running", None, now()
         if not avail:
-            entry.update(status="failed", error=avail.reason, seconds=0.0)
+            entry.status, entry.error, entry.seconds = "failed", avail.reason, 0.0
             return
         argv = pytest_argv(cell, self.preset, str(results), self.workloads)
         cmd = launchers.command(cell.launcher, cell.world_size, argv, hosts=self.hosts)
@@ -198,11 +189,11 @@ class Runner:
         seconds = round(time.monotonic() - start, 1)
         text = log_path.read_text(errors="replace")
         status = "timeout" if timed_out else "passed" if returncode == 0 else "failed"
-        entry.update(status=status, seconds=seconds, returncode=returncode,
-                     log=str(log_path.relative_to(self.run_dir)),
-                     results=str(results.relative_to(self.run_dir)) if results.exists() else None,
-                     error=None if status == "passed" else
-                     f"{cell.id}: {_error_line(text, returncode, timed_out, self.limit)}")
+        entry.status, entry.seconds, entry.returncode = status, seconds, returncode
+        entry.log = str(log_path.relative_to(self.run_dir))
+        entry.results = str(results.relative_to(self.run_dir)) if results.exists() else None
+        entry.error = (None if status == "passed" else
+                       f"{cell.id}: {_error_line(text, returncode, timed_out, self.limit)}")
 
 
 class Progress:
@@ -224,8 +215,8 @@ class Progress:
         print(f"[{bar:<20s}] {i + 1}/{n} {cell.id} (elapsed {elapsed / 60:.1f} min{eta_s})",
               file=self.stream, flush=True)
 
-    def done(self, entry: dict[str, Any]) -> None:
-        self.durations.append(entry.get("seconds") or 0.0)
-        extra = f": {entry['error']}" if entry.get("error") else ""
-        print(f"    {entry['id']}: {entry['status']} in {entry.get('seconds')}s{extra}",
+    def done(self, entry: CellEntry) -> None:
+        self.durations.append(entry.seconds or 0.0)
+        extra = f": {entry.error}" if entry.error else ""
+        print(f"    {entry.id}: {entry.status} in {entry.seconds}s{extra}",
               file=self.stream, flush=True)

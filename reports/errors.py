@@ -1,19 +1,17 @@
 """The one error a report raises: bad inputs or a refused output path.
 
-`ReportError` is a ValueError whose message is one line a user can act on: what was
-wrong, what was expected, what to do. Everything in reports/ raises it (never a bare
-KeyError or json.JSONDecodeError) so that `python -m reports` and the CLI can print
-the line and exit non-zero.
+`ReportError` is `results.ResultsError`: a ValueError and a common.errors.InputError
+whose message is one line a user can act on (what was wrong, what was expected,
+what to do). The results loader and everything in reports/ raise it (never a bare
+KeyError or json.JSONDecodeError), so both readers give the same one-line messages
+and `python -m reports` and the CLI print the line and exit 2.
 
     from reports.errors import ReportError
 """
 from __future__ import annotations
 
-from common.errors import InputError
+from results.errors import ResultsError
 
+ReportError = ResultsError  # one class: a bad results file and a bad report request alike
 
-class ReportError(InputError, ValueError):
-    """A report cannot be built; str(err) is one line saying why and what to do."""
-
-    def __init__(self, message: str) -> None:
-        super().__init__(" ".join(str(message).split()))  # always exactly one line
+__all__ = ["ReportError"]

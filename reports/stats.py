@@ -20,28 +20,15 @@ from typing import Sequence
 
 import numpy as np
 
+from results.summary import finite_values, iqr, median  # noqa: F401 (re-exported)
+
 N_RESAMPLES = 2000
 SEED = 20261122
 LEVEL = 0.95
 NO_DIFFERENCE = "no significant difference"
 
 
-def _values(x: Sequence[float]) -> np.ndarray:
-    a = np.asarray(x, dtype=float).ravel()
-    a = a[np.isfinite(a)]
-    if a.size == 0:
-        raise ValueError("no finite values")
-    return a
-
-
-def median(x: Sequence[float]) -> float:
-    return float(np.median(_values(x)))
-
-
-def iqr(x: Sequence[float]) -> tuple[float, float]:
-    """(q25, q75) with numpy's default linear interpolation."""
-    q25, q75 = np.percentile(_values(x), [25, 75])
-    return float(q25), float(q75)
+_values = finite_values  # one implementation of median/IQR: results.summary
 
 
 @dataclass(frozen=True)

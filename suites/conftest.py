@@ -25,6 +25,7 @@ from backends.base import BackendOptions
 from backends.env import detect
 from common.errors import InputError
 from harness import collective_pytest, options, threads, versions
+from results import MachineInfo
 from workloads import registry as workload_registry
 
 
@@ -81,11 +82,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
     env = detect()
-    machine_info["hvd_vs_ddp"] = {
-        "format_version": 1, "launcher": env.launcher, "world_size": env.world_size,
-        "versions": versions.versions(), "hardware": versions.hardware(),
-        "env": versions.knob_env(), "threads": getattr(config, "hvd_threads", None),
-    }
+    machine_info["hvd_vs_ddp"] = MachineInfo(
+        launcher=env.launcher, world_size=env.world_size,
+        versions=versions.versions(), hardware=versions.hardware(),
+        env=versions.knob_env(), threads=getattr(config, "hvd_threads", None),
+    ).to_dict()
 
 
 def selected_backends(config: pytest.Config) -> list[str]:

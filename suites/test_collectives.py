@@ -21,6 +21,7 @@ import torch
 from backends.base import BackendOptions
 from backends.launchers import mpi_ranks
 from backends.env import detect
+from results import CollectiveRecord, CollectiveSize, MemcpyRecord
 
 from backends import registry
 
@@ -122,16 +123,16 @@ def test_collective(benchmark, request, open_backend, coll_cell):
         correct = all(e[i][1] for e in everyone)
         median = float(np.median(slowest))
         algbw = res["bytes"] / median / 1e9
-        rows.append({"bytes": res["bytes"], "times": slowest.tolist(), "time_median": median,
-                     "algbw_gbps": algbw, "busbw_gbps": algbw * _bus_factor(op, n),
-                     "correct": correct})
+        rows.append(CollectiveSize(bytes=res["bytes"], times=slowest.tolist(),
+                                   time_median=median, algbw_gbps=algbw,
+                                   busbw_gbps=algbw * _bus_factor(op, n), correct=correct))
     benchmark.group = f"collective {op}"
-    benchmark.extra_info.update({
-        "kind": "collective", "backend": name, "op": op, "dtype": "float32",
-        "world_size": n, "launcher": backend.env.launcher,
-        "backend_meta": backend.metadata(), "sizes": rows,
-    })
-    wrong = [r["bytes"] for r in rows if not r["correct"]]
+    benchmark.extra_info.update(CollectiveRecord(
+        backend=name, op=op, dtype="float32",
+        world_size=n, launcher=backend.env.launcher,
+        backend_meta=backend.metadata(), sizes=rows,
+    ).to_dict())
+    wrong = [r.bytes for r in rows if not r.correct]
     assert not wrong, f"{name} {op}: wrong result at sizes {wrong} bytes"
 
 
@@ -158,10 +159,10 @@ def test_memcpy(benchmark, request):
     median = float(np.median(times))
     benchmark.group = "memcpy"
     env = detect()
-    benchmark.extra_info.update({"kind": "memcpy", "backend": "memcpy",
-                                 "world_size": env.world_size, "launcher": env.launcher,
-                                 "device": str(dev), "bytes": nbytes,
-                                 "times": times, "bandwidth_gbps": nbytes / median / 1e9})
+    benchmark.extra_info.update(MemcpyRecord(
+        backend="memcpy", world_size=env.world_size, launcher=env.launcher,
+        device=str(dev), bytes=nbytes, times=times,
+        bandwidth_gbps=nbytes / median / 1e9).to_dict())
 
 
 def test_raw_mpi_allreduce(benchmark, request, plugin):
@@ -199,14 +200,15 @@ def test_raw_mpi_allreduce(benchmark, request, plugin):
         slowest = np.max(np.asarray([e[i][0] for e in everyone]), axis=0)
         median = float(np.median(slowest))
         algbw = res["bytes"] / median / 1e9
-        rows.append({"bytes": res["bytes"], "times": slowest.tolist(), "time_median": median,
-                     "algbw_gbps": algbw, "busbw_gbps": algbw * _bus_factor("allreduce", n),
-                     "correct": all(e[i][1] for e in everyone)})
+        rows.append(CollectiveSize(bytes=res["bytes"], times=slowest.tolist(),
+                                   time_median=median, algbw_gbps=algbw,
+                                   busbw_gbps=algbw * _bus_factor("allreduce", n),
+                                   correct=all(e[i][1] for e in everyone)))
     benchmark.group = "collective allreduce"
-    benchmark.extra_info.update({
-        "kind": "collective", "backend": "mpi4py-raw", "op": "allreduce", "dtype": "float32",
-        "world_size": n, "launcher": plugin.env.launcher,
-        "backend_meta": {"backend": "mpi4py-raw", "mpi": MPI.Get_library_version().splitlines()[0]},
-        "sizes": rows,
-    })
-    assert all(r["correct"] for r in rows)
+    benchmark.extra_info.update(CollectiveRecord(
+        backend="mpi4py-raw", op="allreduce", dtype="float32",
+        world_size=n, launcher=plugin.env.launcher,
+        backend_meta={"backend": "mpi4py-raw", "mpi": MPI.Get_library_version().splitlines()[0]},
+        sizes=rows,
+    ).to_dict())
+    assert all(r.correct for r in rows)

@@ -23,6 +23,7 @@ from backends import registry
 from backends.base import BackendOptions
 from backends.env import SINGLE
 from backends.local import SingleBackend
+from results import ConvergenceRecord, TimeToAccuracyRecord
 from workloads.loop import TrainConfig, Trainer, accuracy
 
 # Tolerance on the per-step relative loss deviation from `single`, float32.
@@ -81,17 +82,19 @@ def test_convergence(benchmark, request, plugin, open_backend, make_workload, co
                               emulate_ranks=backend.world_size)
         ref_trainer.run(steps)
         reference = ref_trainer.global_losses()
+        reference_wall = np.cumsum(ref_trainer.step_times).tolist()
     dev = max_relative_deviation(losses, reference)
     benchmark.group = f"convergence {workload_name}"
-    benchmark.extra_info.update({
-        "kind": "convergence", "backend": name, "world_size": backend.world_size,
-        "launcher": backend.env.launcher, "backend_meta": backend.metadata(),
-        "workload": workload_name, "workload_params": workload.hyperparameters(),
-        "per_rank_batch": workload.batch_size,
-        "global_batch": workload.batch_size * backend.world_size, "steps": steps,
-        "losses": losses, "reference_losses": reference, "max_rel_dev": dev,
-        "tolerance": TOLERANCE, "within_tolerance": dev <= TOLERANCE, "wall_times": wall,
-    })
+    benchmark.extra_info.update(ConvergenceRecord(
+        backend=name, world_size=backend.world_size,
+        launcher=backend.env.launcher, backend_meta=backend.metadata(),
+        workload=workload_name, workload_params=workload.hyperparameters(),
+        per_rank_batch=workload.batch_size,
+        global_batch=workload.batch_size * backend.world_size, steps=steps,
+        losses=losses, reference_losses=reference, max_rel_dev=dev,
+        tolerance=TOLERANCE, within_tolerance=dev <= TOLERANCE, wall_times=wall,
+        reference_wall_times=reference_wall,
+    ).to_dict())
     assert dev <= TOLERANCE, (f"{name} on {workload_name}: loss deviates from single by "
                               f"{dev:.3e} (relative) > {TOLERANCE:g}")
 
@@ -123,15 +126,15 @@ def test_time_to_accuracy(benchmark, request, plugin, open_backend, make_workloa
     benchmark.pedantic(run, rounds=1, warmup_rounds=0, iterations=1)
     decisions = plugin.coord.gather([reached["steps"]], "time-to-accuracy result")
     benchmark.group = "time-to-accuracy digits"
-    benchmark.extra_info.update({
-        "kind": "time_to_accuracy", "backend": tta_backend, "world_size": backend.world_size,
-        "launcher": backend.env.launcher, "backend_meta": backend.metadata(),
-        "workload": "digits", "workload_params": workload.hyperparameters(),
-        "global_batch": workload.batch_size * backend.world_size, "target": TTA_TARGET,
-        "reached": reached["steps"] is not None, "seconds": reached["seconds"],
-        "steps": reached["steps"], "curve": curve,
-        "wall_seconds": time.perf_counter() - start,
-    })
+    benchmark.extra_info.update(TimeToAccuracyRecord(
+        backend=tta_backend, world_size=backend.world_size,
+        launcher=backend.env.launcher, backend_meta=backend.metadata(),
+        workload="digits", workload_params=workload.hyperparameters(),
+        global_batch=workload.batch_size * backend.world_size, target=TTA_TARGET,
+        reached=reached["steps"] is not None, seconds=reached["seconds"],
+        steps=reached["steps"], curve=curve,
+        wall_seconds=time.perf_counter() - start,
+    ).to_dict())
     assert len({d[0] for d in decisions}) == 1, f"ranks disagree on when {TTA_TARGET} was reached: {decisions}"
     assert reached["steps"] is not None, (
         f"{tta_backend}: digits accuracy stayed below {TTA_TARGET} for {TTA_MAX_STEPS} steps "

@@ -19,6 +19,7 @@ import torch
 from backends.env import SINGLE
 from harness.knobs import SETS, by_name
 from harness.monitor import Monitor
+from results import ComputeOnlyRecord, ThroughputRecord
 from workloads.loop import Trainer
 
 
@@ -102,23 +103,23 @@ def test_throughput(benchmark, request, plugin, open_backend, make_workload, thr
     _replace_stats(benchmark, round_times)
     sps = (trainer.global_batch / per_step).tolist()
     benchmark.group = f"throughput {workload_name} {knobs.name}"
-    benchmark.extra_info.update({
-        "kind": "throughput", "backend": name, "world_size": backend.world_size,
-        "launcher": backend.env.launcher, "backend_meta": backend.metadata(),
-        "workload": workload_name, "workload_params": workload.hyperparameters(),
-        "knobs": knobs.as_dict(), "knob_set": knobs.name,
-        "per_rank_batch": workload.batch_size, "global_batch": trainer.global_batch,
-        "warmup_steps": request.config.getoption("warmup_steps"),
-        "steps_per_round": per_round, "rounds": request.config.getoption("rounds"),
-        "step_times": per_step.tolist(), "rank_step_times": rank_times,
-        "samples_per_s": sps, "samples_per_s_median": float(np.median(sps)),
-        "samples_per_s_iqr": [float(np.percentile(sps, 25)), float(np.percentile(sps, 75))],
-        "losses": losses,
-        "memory": {"max_rss_mb": [g["rss"] for g in gathered],
-                   "cuda_max_allocated_mb": [g["cuda_mb"] for g in gathered]
-                   if cuda_mb is not None else None},
-        "monitor": {"interval_s": 0.5, "ranks": [g["series"] for g in gathered]},
-    })
+    benchmark.extra_info.update(ThroughputRecord(
+        backend=name, world_size=backend.world_size,
+        launcher=backend.env.launcher, backend_meta=backend.metadata(),
+        workload=workload_name, workload_params=workload.hyperparameters(),
+        knobs=knobs.as_dict(), knob_set=knobs.name,
+        per_rank_batch=workload.batch_size, global_batch=trainer.global_batch,
+        warmup_steps=request.config.getoption("warmup_steps"),
+        steps_per_round=per_round, rounds=request.config.getoption("rounds"),
+        step_times=per_step.tolist(), rank_step_times=rank_times,
+        samples_per_s=sps, samples_per_s_median=float(np.median(sps)),
+        samples_per_s_iqr=[float(np.percentile(sps, 25)), float(np.percentile(sps, 75))],
+        losses=losses,
+        memory={"max_rss_mb": [g["rss"] for g in gathered],
+                "cuda_max_allocated_mb": [g["cuda_mb"] for g in gathered]
+                if cuda_mb is not None else None},
+        monitor={"interval_s": 0.5, "ranks": [g["series"] for g in gathered]},
+    ).to_dict())
     finite = all(np.isfinite(losses))
     assert finite, f"{name}: non-finite loss during throughput run: {losses}"
 
@@ -142,12 +143,12 @@ def test_compute_only(benchmark, request, plugin, make_workload, compute_cell):
     per_step, round_times = _slowest(rank_times, per_round)
     _replace_stats(benchmark, round_times)
     benchmark.group = f"compute-only {workload_name} {knobs.name}"
-    benchmark.extra_info.update({
-        "kind": "compute_only", "backend": "single", "world_size": plugin.env.world_size,
-        "launcher": plugin.env.launcher, "workload": workload_name,
-        "workload_params": workload.hyperparameters(), "knobs": knobs.as_dict(),
-        "knob_set": knobs.name, "per_rank_batch": workload.batch_size,
-        "concurrent_ranks": plugin.env.world_size,
-        "step_times": per_step.tolist(), "rank_step_times": rank_times,
-        "step_time_median": float(np.median(per_step)),
-    })
+    benchmark.extra_info.update(ComputeOnlyRecord(
+        backend="single", world_size=plugin.env.world_size,
+        launcher=plugin.env.launcher, workload=workload_name,
+        workload_params=workload.hyperparameters(), knobs=knobs.as_dict(),
+        knob_set=knobs.name, per_rank_batch=workload.batch_size,
+        concurrent_ranks=plugin.env.world_size,
+        step_times=per_step.tolist(), rank_step_times=rank_times,
+        step_time_median=float(np.median(per_step)),
+    ).to_dict())

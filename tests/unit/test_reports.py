@@ -5,7 +5,7 @@
 
 !!! CONSTRUCTED INPUTS, NOT MEASUREMENTS !!!
 The run directories below are assembled by `write_run` from a seeded numpy RNG,
-following docs/results-format.md, only to exercise the renderer. Their numbers
+through the results records (results/), only to exercise the renderer. Their numbers
 (step times, losses, bandwidths, monitor samples) are invented; nothing here says
 anything about Horovod or DDP. Real fixtures from suite runs go under
 tests/fixtures/runs/.
@@ -22,6 +22,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from results import (FORMAT_VERSION, CellEntry, CollectiveRecord, CollectiveSize,
+                     ComputeOnlyRecord, ConvergenceRecord, MachineInfo, Manifest, MemcpyRecord,
+                     ThroughputRecord, TimeToAccuracyRecord)
 from reports import ReportError, build_report
 from reports.compare import add_scaling, exposed_comm, hvd_vs_ddp
 from reports.frames import build_frames
@@ -38,12 +41,12 @@ HVD_META = {"gloo": {"controller": "gloo", "ops": "gloo", "fusion_threshold": 13
             "mpi": {"controller": "mpi", "ops": "mpi", "fusion_threshold": 134217728}}
 # (backend, controller, world size, launcher, base seconds per step at batch 32/rank)
 THROUGHPUT_CELLS = [
-    ("single", None, 1, "local", 0.100),
+    ("single", None, 1, "single", 0.100),
     ("ddp-gloo", None, 2, "torchrun", 0.120),
-    ("horovod", "gloo", 2, "horovodrun", 0.120),   # same speed: expect no difference
+    ("horovod", "gloo", 2, "horovodrun-gloo", 0.120),   # same speed: expect no difference
     ("ddp-mpi", None, 2, "mpirun", 0.130),
     ("ddp-gloo", None, 4, "torchrun", 0.180),
-    ("horovod", "gloo", 4, "horovodrun", 0.140),   # clearly faster at np=4
+    ("horovod", "gloo", 4, "horovodrun-gloo", 0.140),   # clearly faster at np=4
     ("horovod", "mpi", 4, "mpirun", 0.150),
 ]
 FAILED_ERROR = "RuntimeError: NCCL error: unhandled system error (constructed)"
@@ -86,16 +89,17 @@ def _throughput(rng, backend, controller, ws, launcher, base, workload, speed) -
               "cpu_percent": np.clip(rng.normal(170, 15, t.size), 0, 200).round(1).tolist(),
               "rss_mb": (420 + 8 * r + 3 * t + rng.normal(0, 2, t.size)).round(1).tolist(),
               "gpu_util": None, "gpu_mem_mb": None} for r in range(ws)]
-    return {"kind": "throughput", **_common(backend, controller, ws, launcher),
-            "workload": workload, "workload_params": {"note": CONSTRUCTED}, "knobs": KNOBS,
-            "knob_set": "default", "per_rank_batch": prb, "global_batch": prb * ws,
-            "warmup_steps": 3, "steps_per_round": spr, "rounds": rounds,
-            "step_times": slowest.tolist(),
-            "rank_step_times": rank_times.tolist(), "samples_per_s": sps,
-            "samples_per_s_median": float(np.median(sps)),
-            "samples_per_s_iqr": np.percentile(sps, [25, 75]).tolist(),
-            "memory": {"max_rss_mb": [460.0 + r for r in range(ws)], "cuda_max_allocated_mb": None},
-            "monitor": {"interval_s": 0.5, "ranks": ranks}}
+    return ThroughputRecord(
+        **_common(backend, controller, ws, launcher),
+        workload=workload, workload_params={"note": CONSTRUCTED}, knobs=KNOBS,
+        knob_set="default", per_rank_batch=prb, global_batch=prb * ws,
+        warmup_steps=3, steps_per_round=spr, rounds=rounds,
+        step_times=slowest.tolist(),
+        rank_step_times=rank_times.tolist(), samples_per_s=sps,
+        samples_per_s_median=float(np.median(sps)),
+        samples_per_s_iqr=np.percentile(sps, [25, 75]).tolist(),
+        memory={"max_rss_mb": [460.0 + r for r in range(ws)], "cuda_max_allocated_mb": None},
+        monitor={"interval_s": 0.5, "ranks": ranks}).to_dict()
 
 
 def _convergence(rng, backend, controller, ws, launcher, dev) -> dict:
@@ -103,11 +107,13 @@ def _convergence(rng, backend, controller, ws, launcher, dev) -> dict:
     ref = 2.3 * np.exp(-steps / 20) + 0.1
     losses = ref * (1 + rng.normal(0, dev, steps.size))
     rel = float(np.max(np.abs(losses - ref) / ref))
-    return {"kind": "convergence", **_common(backend, controller, ws, launcher),
-            "workload": "digits", "steps": int(steps.size), "losses": losses.tolist(),
-            "reference_losses": ref.tolist(), "max_rel_dev": rel, "tolerance": 0.02,
-            "within_tolerance": rel <= 0.02,
-            "wall_times": np.cumsum(rng.uniform(0.03, 0.04, steps.size)).tolist()}
+    return ConvergenceRecord(
+        **_common(backend, controller, ws, launcher),
+        workload="digits", steps=int(steps.size), losses=losses.tolist(),
+        reference_losses=ref.tolist(), max_rel_dev=rel, tolerance=0.02,
+        within_tolerance=rel <= 0.02,
+        wall_times=np.cumsum(rng.uniform(0.03, 0.04, steps.size)).tolist(),
+        reference_wall_times=np.cumsum(np.full(steps.size, 0.05)).tolist()).to_dict()
 
 
 def _collectives(rng, backend, controller, ws, launcher, eff) -> list[dict]:
@@ -118,12 +124,12 @@ def _collectives(rng, backend, controller, ws, launcher, eff) -> list[dict]:
         for b in [4 * 16 ** k for k in range(7)]:
             times = (2e-5 + b / (eff * 2e9)) * rng.lognormal(0, 0.03, 20)
             alg = b / np.median(times) / 1e9
-            sizes.append({"bytes": b, "times": times.tolist(),
-                          "time_median": float(np.median(times)), "algbw_gbps": alg,
-                          "busbw_gbps": alg * factor, "correct": True})
-        out.append(_bench(f"test_collective[{backend}-{op}]", [1.0, 1.0], {
-            "kind": "collective", **_common(backend, controller, ws, launcher),
-            "op": op, "dtype": "float32", "sizes": sizes}))
+            sizes.append(CollectiveSize(bytes=b, times=times.tolist(),
+                                        time_median=float(np.median(times)), algbw_gbps=alg,
+                                        busbw_gbps=alg * factor, correct=True))
+        out.append(_bench(f"test_collective[{backend}-{op}]", [1.0, 1.0], CollectiveRecord(
+            **_common(backend, controller, ws, launcher),
+            op=op, dtype="float32", sizes=sizes).to_dict()))
     return out
 
 
@@ -144,16 +150,16 @@ def write_run(root: Path, seed: int = 0, speedup: float = 1.0, failed: bool = Tr
     def cell(suite, backend, ws, launcher, benches, status="passed", error=None):
         cid = f"{suite}-{backend}-np{ws}-{launcher}"
         if status == "passed":
-            doc = {"machine_info": {"node": "constructed", "hvd_vs_ddp": {
-                "format_version": 1, "launcher": launcher, "world_size": ws,
-                "versions": versions, "hardware": hardware, "env": env}},
+            doc = {"machine_info": {"node": "constructed", "hvd_vs_ddp": MachineInfo(
+                launcher=launcher, world_size=ws,
+                versions=versions, hardware=hardware, env=env).to_dict()},
                 "commit_info": {}, "benchmarks": benches,
                 "datetime": "2026-11-22T04:00:00", "version": "5.3.1"}
             (root / "cells" / f"{cid}.json").write_text(json.dumps(doc))
         (root / "logs" / f"{cid}.log").write_text(f"{CONSTRUCTED}\n")
-        cells.append({"id": cid, "suite": suite, "backend": backend, "launcher": launcher,
-                      "world_size": ws, "status": status, "error": error, "seconds": 12.5,
-                      "results": f"cells/{cid}.json", "log": f"logs/{cid}.log"})
+        cells.append(CellEntry(id=cid, suites=[suite], backend=backend, launcher=launcher,
+                               world_size=ws, status=status, error=error, seconds=12.5,
+                               results=f"cells/{cid}.json", log=f"logs/{cid}.log"))
 
     for backend, ctl, ws, launcher, base in THROUGHPUT_CELLS:
         speed = 1 / speedup if backend == "horovod" else 1.0
@@ -167,39 +173,41 @@ def write_run(root: Path, seed: int = 0, speedup: float = 1.0, failed: bool = Tr
         cell("throughput", "ddp-nccl", 2, "torchrun", [], status="failed", error=FAILED_ERROR)
         cell("throughput", "ddp-gloo", 8, "torchrun", [], status="pending")
     if not minimal:
-        for ws, launcher in ((1, "local"), (2, "torchrun"), (4, "torchrun")):
-            co = [_bench(f"test_compute_only[{wl}]", t, {
-                "kind": "compute_only", "backend": "single", "world_size": ws,
-                "launcher": launcher, "concurrent_ranks": ws, "workload": wl, "knobs": KNOBS,
-                "knob_set": "default", "per_rank_batch": 32, "step_times": t.tolist(),
-                "step_time_median": float(np.median(t))})
+        for ws, launcher in ((1, "single"), (2, "torchrun"), (4, "torchrun")):
+            co = [_bench(f"test_compute_only[{wl}]", t, ComputeOnlyRecord(
+                backend="single", world_size=ws,
+                launcher=launcher, concurrent_ranks=ws, workload=wl, knobs=KNOBS,
+                knob_set="default", per_rank_batch=32, step_times=t.tolist(),
+                step_time_median=float(np.median(t))).to_dict())
                 for wl, f in (("mlp", 1.0), ("resnet18", 3.0))
                 for t in [0.095 * f * (1 + 0.05 * (ws - 1)) * rng.lognormal(0, 0.04, 30)]]
             cell("compute", "single", ws, launcher, co)
         for backend, ctl, launcher, dev in (("ddp-gloo", None, "torchrun", 0.002),
-                                            ("horovod", "gloo", "horovodrun", 0.004)):
+                                            ("horovod", "gloo", "horovodrun-gloo", 0.004)):
             conv = _convergence(rng, backend, ctl, 2, launcher, dev)
-            tta = {"kind": "time_to_accuracy", **_common(backend, ctl, 2, launcher),
-                   "workload": "digits", "target": 0.95, "reached": True,
-                   "seconds": float(rng.uniform(8, 10)), "steps": 120,
-                   "curve": [[s, s * 0.08, min(0.97, 0.5 + s / 200)] for s in range(0, 130, 10)]}
+            tta = TimeToAccuracyRecord(
+                **_common(backend, ctl, 2, launcher),
+                workload="digits", target=0.95, reached=True,
+                seconds=float(rng.uniform(8, 10)), steps=120,
+                curve=[[s, s * 0.08, min(0.97, 0.5 + s / 200)] for s in range(0, 130, 10)],
+            ).to_dict()
             cell("convergence", backend if ctl is None else f"horovod-{ctl}", 2, launcher,
                  [_bench("test_convergence", conv["wall_times"], conv),
                   _bench("test_time_to_accuracy", [tta["seconds"], tta["seconds"]], tta)])
         coll = _collectives(rng, "ddp-gloo", None, 2, "torchrun", 0.8) + \
-            _collectives(rng, "horovod", "gloo", 2, "horovodrun", 1.0)
-        mem = [_bench("test_memcpy", t, {  # no backend fields, as the suite writes it
-            "kind": "memcpy", "device": "cpu", "bytes": b, "times": t.tolist(),
-            "bandwidth_gbps": b / float(np.median(t)) / 1e9})
+            _collectives(rng, "horovod", "gloo", 2, "horovodrun-gloo", 1.0)
+        mem = [_bench("test_memcpy", t, MemcpyRecord(
+            backend="memcpy", world_size=2, launcher="torchrun", device="cpu", bytes=b,
+            times=t.tolist(), bandwidth_gbps=b / float(np.median(t)) / 1e9).to_dict())
             for b in (2 ** 26,) for t in [b / 9e9 * rng.lognormal(0, 0.02, 10)]]
         cell("collectives", "ddp-gloo+horovod", 2, "mixed", coll + mem)
-    manifest = {"format": "hvd-vs-ddp/run", "format_version": 1,
-                "command": ["hvd-vs-ddp", "run", "--preset", "constructed"],
-                "preset": "constructed", "git_commit": "0" * 40,
-                "started": "2026-11-22T04:00:00+00:00", "finished": "2026-11-22T04:12:00+00:00",
-                "complete": not failed, "versions": versions, "hardware": hardware,
-                "cells": cells}
-    (root / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    manifest = Manifest(command=["hvd-vs-ddp", "run", "--preset", "constructed"],
+                        preset="constructed", git_commit="0" * 40,
+                        started="2026-11-22T04:00:00+00:00",
+                        finished="2026-11-22T04:12:00+00:00", complete=not failed,
+                        versions=versions, hardware=hardware, env=env,
+                        workloads=["mlp", "resnet18"], knob_set="default", cells=cells)
+    (root / "manifest.json").write_text(json.dumps(manifest.to_dict(), indent=1))
     return root
 
 
@@ -277,7 +285,8 @@ def test_run_dir_without_manifest(tmp_path):
     ("this is not json", ["not JSON"]),
     ('{"format": "something-else", "format_version": 1, "cells": []}', ["not a hvd-vs-ddp"]),
     ('{"benchmarks": []}', ["not a hvd-vs-ddp"]),
-    ('{"format": "hvd-vs-ddp/run", "format_version": 2, "cells": []}', ["newer", "upgrade"]),
+    (f'{{"format": "hvd-vs-ddp/run", "format_version": {FORMAT_VERSION + 1}, "cells": []}}',
+     ["newer", "upgrade"]),
 ])
 def test_bad_manifest(tmp_path, content, words):
     (tmp_path / "run").mkdir()
@@ -298,7 +307,8 @@ def _first_results(run: Path) -> Path:
     (lambda t: "<html>not json</html>", ["not JSON"]),
     (lambda t: '{"results": [1, 2, 3]}', ["another tool", "benchmarks"]),
     (lambda t: '{"benchmarks": [], "machine_info": {}}', ["machine_info.hvd_vs_ddp"]),
-    (lambda t: t.replace('"format_version": 1', '"format_version": 9'), ["newer", "9"]),
+    (lambda t: t.replace(f'"format_version": {FORMAT_VERSION}', '"format_version": 9'),
+     ["newer", "9"]),
 ])
 def test_bad_cell_results(tmp_path, mutate, words):
     run = write_run(tmp_path / "run", minimal=True)

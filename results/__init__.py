@@ -1,0 +1,37 @@
+"""results: the one owner of the hvd-vs-ddp results format (docs/results-format.md).
+
+Every writer (suites, runner) builds these records and every reader (reports, the
+CLI's --resume) loads files through them, so the format is defined once. Torch-free
+and pandas-free (numpy only, for the frame builders' medians).
+
+    from results import ThroughputRecord, MachineInfo, Manifest, CellEntry, load_manifest
+    benchmark.extra_info.update(ThroughputRecord(...).to_dict())   # a suite
+    man, notes = load_manifest(Path("runs/x"))                     # a reader
+
+Modules: version (FORMAT, FORMAT_VERSION, check_version), errors (ResultsError),
+io (read_json, write_json_atomic), fields (the record base and its checks), kinds/
+(one record per benchmark kind + the KINDS registry), machine (MachineInfo), manifest
+(Manifest, CellEntry), launchers (the launcher vocabulary), upgrade (v1 -> v2),
+files (load a run directory), summary (median, iqr).
+"""
+from __future__ import annotations
+
+from results.errors import ResultsError, UnknownKind
+from results.files import (CellResults, NamedRecord, load_cell_results, load_manifest,
+                           manifest_from_json, results_from_json, results_path)
+from results.io import read_json, write_json_atomic
+from results.kinds import (KINDS, OPS, BenchmarkRecord, CollectiveRecord, CollectiveSize,
+                           ComputeOnlyRecord, ConvergenceRecord, MemcpyRecord,
+                           ThroughputRecord, TimeToAccuracyRecord, record_from_dict)
+from results.launchers import LAUNCHERS
+from results.machine import MachineInfo
+from results.manifest import STATUSES, CellEntry, Manifest
+from results.version import FORMAT, FORMAT_VERSION, check_version
+
+__all__ = [
+    "FORMAT", "FORMAT_VERSION", "KINDS", "LAUNCHERS", "OPS", "STATUSES", "BenchmarkRecord",
+    "CellEntry", "CellResults", "CollectiveRecord", "CollectiveSize", "ComputeOnlyRecord",
+    "ConvergenceRecord", "MachineInfo", "Manifest", "MemcpyRecord", "NamedRecord",
+    "ResultsError", "ThroughputRecord", "TimeToAccuracyRecord", "UnknownKind",
+    "check_version", "load_cell_results", "load_manifest", "manifest_from_json", "read_json",
+    "record_from_dict", "results_from_json", "results_path", "write_json_atomic"]

@@ -1,0 +1,30 @@
+"""The one error of the results format: a file that is not what the format says.
+
+`ResultsError` is an `InputError` (common/errors.py: the CLI prints it as one line,
+`hvd-vs-ddp: error: ...`, and exits 2) and a `ValueError`. Its message is always one
+line that names the file and the field, what was wrong and what was expected:
+
+    raise ResultsError("runs/x/cells/a.json: benchmark 'test_x' (kind throughput): "
+                       "step_times[3] is nan; expected a finite number.")
+
+`UnknownKind` is the ResultsError of a benchmark kind this reader does not know; a
+report catches it to skip that benchmark with a note (newer writers may add kinds).
+"""
+from __future__ import annotations
+
+from common.errors import InputError
+
+
+class ResultsError(InputError, ValueError):
+    """A results file or record is invalid; str(err) is one line naming file and field."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))  # always exactly one line
+
+
+class UnknownKind(ResultsError):
+    """extra_info.kind names no registered record kind."""
+
+    def __init__(self, message: str, kind: object) -> None:
+        super().__init__(message)
+        self.kind = kind

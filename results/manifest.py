@@ -1,0 +1,81 @@
+"""manifest.json of a run directory: the run and every cell's status.
+
+Written by hvd_vs_ddp/runner.py (atomically, after every cell), read by `--resume`
+and by reports. A cell is one pytest run of some suites for one backend, under one
+launcher, at one world size; `results` (relative to the run directory) names its
+pytest-benchmark JSON once it ran.
+
+    m = Manifest(command=[...], preset="quick", cells=[CellEntry.pending(**cell.as_dict())])
+    m.cells[0].status = "passed"
+    write_json_atomic(run_dir / "manifest.json", m.to_dict())
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from results.fields import (Invalid, Record, flag, instance, integer, listof, mapping, nullable,
+                            number, one_of, opt, req, strings, text)
+from results.version import FORMAT, FORMAT_VERSION
+
+STATUSES = ("passed", "failed", "timeout", "pending", "running")
+_text_or_null = nullable(text)
+
+
+@dataclass(kw_only=True)
+class CellEntry(Record):
+    id: str = req(text)
+    backend: str = req(text)          # a backend name, or "compute-only"
+    launcher: str = req(text)
+    world_size: int = req(integer(1))
+    suites: list[str] = req(strings)
+    pytest_args: list[str] = req(strings, default_factory=list)
+    knob_set: str = req(text, default="default")
+    status: str = req(one_of(*STATUSES), default="pending")
+    error: str | None = req(_text_or_null, default=None)
+    seconds: float | None = req(nullable(number(0)), default=None)
+    results: str | None = req(_text_or_null, default=None)   # relative to the run directory
+    log: str | None = req(_text_or_null, default=None)
+    started: str | None = opt(text)
+    returncode: int | None = opt(integer())
+
+    @classmethod
+    def pending(cls, id: str, backend: str, launcher: str, world_size: int,
+                suites: Iterable[str], pytest_args: Iterable[str] = (),
+                knob_set: str = "default") -> "CellEntry":
+        """A cell not run yet, from matrix.Cell.as_dict() (tuples become lists)."""
+        return cls(id=id, backend=backend, launcher=launcher, world_size=world_size,
+                   suites=list(suites), pytest_args=list(pytest_args), knob_set=knob_set)
+
+
+@dataclass(kw_only=True)
+class Manifest(Record):
+    format: str = req(one_of(FORMAT), default=FORMAT)
+    format_version: int = req(integer(1), default=FORMAT_VERSION)
+    command: list[str] | None = req(nullable(strings), default=None)
+    preset: str | None = req(_text_or_null, default=None)
+    git_commit: str | None = req(_text_or_null, default=None)
+    started: str | None = req(_text_or_null, default=None)
+    finished: str | None = req(_text_or_null, default=None)
+    complete: bool | None = req(nullable(flag), default=False)
+    versions: dict[str, Any] | None = req(nullable(mapping), default=None)
+    hardware: dict[str, Any] | None = req(nullable(mapping), default=None)
+    env: dict[str, Any] | None = req(nullable(mapping), default=None)
+    workloads: list[str] | None = req(nullable(strings), default=None)
+    knob_set: str | None = req(_text_or_null, default=None)
+    hosts: str | None = req(_text_or_null, default=None)
+    cells: list[CellEntry] = req(listof(instance(CellEntry)), nested=CellEntry,
+                                 default_factory=list)
+    resumed: list[str] | None = opt(strings)        # once the run was resumed
+    interrupted: str | None = opt(text)             # when Ctrl-C / SIGTERM stopped it
+
+    def consistency(self) -> None:
+        seen: set[str] = set()
+        for i, c in enumerate(self.cells):
+            if c.id in seen:
+                raise Invalid(f"cells[{i}].id", f"{c.id!r} repeats an earlier cell's id; "
+                              "expected unique cell ids")
+            seen.add(c.id)
+
+    def cell(self, cell_id: str) -> CellEntry:
+        return next(c for c in self.cells if c.id == cell_id)
