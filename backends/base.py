@@ -16,7 +16,7 @@ from __future__ import annotations
 import abc
 import contextlib
 import datetime
-from dataclasses import dataclass, field, asdict
+from dataclasses import asdict, dataclass
 from typing import Any, Callable, ClassVar, Iterator
 
 import torch
@@ -125,7 +125,7 @@ class Backend(abc.ABC):
             self._close()
             self._ready = False
 
-    def _close(self) -> None:
+    def _close(self) -> None:  # noqa: B027 - optional hook: most backends keep nothing
         pass
 
     def __enter__(self) -> "Backend":

@@ -103,8 +103,8 @@ class Detector:
         if has_lr != has_ls and ls_name is not None:
             given, absent = (lr_name, ls_name) if has_lr else (ls_name, lr_name)
             raise LauncherEnvError(f"{self.name}: {given} set but {absent} missing")
-        local_rank = _int(env, lr_name) if has_lr else rank
-        local_size = _int(env, ls_name) if has_ls else size
+        local_rank = _int(env, lr_name) if has_lr and lr_name else rank
+        local_size = _int(env, ls_name) if has_ls and ls_name else size
         if not 0 <= local_rank < local_size:
             raise LauncherEnvError(
                 f"{self.name}: {lr_name}={local_rank} is out of range for "

@@ -85,7 +85,10 @@ class Coordinator:
 
     def missing(self, keys: list[str] | None = None) -> list[int]:
         keys = keys or getattr(self, "_keys", [])
-        return [r for r, k in enumerate(keys) if not self.store.check([k])]
+        store = self.store
+        if store is None:  # one rank: nobody to wait for
+            return []
+        return [r for r, k in enumerate(keys) if not store.check([k])]
 
 
 class Watchdog:
@@ -272,7 +275,8 @@ def hard_exit(code: int) -> None:
         mpi.Finalize()  # mpirun counts a rank that skips it as failed
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
-            stream.flush()
+            if stream is not None:
+                stream.flush()
         except Exception:  # a closed capture stream
             pass
     os._exit(code)

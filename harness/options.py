@@ -198,7 +198,7 @@ def parse_argv(argv: Sequence[str] | str) -> tuple[dict[str, Any], list[str]]:
             raise InputError(f"--suite-args {argv!r}: {exc}") from None
 
     class _Parser(argparse.ArgumentParser):
-        def error(self, message: str):  # type: ignore[override]
+        def error(self, message: str):
             raise InputError(f"--suite-args: {message}")
 
     parser = _Parser(add_help=False, allow_abbrev=False)

@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import datetime
-import json
 import sys
 from pathlib import Path
 

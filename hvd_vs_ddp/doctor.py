@@ -8,8 +8,7 @@ and the NCCL version.
 """
 from __future__ import annotations
 
-from backends import registry
-from backends import launchers
+from backends import launchers, registry
 from harness import versions
 
 

@@ -15,14 +15,13 @@ failed cells.
 from __future__ import annotations
 
 import datetime
-import re
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from backends import launchers
 from harness import versions
@@ -200,7 +199,8 @@ class Progress:
     """One line per event on stderr: the cell in flight, elapsed time and an estimate."""
 
     def __init__(self, stream=sys.stderr) -> None:
-        self.stream, self.t0, self.durations = stream, time.monotonic(), []
+        self.stream, self.t0 = stream, time.monotonic()
+        self.durations: list[float] = []
 
     def start(self, i: int, n: int, cell: Cell) -> None:
         self.i, self.n = i, n

@@ -23,7 +23,7 @@ from reports.figures import Figures, training_figures
 from reports.figures_comm import comm_figures
 from reports.frames import Data, build_frames
 from reports.load import Run, load_run
-from reports.render import Notes, Section, render_html, render_markdown
+from reports.render import Block, Notes, Section, render_html, render_markdown
 
 TITLE = "Horovod or DDP? Benchmark report"
 _OURS = re.compile(r"^(throughput|scaling_efficiency|step_times|loss|busbw|exposed_comm|"
@@ -105,11 +105,13 @@ def _sections(data: Data, tp, cmp, ex, ba, ba_notes, figs: Figures) -> list[Sect
         [tables.throughput_table(tp)] if not tp.empty else ["No throughput results."])
         + fig("throughput") + fig("scaling_efficiency")))
     secs.append(Section("Step times", fig("step_times")))
-    comm = ([tables.exposed_table(ex)] if not ex.empty else []) + fig("exposed_comm")
+    comm: list[Block] = [tables.exposed_table(ex)] if not ex.empty else []
+    comm += fig("exposed_comm")
     if not data.collective.empty:
         comm.append(tables.collectives_table(data.collective, data.memcpy))
     secs.append(Section("Communication", comm + fig("busbw")))
-    conv = ([tables.convergence_table(data.convergence)] if not data.convergence.empty else [])
+    conv: list[Block] = [tables.convergence_table(data.convergence)] \
+        if not data.convergence.empty else []
     conv += fig("loss")
     conv += [tables.tta_table(data.tta)] if not data.tta.empty else [
         "No time-to-accuracy results."]
@@ -118,7 +120,7 @@ def _sections(data: Data, tp, cmp, ex, ba, ba_notes, figs: Figures) -> list[Sect
     secs.append(Section("Utilisation and memory", [mon] if mon else fig("monitor")))
     if len(data.runs) == 2:
         a, b = data.runs[0].name, data.runs[1].name
-        blocks = [tables.before_after_table(ba, a, b)] if not ba.empty else [
+        blocks: list[Block] = [tables.before_after_table(ba, a, b)] if not ba.empty else [
             "No throughput cell matches between the two runs."]
         secs.append(Section("Before / after", blocks + ([Notes(ba_notes)] if ba_notes else [])))
     elif multi:

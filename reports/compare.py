@@ -35,7 +35,7 @@ def _ranks(n: int) -> str:
 
 def hvd_vs_ddp(tp: pd.DataFrame) -> pd.DataFrame:
     """One row per (case, world size, horovod series, ddp series) measured together."""
-    rows = []
+    rows: list[dict] = []
     if tp.empty:
         return pd.DataFrame(rows)
     for _, g in tp.groupby(CASE_KEY + ["world_size"], sort=True):

@@ -15,6 +15,7 @@ import io
 import math
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -77,7 +78,7 @@ def facet_grid(n: int, ncols: int = 3, w: float = 4.4, h: float = 3.3):
 
 def shared_legend(fig: Figure, axes, title: str | None = None) -> None:
     """One legend for the whole figure, outside the axes, no duplicates."""
-    seen: dict[str, object] = {}
+    seen: dict[str, Any] = {}
     for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             if not lab.startswith("_"):

@@ -15,9 +15,9 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator
 
-from reports.figures import (Figures, facet_grid, n_cols, series_palette, shared_legend,
-                             slots)
-from reports.tables import OP_ORDER as _OP_ORDER, human_bytes
+from reports.figures import Figures, facet_grid, n_cols, series_palette, shared_legend, slots
+from reports.tables import OP_ORDER as _OP_ORDER
+from reports.tables import human_bytes
 from reports.theme import color, order, style
 
 MAX_MONITOR_FIGS = 24

@@ -21,9 +21,9 @@ from typing import Any
 
 import pandas as pd
 
-from results import KINDS, BenchmarkRecord
 from reports.load import Cell, Run, load_run
 from reports.theme import backend_label
+from results import KINDS, BenchmarkRecord
 
 # Cells that measure the same thing (Horovod vs DDP is compared inside one group).
 CASE_KEY = ["run", "workload", "workload_params", "per_rank_batch", "knob_set", "knobs"]
@@ -79,6 +79,7 @@ def build_frames(runs: list[Run]) -> Data:
                 "versions": cell.machine.get("versions") or {},
                 "benchmarks": len(cell.benchmarks)})
             for b in cell.benchmarks:
+                assert b.record is not None  # the loader sets it for every benchmark
                 common = _common(run, cell, b.record)
                 rows[b.record.FRAME].extend({**common, **row} for row in b.record.rows())
     frames = {k: pd.DataFrame(v) for k, v in rows.items()}

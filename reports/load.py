@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import results
+from reports.errors import ReportError
 from results import BenchmarkRecord, CellEntry, Manifest, read_json  # noqa: F401 (API)
 from results.version import FORMAT, FORMAT_VERSION  # noqa: F401 (API)
-from reports.errors import ReportError
 
 REPORTED = ("passed", "failed", "timeout", "pending")  # a "running" cell: the run is live
 

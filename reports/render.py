@@ -11,7 +11,6 @@ import base64
 import html
 import re
 from dataclasses import dataclass, field
-from typing import Union
 
 from reports.figures import Fig
 from reports.tables import Table
@@ -22,7 +21,7 @@ class Notes:
     items: list[str]
 
 
-Block = Union[str, Table, Fig, Notes, list]  # a list of Figs is a collapsible group
+Block = str | Table | Fig | Notes | list  # a list of Figs is a collapsible group
 
 
 @dataclass

@@ -17,12 +17,29 @@ files (load a run directory), summary (median, iqr).
 from __future__ import annotations
 
 from results.errors import ResultsError, UnknownKind
-from results.files import (CellResults, NamedRecord, load_cell_results, load_manifest,
-                           manifest_from_json, results_from_json, results_path)
+from results.files import (
+                           CellResults,
+                           NamedRecord,
+                           load_cell_results,
+                           load_manifest,
+                           manifest_from_json,
+                           results_from_json,
+                           results_path,
+)
 from results.io import read_json, write_json_atomic
-from results.kinds import (KINDS, OPS, BenchmarkRecord, CollectiveRecord, CollectiveSize,
-                           ComputeOnlyRecord, ConvergenceRecord, MemcpyRecord,
-                           ThroughputRecord, TimeToAccuracyRecord, record_from_dict)
+from results.kinds import (
+                           KINDS,
+                           OPS,
+                           BenchmarkRecord,
+                           CollectiveRecord,
+                           CollectiveSize,
+                           ComputeOnlyRecord,
+                           ConvergenceRecord,
+                           MemcpyRecord,
+                           ThroughputRecord,
+                           TimeToAccuracyRecord,
+                           record_from_dict,
+)
 from results.launchers import LAUNCHERS
 from results.machine import MachineInfo
 from results.manifest import STATUSES, CellEntry, Manifest

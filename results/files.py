@@ -90,7 +90,8 @@ def results_from_json(doc: Any, path: Path, cell: CellEntry | None = None) -> Ce
     if not isinstance(machine, dict):
         raise ResultsError(f"{path}: pytest-benchmark JSON without machine_info.hvd_vs_ddp; "
                            "it was not written by the hvd-vs-ddp suites.")
-    check_version(machine.get("format_version"), str(path), "machine_info.hvd_vs_ddp.format_version")
+    check_version(machine.get("format_version"), str(path),
+                  "machine_info.hvd_vs_ddp.format_version")
     doc, notes = upgrade_results(doc, cell.launcher if cell else None)
     info = MachineInfo.from_dict(doc["machine_info"]["hvd_vs_ddp"],
                                  f"{path}: machine_info.hvd_vs_ddp")

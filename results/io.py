@@ -25,7 +25,7 @@ def read_json(path: Path, expected: str) -> Any:
     try:
         raw = path.read_bytes()
     except OSError as err:
-        raise ResultsError(f"{path}: cannot read ({err.strerror}); expected {expected}.")
+        raise ResultsError(f"{path}: cannot read ({err.strerror}); expected {expected}.") from None
     if not raw.strip():
         raise ResultsError(f"{path}: empty file; expected {expected}. "
                            "Re-run the cell (the run was probably interrupted).")
@@ -33,13 +33,13 @@ def read_json(path: Path, expected: str) -> Any:
         text = raw.decode("utf-8")
         return json.loads(text)
     except UnicodeDecodeError:
-        raise ResultsError(f"{path}: not JSON (not UTF-8 text); expected {expected}.")
+        raise ResultsError(f"{path}: not JSON (not UTF-8 text); expected {expected}.") from None
     except json.JSONDecodeError as err:
         if err.pos >= len(text.rstrip()):
             raise ResultsError(f"{path}: truncated JSON (ends after {len(raw)} bytes); "
-                               f"expected {expected}. Re-run the cell.")
+                               f"expected {expected}. Re-run the cell.") from None
         raise ResultsError(f"{path}: not JSON (line {err.lineno} column {err.colno}: "
-                           f"{err.msg}); expected {expected}.")
+                           f"{err.msg}); expected {expected}.") from None
 
 
 def write_json_atomic(path: Path, data: Any, indent: int | None = 1) -> None:

@@ -14,8 +14,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from results.fields import (Invalid, Record, flag, instance, integer, listof, mapping, nullable,
-                            number, one_of, opt, req, strings, text)
+from results.fields import (
+    Invalid,
+    Record,
+    flag,
+    instance,
+    integer,
+    listof,
+    mapping,
+    nullable,
+    number,
+    one_of,
+    opt,
+    req,
+    strings,
+    text,
+)
 from results.version import FORMAT, FORMAT_VERSION
 
 STATUSES = ("passed", "failed", "timeout", "pending", "running")

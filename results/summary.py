@@ -13,8 +13,10 @@ from typing import Sequence
 
 import numpy as np
 
+Values = Sequence[float] | np.ndarray  # anything np.asarray makes floats of
 
-def finite_values(x: Sequence[float]) -> np.ndarray:
+
+def finite_values(x: Values) -> np.ndarray:
     a = np.asarray(x, dtype=float).ravel()
     a = a[np.isfinite(a)]
     if a.size == 0:
@@ -22,11 +24,11 @@ def finite_values(x: Sequence[float]) -> np.ndarray:
     return a
 
 
-def median(x: Sequence[float]) -> float:
+def median(x: Values) -> float:
     return float(np.median(finite_values(x)))
 
 
-def iqr(x: Sequence[float]) -> tuple[float, float]:
+def iqr(x: Values) -> tuple[float, float]:
     """(q25, q75) with numpy's default linear interpolation."""
     q25, q75 = np.percentile(finite_values(x), [25, 75])
     return float(q25), float(q75)

@@ -25,8 +25,9 @@ from results.version import FORMAT_VERSION
 
 _MANIFEST_NULL = ("command", "preset", "git_commit", "started", "finished", "complete",
                   "versions", "hardware", "env", "workloads", "knob_set", "hosts")
-_CELL_DEFAULTS = {"launcher": "", "suites": [], "pytest_args": [], "knob_set": "default",
-                  "error": None, "seconds": None, "results": None, "log": None}
+_CELL_DEFAULTS: dict[str, Any] = {
+    "launcher": "", "suites": [], "pytest_args": [], "knob_set": "default",
+    "error": None, "seconds": None, "results": None, "log": None}
 _FLAT = ("step_times", "samples_per_s")
 
 
@@ -80,7 +81,7 @@ def upgrade_results(doc: dict[str, Any], cell_launcher: Any = None
         info = bench.get("extra_info") if isinstance(bench, dict) else None
         if isinstance(info, dict):
             info = dict(info)
-            meta = info.get("backend_meta") if isinstance(info.get("backend_meta"), dict) else {}
+            meta = info["backend_meta"] if isinstance(info.get("backend_meta"), dict) else {}
             if "launcher" in info:
                 info["launcher"], note = _launcher(info["launcher"], meta.get("controller"),
                                                    cell_launcher, env)

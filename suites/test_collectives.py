@@ -18,12 +18,11 @@ import numpy as np
 import pytest
 import torch
 
-from backends.base import BackendOptions
-from backends.launchers import mpi_ranks
-from backends.env import detect
-from results import CollectiveRecord, CollectiveSize, MemcpyRecord
-
 from backends import registry
+from backends.base import BackendOptions
+from backends.env import detect
+from backends.launchers import mpi_ranks
+from results import CollectiveRecord, CollectiveSize, MemcpyRecord
 
 BACKENDS = tuple(registry.distributed_names())  # every backend that runs on many ranks
 OPS = ("allreduce", "broadcast", "allgather")

@@ -17,7 +17,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import pytest
 
 from backends import registry
 from backends.base import BackendOptions
@@ -135,7 +134,8 @@ def test_time_to_accuracy(benchmark, request, plugin, open_backend, make_workloa
         steps=reached["steps"], curve=curve,
         wall_seconds=time.perf_counter() - start,
     ).to_dict())
-    assert len({d[0] for d in decisions}) == 1, f"ranks disagree on when {TTA_TARGET} was reached: {decisions}"
+    assert len({d[0] for d in decisions}) == 1, \
+        f"ranks disagree on when {TTA_TARGET} was reached: {decisions}"
     assert reached["steps"] is not None, (
         f"{tta_backend}: digits accuracy stayed below {TTA_TARGET} for {TTA_MAX_STEPS} steps "
         f"(best {max((c[2] for c in curve), default=0):.3f})")

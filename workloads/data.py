@@ -80,11 +80,13 @@ class ShardedBatches:
 
     def __init__(self, dataset: Dataset, batch_size: int, rank: int, world_size: int,
                  seed: int, num_workers: int = 0, pin_memory: bool = False) -> None:
-        self.sampler = DistributedSampler(dataset, num_replicas=world_size, rank=rank,
-                                          shuffle=True, seed=seed, drop_last=True)
+        self.sampler: DistributedSampler = DistributedSampler(
+            dataset, num_replicas=world_size, rank=rank, shuffle=True, seed=seed,
+            drop_last=True)
         if len(self.sampler) < batch_size:
+            samples = len(dataset)  # type: ignore[arg-type]  # map-style: has __len__
             raise ValueError(
-                f"data set of {len(dataset)} samples gives each of {world_size} ranks "
+                f"data set of {samples} samples gives each of {world_size} ranks "
                 f"{len(self.sampler)} samples, fewer than one batch of {batch_size}")
         self.loader = DataLoader(dataset, batch_size=batch_size, sampler=self.sampler,
                                  drop_last=True, num_workers=num_workers,

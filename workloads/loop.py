@@ -162,7 +162,8 @@ class Trainer:
             with backend.accumulate(model, last=micro == self.accum - 1):
                 total += self._forward_backward(x, y)
         index = len(self.step_times)
-        hook = (lambda: self.on_grads(index, model)) if self.on_grads else None
+        on_grads = self.on_grads
+        hook = (lambda: on_grads(index, model)) if on_grads is not None else None
         backend.step(self.optimizer, self.scaler, before_step=hook)
         backend.synchronize()
         elapsed = time.perf_counter() - start
@@ -174,13 +175,14 @@ class Trainer:
         """Loss of one micro-batch (already divided for accumulation), back-propagated."""
         parts = self.emulate_ranks
         shards = [(x, y)] if parts == 1 else [(x[r::parts], y[r::parts]) for r in range(parts)]
-        total = None  # no extra tensor op in the timed step when parts == 1
+        total: torch.Tensor | None = None  # no extra tensor op in the step when parts == 1
         for xs, ys in shards:
             with _autocast(self.device, self.config.precision):
                 loss = self.workload.loss(self.model(xs), ys) / (self.accum * parts)
             (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
             part = loss.detach().double()
             total = part if total is None else total + part
+        assert total is not None  # at least one shard
         return total
 
     def run(self, steps: int) -> list[float]:

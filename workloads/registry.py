@@ -110,4 +110,4 @@ def get(name: str, **params: Any) -> Workload:
 if __name__ == "__main__":
     for n, f in _WORKLOADS.items():
         defaults = {k: p.default for k, p in inspect.signature(f).parameters.items()}
-        print(f"{n:10s} {f.__doc__.strip().splitlines()[0]}\n{'':10s} {defaults}")
+        print(f"{n:10s} {(f.__doc__ or '').strip().splitlines()[0]}\n{'':10s} {defaults}")

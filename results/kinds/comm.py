@@ -17,8 +17,19 @@ from typing import Any
 import numpy as np
 
 from results import summary
-from results.fields import (Record, flag, instance, integer, listof, number, numbers, one_of,
-                            opt, req, text)
+from results.fields import (
+    Record,
+    flag,
+    instance,
+    integer,
+    listof,
+    number,
+    numbers,
+    one_of,
+    opt,
+    req,
+    text,
+)
 from results.kinds.base import BenchmarkRecord
 
 OPS = ("allreduce", "broadcast", "allgather")

@@ -15,8 +15,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from results.fields import (Invalid, flag, integer, listof, mapping, nullable, number, numbers,
-                            opt, req, text)
+from results.fields import (
+    Invalid,
+    flag,
+    integer,
+    listof,
+    mapping,
+    nullable,
+    number,
+    opt,
+    req,
+    text,
+)
 from results.kinds.base import BenchmarkRecord, array
 
 _losses = listof(number(), nonempty=True)

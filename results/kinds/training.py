@@ -17,8 +17,18 @@ from typing import Any
 import numpy as np
 
 from results import summary
-from results.fields import (Invalid, integer, listof, mapping, nullable, number, numbers,
-                            opt, req, text)
+from results.fields import (
+    Invalid,
+    integer,
+    listof,
+    mapping,
+    nullable,
+    number,
+    numbers,
+    opt,
+    req,
+    text,
+)
 from results.kinds.base import BenchmarkRecord, array, as_json
 
 _times = listof(number(0), nonempty=True)

@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 
 import torch
 
@@ -53,8 +51,8 @@ def main() -> int:
 
     backend = registry.create(args.backend, options).setup()
     try:
-        result = train(workload, backend, config,
-                       on_grads=lambda s, m: step1.setdefault("dist", grads_of(m)) if s == 0 else None)
+        result = train(workload, backend, config, on_grads=lambda s, m:
+                       step1.setdefault("dist", grads_of(m)) if s == 0 else None)
         mine = flat(p.detach() for p in result.model.parameters())
         everyone = backend.all_gather_object(mine)
 
@@ -62,8 +60,8 @@ def main() -> int:
         ref_wl = workload.with_(batch_size=workload.batch_size * world)
         with registry.create("single", BackendOptions(accumulation_steps=args.accumulation),
                              env=SINGLE) as ref:
-            ref_result = train(ref_wl, ref, config,
-                               on_grads=lambda s, m: step1.setdefault("ref", grads_of(m)) if s == 0 else None)
+            ref_result = train(ref_wl, ref, config, on_grads=lambda s, m:
+                               step1.setdefault("ref", grads_of(m)) if s == 0 else None)
         ref_weights = flat(p.detach() for p in ref_result.model.parameters())
 
         grad_diff = (flat(step1["dist"]) - flat(step1["ref"])).abs().max().item()

@@ -4,10 +4,8 @@ Runs tests/faults/fault_cases.py under torchrun and mpirun with 2 real ranks.
 """
 from __future__ import annotations
 
-import os
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 

@@ -24,8 +24,7 @@ from pathlib import Path
 import pytest
 
 from backends import launchers
-from tests.launch import ROOT, horovod_available
-from tests.launch import leftovers
+from tests.launch import ROOT, horovod_available, leftovers
 
 pytestmark = pytest.mark.multiproc
 TINY = ["-m", "pytest", "suites/test_throughput.py", "suites/test_convergence.py",

@@ -33,7 +33,8 @@ from pathlib import Path
 import pytest
 
 from backends import launchers
-from tests.launch import ROOT, TINY_SUITE_ARGS as TINY, horovod_available
+from tests.launch import ROOT, horovod_available
+from tests.launch import TINY_SUITE_ARGS as TINY
 
 pytestmark = pytest.mark.multiproc
 DAEMONS = ("slurmctld", "slurmd", "srun", "sbatch", "sinfo")

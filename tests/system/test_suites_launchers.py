@@ -11,7 +11,8 @@ import json
 
 import pytest
 
-from tests.launch import TINY_SUITE_ARGS as TINY, explain, horovod_available, launched
+from tests.launch import TINY_SUITE_ARGS as TINY
+from tests.launch import explain, horovod_available, launched
 
 pytestmark = pytest.mark.multiproc
 

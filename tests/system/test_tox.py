@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.launch import ROOT, TINY_SUITE_ARGS as TINY
+from tests.launch import ROOT
+from tests.launch import TINY_SUITE_ARGS as TINY
 
 pytestmark = pytest.mark.multiproc
 

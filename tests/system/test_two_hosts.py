@@ -293,7 +293,8 @@ case $host in
 {cases}
   *) echo "ssh: Could not resolve hostname $host: Name or service not known" >&2; exit 255 ;;
 esac
-exec env -i HOME="$HOME" LANG=C.UTF-8 PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\
+exec env -i HOME="$HOME" LANG=C.UTF-8 \\
+  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\
   ip netns exec "$ns" unshare --uts -- /bin/sh -c 'hostname "$0" && exec bash -c "$1"' "$host" "$*"
 """
 

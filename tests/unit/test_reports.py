@@ -22,9 +22,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from results import (FORMAT_VERSION, CellEntry, CollectiveRecord, CollectiveSize,
-                     ComputeOnlyRecord, ConvergenceRecord, MachineInfo, Manifest, MemcpyRecord,
-                     ThroughputRecord, TimeToAccuracyRecord)
 from reports import ReportError, build_report
 from reports.compare import add_scaling, exposed_comm, hvd_vs_ddp
 from reports.frames import build_frames
@@ -32,6 +29,19 @@ from reports.load import load_run
 from reports.stats import NO_DIFFERENCE, RatioCI, iqr, median, ratio_ci, verdict
 from reports.tables import throughput_table
 from reports.theme import backend_label, color
+from results import (
+    FORMAT_VERSION,
+    CellEntry,
+    CollectiveRecord,
+    CollectiveSize,
+    ComputeOnlyRecord,
+    ConvergenceRecord,
+    MachineInfo,
+    Manifest,
+    MemcpyRecord,
+    ThroughputRecord,
+    TimeToAccuracyRecord,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 CONSTRUCTED = "CONSTRUCTED renderer test input, not a measurement"

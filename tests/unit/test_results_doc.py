@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import results
-from results import KINDS, LAUNCHERS, FORMAT_VERSION
+from results import FORMAT_VERSION, KINDS, LAUNCHERS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results-format.md"
 BLOCK = re.compile(r"^```fields (\w+)\n(.*?)^```$", re.S | re.M)

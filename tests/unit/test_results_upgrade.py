@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 import results
+from reports.load import load_run
 from results.launchers import LAUNCHERS, resolve_legacy
 from results.upgrade import upgrade_manifest, upgrade_results
-from reports.load import load_run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 SMALL = FIXTURES / "cpu-small"
