@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: set up (scripts/setup.sh, idempotent), Slurm's daemons in CI or
-# with HVD_VS_DDP_TEST_SLURM=1, lint the Dockerfile if there is one, then run the
-# unit and real multi-process tests on the CPU.
+# with HVD_VS_DDP_TEST_SLURM=1, the static checks (scripts/lint.sh: ruff, mypy,
+# hadolint), then the unit tests (tests/unit) and the real multi-process tests
+# (tests/system) on the CPU.
 #
 #   bash scripts/test.sh                 # everything
 #   bash scripts/test.sh -k faults       # extra arguments go to pytest
@@ -23,10 +24,7 @@ if [[ -n "${CI:-}" || "${HVD_VS_DDP_TEST_SLURM:-}" == 1 ]] && ! command -v slurm
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export PATH="$VENV/bin:$PATH"
-if [[ -f "$ROOT/Dockerfile" ]]; then
-    echo "test: hadolint Dockerfile"
-    "$VENV/bin/hadolint" "$ROOT/Dockerfile"
-fi
+bash "$ROOT/scripts/lint.sh"  # ruff, mypy, hadolint
 cd "$ROOT"
 set +e
 "$VENV/bin/python" -m pytest tests/ -p no:cacheprovider -ra "$@"

@@ -24,6 +24,7 @@ from backends import registry
 from backends.base import BackendOptions
 from backends.env import detect
 from common.errors import InputError
+from common.log import configure as configure_logging
 from harness import collective_pytest, options, threads, versions
 from results import MachineInfo
 from workloads import registry as workload_registry
@@ -40,6 +41,7 @@ def pytest_configure(config: pytest.Config) -> None:
         opts = options.from_pytest(config)
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
+    configure_logging()  # the project logger's records (e.g. threads warnings) to stderr
     config.hvd_options = opts
     config.hvd_selected_backends = list(opts.backends)
     config.hvd_selected_workloads = list(opts.workloads)
