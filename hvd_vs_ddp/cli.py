@@ -1,7 +1,7 @@
 """The `hvd-vs-ddp` command: doctor, run (a comparison matrix) and report.
 
     hvd-vs-ddp doctor                                  # what can run here, and why not
-    hvd-vs-ddp run --preset quick [--name NAME] [--runs-dir runs]
+    hvd-vs-ddp run --preset quick [--name NAME] [--runs-dir runs] [--repeat N]
     hvd-vs-ddp run --resume runs/<name>                # rerun unfinished/failed cells
     hvd-vs-ddp report runs/<name> [runs/<other>] -o reports-out/<name>/report.html
 
@@ -37,6 +37,19 @@ def _csv(text: str | None) -> list[str] | None:
     return [x.strip() for x in text.split(",") if x.strip()] if text else None
 
 
+def _positive_int(flag: str, text: str | None) -> int | None:
+    """An integer >= 1 (or None when not given); else one line naming the flag."""
+    if text is None:
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1 or str(value) != text.strip():
+        raise CliError(f"{flag} {text!r}: expected an integer >= 1, e.g. {flag} 3")
+    return value
+
+
 def _run(args) -> int:
     from backends import registry
     from harness import options
@@ -45,6 +58,13 @@ def _run(args) -> int:
     from results import ResultsError, load_manifest
     from workloads import registry as workloads
 
+    repeat = _positive_int("--repeat", args.repeat)
+    seed = None
+    if args.order_seed is not None:
+        try:
+            seed = int(args.order_seed)
+        except ValueError:
+            raise CliError(f"--order-seed {args.order_seed!r}: expected an integer") from None
     if args.resume:
         run_dir = Path(args.resume)
         manifest_path = run_dir / "manifest.json"
@@ -59,6 +79,9 @@ def _run(args) -> int:
             cells = [matrix.Cell.from_dict(c.to_dict()) for c in manifest.cells]
             chosen_workloads = manifest.workloads
             hosts = args.hosts or manifest.hosts
+            if repeat is not None and repeat != (manifest.repeat or 1):
+                raise CliError(f"--repeat {repeat}: {run_dir} was run with --repeat "
+                               f"{manifest.repeat or 1}; a resumed run keeps its repetitions")
         except ResultsError as exc:
             raise CliError(f"--resume {run_dir}: manifest.json is not a readable "
                            f"hvd-vs-ddp manifest ({exc})") from None
@@ -93,7 +116,7 @@ def _run(args) -> int:
             raise CliError(f"run directory {run_dir} already exists; choose another --name "
                            "or --resume it")
     runner = Runner(run_dir, preset, cells, sys.argv, args.cell_time_limit,
-                    chosen_workloads, hosts=hosts)
+                    chosen_workloads, hosts=hosts, repeat=repeat, order_seed=seed)
     log.info(f"{len(cells)} cells -> {run_dir}")
     try:
         manifest = runner.run(Progress())
@@ -159,6 +182,10 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--data-dir", help="a local ImageFolder or CIFAR-10 folder: resnet50 "
                      "trains on real images (throughput and convergence)")
     run.add_argument("--hosts", help="hosts for mpirun/horovodrun, e.g. h1:4,h2:4")
+    run.add_argument("--repeat", help="repetitions per cell, each a fresh process, "
+                     "interleaved across cells (default: the preset's; quick: 3)")
+    run.add_argument("--order-seed", help="seed of the shuffled order of repetitions "
+                     "(default: random; recorded in the manifest)")
     run.add_argument("--allow-failures", action="store_true",
                      help="exit 0 even when some cells failed")
     run.set_defaults(fn=_run)

@@ -23,6 +23,7 @@ from harness.knobs import SETS
 from harness.options import SUITES, SuiteOptions
 
 BASELINES = ("single", "dp")
+TIMED_SUITES = ("throughput", "compute")  # what repetitions 2..N of a cell run
 
 
 class MatrixError(InputError):
@@ -64,17 +65,19 @@ class Preset:
     suites: tuple[str, ...]
     knob_set: str = "default"
     options: SuiteOptions = field(default_factory=SuiteOptions)  # the suites' options
+    repeat: int = 1       # repetitions per cell (fresh processes), `run --repeat`
 
 
 PRESETS = {
     "quick": Preset("quick", ("single", "dp", "ddp-gloo", "ddp-mpi", "horovod"), (1, 2),
                     ("resnet50", "gpt"), ("throughput", "compute", "convergence", "collectives"),
-                    options=SuiteOptions(rounds=5, steps_per_round=2, max_bytes=64 * 2**20)),
+                    options=SuiteOptions(rounds=5, steps_per_round=2, max_bytes=64 * 2**20),
+                    repeat=3),
     "full": Preset("full", ("single", "dp", "ddp-gloo", "ddp-nccl", "ddp-mpi", "horovod"),
                    (1, 2, 4), ("resnet50", "deeplabv3", "gpt", "mlp"),
                    ("throughput", "compute", "convergence", "collectives"), knob_set="full",
                    options=SuiteOptions(rounds=10, steps_per_round=3,
-                                        max_bytes=256 * 2**20)),
+                                        max_bytes=256 * 2**20), repeat=5),
 }
 
 

@@ -7,15 +7,27 @@ hardware, git commit, start and end, every cell's status) is rewritten
 atomically after every cell, so an interrupted run leaves every finished cell
 readable and the manifest marked incomplete. A failed cell is recorded with its
 error and the next cell runs. `--resume RUN_DIR` reruns only unfinished or
-failed cells.
+failed cells (repetitions).
+
+Repetitions (`--repeat N`): every cell runs N times, each time as a fresh process
+with its own results file and log (cells/<id>.r<k>.json, logs/<id>.r<k>.log; with
+N = 1 the names stay cells/<id>.json). The first repetition runs all of the cell's
+suites; the others only its timing suites (throughput, compute): repetitions exist
+to measure run-to-run variation of step times, while convergence and the collective
+sweep run once. Repetitions are interleaved: round k runs repetition k of every cell,
+in an order shuffled per round with a recorded seed (`order_seed`, `order` in the
+manifest), so that drift of the machine hits every backend alike.
 
     hvd-vs-ddp run --preset quick                 # runs/<time>-quick/
+    hvd-vs-ddp run --preset quick --repeat 3 --order-seed 7
     hvd-vs-ddp run --resume runs/2026...-quick
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
+import random
 import re
 import signal
 import subprocess
@@ -25,8 +37,8 @@ from pathlib import Path
 
 from backends import launchers
 from harness import versions
-from hvd_vs_ddp.matrix import Cell, Preset, pytest_argv
-from results import CellEntry, Manifest, load_manifest, write_json_atomic
+from hvd_vs_ddp.matrix import TIMED_SUITES, Cell, Preset, pytest_argv
+from results import CellEntry, Manifest, Repetition, load_manifest, write_json_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,12 +96,48 @@ def _error_line(log: str, returncode: int, timed_out: bool, limit: float) -> str
     return (lines[-1][:400] if lines else f"exit code {returncode}")
 
 
+def repetitions(cell: Cell, repeat: int) -> int:
+    """How often a cell runs: `repeat` times if it times steps, else once."""
+    return repeat if any(s in TIMED_SUITES for s in cell.suites) else 1
+
+
+def schedule(cells: list[Cell], repeat: int, seed: int) -> list[str]:
+    """Round-robin over repetitions, each round's cells shuffled: ["<id>.r<k>", ...]."""
+    rng = random.Random(seed)
+    order = []
+    for k in range(1, repeat + 1):
+        ids = [c.id for c in cells if repetitions(c, repeat) >= k]
+        rng.shuffle(ids)
+        order += [f"{i}.r{k}" for i in ids]
+    return order
+
+
+def _aggregate(entry: CellEntry) -> None:
+    """The cell's own fields from its repetitions: passed only when every one passed."""
+    reps = entry.repeats or []
+    bad = [r for r in reps if r.status in ("failed", "timeout")]
+    entry.status = ("passed" if all(r.status == "passed" for r in reps) else
+                    bad[0].status if bad else
+                    "running" if any(r.status == "running" for r in reps) else "pending")
+    entry.error = bad[0].error if bad else None
+    done = [r.seconds for r in reps if r.seconds is not None]
+    entry.seconds = round(sum(done), 1) if done else None
+    entry.results, entry.log = reps[0].results, reps[0].log
+    entry.started = reps[0].started
+    codes = [r.returncode for r in (bad or reps) if r.returncode is not None]
+    entry.returncode = codes[0] if codes else None
+
+
 class Runner:
     def __init__(self, run_dir: Path, preset: Preset, cells: list[Cell], command: list[str],
                  cell_time_limit: float, workloads: list[str] | None = None,
-                 hosts: str | None = None) -> None:
+                 hosts: str | None = None, repeat: int | None = None,
+                 order_seed: int | None = None) -> None:
         self.run_dir, self.preset, self.cells = run_dir, preset, cells
         self.limit, self.workloads, self.hosts = cell_time_limit, workloads, hosts
+        self.repeat = repeat if repeat is not None else preset.repeat
+        self.order_seed = (order_seed if order_seed is not None
+                           else random.SystemRandom().randrange(2**31))
         self.manifest_path = run_dir / "manifest.json"
         self.current: subprocess.Popen | None = None
         self.manifest = self._load_or_new(command)
@@ -100,14 +148,25 @@ class Runner:
             manifest, _ = load_manifest(self.run_dir)  # checked and upgraded to this version
             manifest.resumed = [*(manifest.resumed or []), now()]
             manifest.complete = False
+            if manifest.order is None:  # written before repetitions: one per cell
+                manifest.repeat, manifest.order = 1, [f"{c.id}.r1" for c in manifest.cells]
+            for c in manifest.cells:
+                if c.repeats is None:
+                    c.repeats = [Repetition(rep=1, status=c.status, error=c.error,
+                                            seconds=c.seconds, results=c.results, log=c.log,
+                                            started=c.started, returncode=c.returncode)]
             return manifest
+        entries = [CellEntry.pending(**c.as_dict()) for c in self.cells]
+        for cell, e in zip(self.cells, entries):
+            e.repeats = [Repetition(rep=k) for k in range(1, repetitions(cell, self.repeat) + 1)]
         return Manifest(command=list(command), preset=self.preset.name,
                         git_commit=git_commit(), started=now(), finished=None, complete=False,
                         versions=versions.versions(), hardware=versions.hardware(),
                         env=versions.knob_env(),
                         workloads=list(self.workloads or self.preset.workloads),
-                        knob_set=self.preset.knob_set, hosts=self.hosts,
-                        cells=[CellEntry.pending(**c.as_dict()) for c in self.cells])
+                        knob_set=self.preset.knob_set, hosts=self.hosts, cells=entries,
+                        repeat=self.repeat, order_seed=self.order_seed,
+                        order=schedule(self.cells, self.repeat, self.order_seed))
 
     def save(self) -> None:
         self.manifest.check(where=str(self.manifest_path))  # a writer's bug fails here
@@ -121,15 +180,22 @@ class Runner:
         previous = {signal.SIGTERM: signal.getsignal(signal.SIGTERM)}
         signal.signal(signal.SIGTERM, self._on_sigterm)
         try:
-            todo = [e for e in self.manifest.cells if e.status != "passed"]
-            for i, entry in enumerate(todo):
-                cell = next(c for c in self.cells if c.id == entry.id)
+            todo = []
+            for task in self.manifest.order or []:
+                cell_id, k = task.rsplit(".r", 1)
+                entry = self.manifest.cell(cell_id)
+                rep = (entry.repeats or [])[int(k) - 1]
+                if rep.status != "passed":
+                    todo.append((next(c for c in self.cells if c.id == cell_id), entry, rep))
+            for i, (cell, entry, rep) in enumerate(todo):
+                label = cell.id if len(entry.repeats or []) == 1 else f"{cell.id}.r{rep.rep}"
                 if progress:
-                    progress.start(i, len(todo), cell)
-                self._run_cell(cell, entry)
+                    progress.start(i, len(todo), label)
+                self._run_cell(cell, entry, rep)
+                _aggregate(entry)
                 self.save()
                 if progress:
-                    progress.done(entry)
+                    progress.done(label, rep)
             self.manifest.finished = now()
             self.manifest.complete = True
         except KeyboardInterrupt:
@@ -159,14 +225,20 @@ class Runner:
                 except subprocess.TimeoutExpired:
                     continue
 
-    def _run_cell(self, cell: Cell, entry: CellEntry) -> None:
-        results = self.run_dir / "cells" / f"{cell.id}.json"
-        log_path = self.run_dir / "logs" / f"{cell.id}.log"
+    def _run_cell(self, cell: Cell, entry: CellEntry, rep: Repetition) -> None:
+        """Run one repetition of a cell as a fresh launch; record it in `rep`."""
+        single = len(entry.repeats or []) == 1
+        stem = cell.id if single else f"{cell.id}.r{rep.rep}"
+        results = self.run_dir / "cells" / f"{stem}.json"
+        log_path = self.run_dir / "logs" / f"{stem}.log"
         avail = launchers.available(cell.launcher)
-        entry.status, entry.error, entry.started = "running", None, now()
+        rep.status, rep.error, rep.started = "running", None, now()
         if not avail:
-            entry.status, entry.error, entry.seconds = "failed", avail.reason, 0.0
+            rep.status, rep.error, rep.seconds = "failed", f"{stem}: {avail.reason}", 0.0
             return
+        if rep.rep > 1:  # later repetitions: the timing suites only (see the docstring)
+            cell = dataclasses.replace(
+                cell, suites=tuple(s for s in cell.suites if s in TIMED_SUITES))
         argv = pytest_argv(cell, self.preset, str(results), self.workloads)
         cmd = launchers.command(cell.launcher, cell.world_size, argv, hosts=self.hosts)
         env = launchers.env(launcher=cell.launcher)
@@ -188,11 +260,11 @@ class Runner:
         seconds = round(time.monotonic() - start, 1)
         text = log_path.read_text(errors="replace")
         status = "timeout" if timed_out else "passed" if returncode == 0 else "failed"
-        entry.status, entry.seconds, entry.returncode = status, seconds, returncode
-        entry.log = str(log_path.relative_to(self.run_dir))
-        entry.results = str(results.relative_to(self.run_dir)) if results.exists() else None
-        entry.error = (None if status == "passed" else
-                       f"{cell.id}: {_error_line(text, returncode, timed_out, self.limit)}")
+        rep.status, rep.seconds, rep.returncode = status, seconds, returncode
+        rep.log = str(log_path.relative_to(self.run_dir))
+        rep.results = str(results.relative_to(self.run_dir)) if results.exists() else None
+        rep.error = (None if status == "passed" else
+                     f"{stem}: {_error_line(text, returncode, timed_out, self.limit)}")
 
 
 class Progress:
@@ -202,7 +274,7 @@ class Progress:
         self.stream, self.t0 = stream, time.monotonic()
         self.durations: list[float] = []
 
-    def start(self, i: int, n: int, cell: Cell) -> None:
+    def start(self, i: int, n: int, label: str) -> None:
         self.i, self.n = i, n
         left = n - i
         if self.durations:
@@ -212,11 +284,11 @@ class Progress:
             eta_s = ""
         elapsed = time.monotonic() - self.t0
         bar = "#" * int(20 * i / max(n, 1))
-        print(f"[{bar:<20s}] {i + 1}/{n} {cell.id} (elapsed {elapsed / 60:.1f} min{eta_s})",
+        print(f"[{bar:<20s}] {i + 1}/{n} {label} (elapsed {elapsed / 60:.1f} min{eta_s})",
               file=self.stream, flush=True)
 
-    def done(self, entry: CellEntry) -> None:
-        self.durations.append(entry.seconds or 0.0)
-        extra = f": {entry.error}" if entry.error else ""
-        print(f"    {entry.id}: {entry.status} in {entry.seconds}s{extra}",
+    def done(self, label: str, rep: Repetition) -> None:
+        self.durations.append(rep.seconds or 0.0)
+        extra = f": {rep.error}" if rep.error else ""
+        print(f"    {label}: {rep.status} in {rep.seconds}s{extra}",
               file=self.stream, flush=True)

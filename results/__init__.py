@@ -42,13 +42,13 @@ from results.kinds import (
 )
 from results.launchers import LAUNCHERS
 from results.machine import MachineInfo
-from results.manifest import STATUSES, CellEntry, Manifest
+from results.manifest import STATUSES, CellEntry, Manifest, Repetition
 from results.version import FORMAT, FORMAT_VERSION, check_version
 
 __all__ = [
     "FORMAT", "FORMAT_VERSION", "KINDS", "LAUNCHERS", "OPS", "STATUSES", "BenchmarkRecord",
     "CellEntry", "CellResults", "CollectiveRecord", "CollectiveSize", "ComputeOnlyRecord",
     "ConvergenceRecord", "MachineInfo", "Manifest", "MemcpyRecord", "NamedRecord",
-    "ResultsError", "ThroughputRecord", "TimeToAccuracyRecord", "UnknownKind",
+    "Repetition", "ResultsError", "ThroughputRecord", "TimeToAccuracyRecord", "UnknownKind",
     "check_version", "load_cell_results", "load_manifest", "manifest_from_json", "read_json",
     "record_from_dict", "results_from_json", "results_path", "write_json_atomic"]

@@ -8,6 +8,14 @@ pytest-benchmark JSON once it ran.
     m = Manifest(command=[...], preset="quick", cells=[CellEntry.pending(**cell.as_dict())])
     m.cells[0].status = "passed"
     write_json_atomic(run_dir / "manifest.json", m.to_dict())
+
+Repetitions (`hvd-vs-ddp run --repeat N`, optional fields of format version 2): each
+cell runs N times, each time a fresh process with its own results file and log
+(`cells/<id>.r<k>.json`), recorded in `CellEntry.repeats`; the cell's own status is
+"passed" only when every repetition passed, and its `results` names the first
+repetition's file (so a reader that knows nothing of repetitions reads one). The
+manifest records `repeat`, the shuffle seed `order_seed` and the interleaved `order`
+("<cell id>.r<k>", round by round) in which the repetitions ran.
 """
 from __future__ import annotations
 
@@ -37,6 +45,19 @@ _text_or_null = nullable(text)
 
 
 @dataclass(kw_only=True)
+class Repetition(Record):
+    """One run (one fresh process) of a cell."""
+    rep: int = req(integer(1))        # 1..repeat
+    status: str = req(one_of(*STATUSES), default="pending")
+    error: str | None = req(_text_or_null, default=None)
+    seconds: float | None = req(nullable(number(0)), default=None)
+    results: str | None = req(_text_or_null, default=None)   # relative to the run directory
+    log: str | None = req(_text_or_null, default=None)
+    started: str | None = opt(text)
+    returncode: int | None = opt(integer())
+
+
+@dataclass(kw_only=True)
 class CellEntry(Record):
     id: str = req(text)
     backend: str = req(text)          # a backend name, or "compute-only"
@@ -52,6 +73,13 @@ class CellEntry(Record):
     log: str | None = req(_text_or_null, default=None)
     started: str | None = opt(text)
     returncode: int | None = opt(integer())
+    repeats: list[Repetition] | None = opt(listof(instance(Repetition)), nested=Repetition)
+
+    def consistency(self) -> None:
+        reps = [r.rep for r in self.repeats or []]
+        if reps != list(range(1, len(reps) + 1)):
+            raise Invalid("repeats", f"numbers repetitions {reps}; expected 1..{len(reps)} "
+                          "in order")
 
     @classmethod
     def pending(cls, id: str, backend: str, launcher: str, world_size: int,
@@ -82,6 +110,9 @@ class Manifest(Record):
                                  default_factory=list)
     resumed: list[str] | None = opt(strings)        # once the run was resumed
     interrupted: str | None = opt(text)             # when Ctrl-C / SIGTERM stopped it
+    repeat: int | None = opt(integer(1))            # repetitions per cell (--repeat)
+    order_seed: int | None = opt(integer())         # seed of the shuffled round-robin order
+    order: list[str] | None = opt(strings)          # "<cell id>.r<k>" in the order they ran
 
     def consistency(self) -> None:
         seen: set[str] = set()
@@ -90,6 +121,10 @@ class Manifest(Record):
                 raise Invalid(f"cells[{i}].id", f"{c.id!r} repeats an earlier cell's id; "
                               "expected unique cell ids")
             seen.add(c.id)
+            if self.repeat is not None and c.repeats is not None \
+                    and len(c.repeats) != self.repeat:
+                raise Invalid(f"cells[{i}].repeats", f"has {len(c.repeats)} repetitions; "
+                              f"expected repeat = {self.repeat}")
 
     def cell(self, cell_id: str) -> CellEntry:
         return next(c for c in self.cells if c.id == cell_id)

@@ -30,7 +30,7 @@ def test_two_runs_at_once_both_finish(tmp_path):
     procs = {name: subprocess.Popen(
         [sys.executable, "-m", "hvd_vs_ddp.cli", "run", "--backends", backends,
          "--world-sizes", "2", "--workloads", "mlp", "--runs-dir", str(runs), "--name", name,
-         "--suite-args", TINY], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+         "--suite-args", TINY, "--repeat", "1"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, start_new_session=True) for name in ("a", "b")}
     deadline = time.monotonic() + 900
     outs = {name: p.communicate(timeout=max(deadline - time.monotonic(), 1))[0]

@@ -55,6 +55,11 @@ RUN_CASES = [
     (["--name", "earlier"], ["already exists"]),
     (["--resume", "runs/nothing-here"], ["no manifest.json"]),
     (["--data-dir", "no/such/images"], ["--data-dir", "no such directory"]),
+    (["--repeat", "0"], ["--repeat", "integer >= 1"]),
+    (["--repeat", "three"], ["--repeat", "integer >= 1"]),
+    (["--repeat", "2.5"], ["--repeat", "integer >= 1"]),
+    (["--order-seed", "x"], ["--order-seed"]),
+    (["--resume", "runs/earlier", "--repeat", "4"], ["--repeat 4", "keeps its repetitions"]),
 ]
 
 

@@ -22,7 +22,7 @@ from results import FORMAT_VERSION, KINDS, LAUNCHERS
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results-format.md"
 BLOCK = re.compile(r"^```fields (\w+)\n(.*?)^```$", re.S | re.M)
 RECORDS = [*KINDS.values(), results.CollectiveSize, results.MachineInfo, results.Manifest,
-           results.CellEntry]
+           results.CellEntry, results.Repetition]
 
 
 def _blocks() -> dict[str, tuple[int, list[tuple[str, str, str]]]]:
