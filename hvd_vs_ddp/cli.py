@@ -3,7 +3,8 @@
     hvd-vs-ddp doctor                                  # what can run here, and why not
     hvd-vs-ddp run --preset quick [--name NAME] [--runs-dir runs] [--repeat N]
     hvd-vs-ddp run --resume runs/<name>                # rerun unfinished/failed cells
-    hvd-vs-ddp report runs/<name> [runs/<other>] -o reports-out/<name>/report.html
+    hvd-vs-ddp report runs/<name> [runs/<other>] -o reports-out/<name>/report.html \
+        [--margin 0.05]                                # + report.md, verdicts.json
 
 Bad input (unknown backend, workload or preset, a launcher that does not fit, a
 corrupt results file, an output path inside a results directory) prints one
@@ -157,8 +158,15 @@ def _runnable(cells, explicit: bool):
 def _report(args) -> int:
     from reports import build_report
 
-    paths = build_report([Path(p) for p in args.run_dirs], Path(args.output))
-    for p in (paths.html, paths.markdown):
+    try:
+        margin = float(args.margin)
+    except ValueError:
+        margin = float("nan")
+    if not 0 < margin < 1:
+        raise CliError(f"--margin {args.margin!r}: expected a fraction between 0 and 1, "
+                       "e.g. 0.05 for ±5%")
+    paths = build_report([Path(p) for p in args.run_dirs], Path(args.output), margin)
+    for p in (paths.html, paths.markdown, paths.verdicts):
         print(p)
     return 0
 
@@ -191,7 +199,10 @@ def parser() -> argparse.ArgumentParser:
     run.set_defaults(fn=_run)
     rep = sub.add_parser("report", help="HTML + Markdown report from run directories")
     rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
-    rep.add_argument("-o", "--output", required=True, help="the HTML file to write")
+    rep.add_argument("-o", "--output", required=True, help="the HTML file to write "
+                     "(its .md and verdicts.json go beside it)")
+    rep.add_argument("--margin", default="0.05", help="practical equivalence margin: "
+                     "ratios within ±margin are 'equivalent' (default 0.05)")
     rep.set_defaults(fn=_report)
     return ap
 

@@ -9,8 +9,10 @@ it with the same stem and references its figures as PNG files in <stem>_figures/
     paths = build_report([Path("runs/2026-11-22")], Path("report.html"))
     python -m reports RUN_DIR [RUN_DIR_B] -o report.html    # two dirs: before/after too
 
-Modules: load (read + validate), frames (tidy tables), stats (median, IQR, bootstrap
-ratio CI, verdict), compare (ratios, scaling, exposed comm, headlines), tables,
+Modules: load (read + validate), frames (tidy tables, repetitions pooled), stats
+(median, IQR, two-level bootstrap interval of a ratio), verdicts (margin, wording),
+answer (one answer per case and world size, verdicts.json), tails (percentiles,
+first step, stragglers), compare (ratios, scaling, exposed comm, headlines), tables,
 theme (backend colours), figures + figures_comm (seaborn), render (HTML/Markdown),
 build (build_report, atomic writes).
 """
@@ -27,11 +29,12 @@ if TYPE_CHECKING:
 __all__ = ["ReportError", "ReportPaths", "build_report"]
 
 
-def build_report(run_dirs: list[Path], out: Path) -> "ReportPaths":
-    """Read run_dirs (never modified); write out (.html), its .md and <stem>_figures/*.png.
-    Raises ReportError (a ValueError with a one-line message) on bad input or output path."""
+def build_report(run_dirs: list[Path], out: Path, margin: float = 0.05) -> "ReportPaths":
+    """Read run_dirs (never modified); write out (.html), its .md, <stem>_figures/*.png and
+    verdicts.json. Raises ReportError (a ValueError with a one-line message) on bad input,
+    a bad margin (0 < margin < 1) or output path."""
     from reports.build import build_report as build  # lazy: `python -m reports.x` stays clean
-    return build(run_dirs, out)
+    return build(run_dirs, out, margin)
 
 
 def __getattr__(name: str):

@@ -1,12 +1,16 @@
-"""build_report: run directories -> one self-contained HTML file + a Markdown summary.
+"""build_report: run directories -> one self-contained HTML file, a Markdown summary
+and verdicts.json.
 
 The Markdown is written beside the HTML with the same stem (report.html ->
 report.md) and references its figures as PNG files in <stem>_figures/ beside it.
+verdicts.json (docs/verdicts-format.md) is written beside them: the answer per case
+and world size and every pairwise verdict, for other tools and CI.
 Run directories are only read: an output path inside one of them is refused, and
 every output is written to a temporary file first and moved into place (os.replace).
 
     from reports import build_report
-    paths = build_report([Path("runs/a"), Path("runs/b")], Path("out/report.html"))
+    paths = build_report([Path("runs/a"), Path("runs/b")], Path("out/report.html"),
+                         margin=0.05)
     python -m reports runs/a runs/b -o out/report.html
 """
 from __future__ import annotations
@@ -17,13 +21,15 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reports import compare, tables
+from reports import compare, tables, tails, verdicts
+from reports.answer import verdicts_doc
 from reports.errors import ReportError
 from reports.figures import Figures, training_figures
 from reports.figures_comm import comm_figures
 from reports.frames import Data, build_frames
 from reports.load import Run, load_run
 from reports.render import Block, Notes, Section, render_html, render_markdown
+from results import write_json_atomic
 
 TITLE = "Horovod or DDP? Benchmark report"
 _OURS = re.compile(r"^(throughput|scaling_efficiency|step_times|loss|busbw|exposed_comm|"
@@ -36,13 +42,14 @@ class ReportPaths:
     markdown: Path
     figures_dir: Path
     figures: list[Path] = field(default_factory=list)
+    verdicts: Path | None = None
 
 
 def _inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
-def output_paths(run_dirs: list[Path], out: Path) -> tuple[Path, Path, Path]:
+def output_paths(run_dirs: list[Path], out: Path) -> tuple[Path, Path, Path, Path]:
     out = Path(out)
     if out.is_dir():
         out = out / "report.html"
@@ -51,12 +58,13 @@ def output_paths(run_dirs: list[Path], out: Path) -> tuple[Path, Path, Path]:
                           "beside it with the same stem), e.g. -o report.html.")
     html = out.resolve()
     md, figdir = html.with_suffix(".md"), html.with_name(html.stem + "_figures")
+    vjson = html.with_name("verdicts.json")
     for d in run_dirs:
         root = Path(d).resolve()
-        if any(_inside(p, root) for p in (html, md, figdir)):
+        if any(_inside(p, root) for p in (html, md, figdir, vjson)):
             raise ReportError(f"{out}: lies inside the results directory {d}; write the "
                               "report elsewhere so outputs never mix with results.")
-    return html, md, figdir
+    return html, md, figdir, vjson
 
 
 def _names(run_dirs: list[Path]) -> list[str]:
@@ -94,17 +102,26 @@ def _subtitle(runs: list[Run]) -> list[str]:
     return out
 
 
-def _sections(data: Data, tp, cmp, ex, ba, ba_notes, figs: Figures) -> list[Section]:
+def _sections(data: Data, tp, cmp, ex, ba, ba_notes, figs: Figures,
+              margin: float) -> list[Section]:
     def fig(name):
         f = figs.get(name)
         return [] if f is None else [f]
     multi = len(data.runs) > 1
-    secs = [Section("Horovod vs DDP", [tables.comparison_table(cmp)] if not cmp.empty else [
-        "No case was measured with both a Horovod and a DDP backend at the same world size."])]
+    secs = [Section("Horovod vs DDP", [tables.comparison_table(cmp, margin)]
+                    if not cmp.empty else ["No case was measured with both a Horovod and a "
+                                           "DDP backend at the same world size."])]
     secs.append(Section("Throughput and scaling", (
         [tables.throughput_table(tp)] if not tp.empty else ["No throughput results."])
         + fig("throughput") + fig("scaling_efficiency")))
-    secs.append(Section("Step times", fig("step_times")))
+    steps: list[Block] = []
+    if not tp.empty:
+        st = tails.stragglers(tp)
+        steps += [tables.tails_table(tails.tails(tp))]
+        steps += [tables.straggler_table(st), Notes(tails.straggler_notes(st) or [
+            "No rank was the slowest in most steps beyond chance (p < 0.01)."])] \
+            if not st.empty else []
+    secs.append(Section("Step times", steps + fig("step_times")))
     comm: list[Block] = [tables.exposed_table(ex)] if not ex.empty else []
     comm += fig("exposed_comm")
     if not data.collective.empty:
@@ -133,31 +150,41 @@ def _sections(data: Data, tp, cmp, ex, ba, ba_notes, figs: Figures) -> list[Sect
     secs.append(Section("Notes", [Notes(notes + [
         "Throughput = global batch / step time, each step timed on every rank and "
         "represented by the slowest rank; medians over timed steps after warm-up.",
-        "Verdicts come from 95% bootstrap CIs of ratios of medians (2000 resamples, fixed "
-        "seed): 'no significant difference' when the CI contains 1.0."])]))
+        "Verdicts come from 95% two-level bootstrap intervals of ratios of medians "
+        "(repetitions, then steps; 2000 resamples, fixed seed) with a practical margin of "
+        f"±{margin * 100:g}% (report --margin): 'faster' beyond it, 'equivalent' inside "
+        "it, else 'inconclusive'. With one repetition an interval is within-run only and "
+        "a verdict is indicative. At 1 rank nothing is communicated: the ratio is "
+        "framework overhead, not a win."])]))
     return secs
 
 
-def build_report(run_dirs: list[Path], out: Path) -> ReportPaths:
-    """Read run_dirs (never modified), write out (.html), out.md and out_figures/*.png."""
+def build_report(run_dirs: list[Path], out: Path,
+                 margin: float = verdicts.DEFAULT_MARGIN) -> ReportPaths:
+    """Read run_dirs (never modified), write out (.html), out.md, out_figures/*.png and
+    verdicts.json beside them."""
+    try:
+        margin = verdicts.check_margin(margin)
+    except ValueError as err:
+        raise ReportError(str(err)) from None
     run_dirs = [Path(d) for d in run_dirs]
     if not run_dirs:
         raise ReportError("no run directory given; pass one or more directories written by "
                           "`hvd-vs-ddp run`.")
-    html_path, md_path, figdir = output_paths(run_dirs, out)
+    html_path, md_path, figdir, vjson = output_paths(run_dirs, out)
     runs = [load_run(d, n) for d, n in zip(run_dirs, _names(run_dirs))]
     data = build_frames(runs)
     tp = compare.add_scaling(data.throughput)
-    cmp = compare.hvd_vs_ddp(tp)
+    cmp = compare.hvd_vs_ddp(tp, margin)
     ex = compare.exposed_comm(data)
-    ba, ba_notes = (compare.before_after(tp, runs[0].name, runs[1].name) if len(runs) == 2
-                    else (None, []))
+    ba, ba_notes = (compare.before_after(tp, runs[0].name, runs[1].name, margin)
+                    if len(runs) == 2 else (None, []))
     figs = Figures()
     multi = len(runs) > 1
     training_figures(tp, data.convergence, figs, multi)
     comm_figures(data.collective, data.memcpy, ex, tp, figs, multi)
-    sections = _sections(data, tp, cmp, ex, ba, ba_notes, figs)
-    heads = compare.headlines(data, cmp, ba)
+    sections = _sections(data, tp, cmp, ex, ba, ba_notes, figs, margin)
+    heads = compare.headlines(data, cmp, ba, margin)
     sub = _subtitle(runs)
 
     html_path.parent.mkdir(parents=True, exist_ok=True)
@@ -173,4 +200,5 @@ def build_report(run_dirs: list[Path], out: Path) -> ReportPaths:
     rel = {f.name: f"{figdir.name}/{f.name}.png" for f in figs.items}
     atomic_write(md_path, render_markdown(TITLE, sub, heads, sections, rel).encode())
     atomic_write(html_path, render_html(TITLE, sub, heads, sections).encode())
-    return ReportPaths(html_path, md_path, figdir, written)
+    write_json_atomic(vjson, verdicts_doc(data, cmp, margin))
+    return ReportPaths(html_path, md_path, figdir, written, vjson)

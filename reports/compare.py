@@ -1,11 +1,13 @@
 """Derived numbers: Horovod/DDP throughput ratios with verdicts, run A vs run B,
-scaling efficiency, exposed communication, and the one-sentence headlines.
+scaling efficiency, exposed communication, and the headlines.
 
 Horovod is compared with every ddp-* transport measured in the same run on the same
 case (workload, its parameters, per-rank batch, knob set and knobs) and world size;
-the ratio is horovod/ddp samples per second (> 1: Horovod faster). Before/after
-compares run B with run A per matching cell (suite, backend, world size, workload,
-knobs and launcher); the ratio is B/A.
+the ratio is horovod/ddp samples per second (> 1: Horovod faster), its interval from
+the two-level bootstrap over repetitions and steps (reports.stats) and its verdict
+with a practical margin (reports.verdicts). Before/after compares run B with run A
+per matching cell (suite, backend, world size, workload, knobs and launcher); the
+ratio is B/A. The one answer per case and world size is reports.answer.
 
     from reports.compare import hvd_vs_ddp, before_after, headlines
     python -m reports.compare RUN_DIR...      # prints the headline sentences
@@ -18,13 +20,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reports import stats
+from reports import stats, verdicts
+from reports.answer import answers
 from reports.frames import CASE_KEY, Data, build_frames
 from reports.load import load_run
 from reports.theme import is_ddp, is_horovod, order
 
-HVD_FASTER, DDP_FASTER = "horovod faster", "ddp faster"
-A_FASTER, B_FASTER = "A faster", "B faster"
 MATCH_KEY = ["suite", "label", "launcher", "world_size", "workload", "workload_params",
              "per_rank_batch", "knob_set", "knobs"]
 
@@ -33,7 +34,13 @@ def _ranks(n: int) -> str:
     return f"{n} rank" + ("" if n == 1 else "s")
 
 
-def hvd_vs_ddp(tp: pd.DataFrame) -> pd.DataFrame:
+def _reps(r: pd.Series, suffix: str = "") -> list:
+    """The per-repetition samples of a pooled throughput row (one list if not pooled)."""
+    reps = r.get("rep_samples" + suffix)
+    return list(reps) if isinstance(reps, list) else [r["samples" + suffix]]
+
+
+def hvd_vs_ddp(tp: pd.DataFrame, margin: float = verdicts.DEFAULT_MARGIN) -> pd.DataFrame:
     """One row per (case, world size, horovod series, ddp series) measured together."""
     rows: list[dict] = []
     if tp.empty:
@@ -43,16 +50,20 @@ def hvd_vs_ddp(tp: pd.DataFrame) -> pd.DataFrame:
         dd = g[g["label"].map(is_ddp)]
         for _, h in hv.iterrows():
             for _, d in dd.iterrows():
-                ci = stats.ratio_ci(h["samples"], d["samples"])
+                ci = stats.ratio_ci(_reps(h), _reps(d))
+                v = verdicts.judge(ci, margin, h["world_size"], h["series"], d["series"])
                 rows.append({"run": h["run"], "case": h["case"], "world_size": h["world_size"],
                              "horovod": h["series"], "ddp": d["series"],
                              "hvd_sps": h["sps_median"], "ddp_sps": d["sps_median"],
-                             "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi,
-                             "verdict": stats.verdict(ci, HVD_FASTER, DDP_FASTER)})
+                             "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi, "reps": ci.reps,
+                             "verdict": v.verdict, "faster": v.faster or "",
+                             "strength": v.strength, "scope": v.scope,
+                             "reps_needed": v.reps_needed, "judged": v})
     return pd.DataFrame(rows)
 
 
-def before_after(tp: pd.DataFrame, run_a: str, run_b: str) -> tuple[pd.DataFrame, list[str]]:
+def before_after(tp: pd.DataFrame, run_a: str, run_b: str,
+                 margin: float = verdicts.DEFAULT_MARGIN) -> tuple[pd.DataFrame, list[str]]:
     """Matching throughput cells of two runs, ratio B/A; plus notes on unmatched ones."""
     if tp.empty:
         return pd.DataFrame(), []
@@ -60,11 +71,13 @@ def before_after(tp: pd.DataFrame, run_a: str, run_b: str) -> tuple[pd.DataFrame
     m = a.merge(b, on=MATCH_KEY, suffixes=("_a", "_b"))
     rows = []
     for _, r in m.iterrows():
-        ci = stats.ratio_ci(r["samples_b"], r["samples_a"])
+        ci = stats.ratio_ci(_reps(r, "_b"), _reps(r, "_a"))
+        v = verdicts.judge(ci, margin, 2, "B", "A")  # run vs run: no overhead-only scope
         rows.append({"case": r["case_a"], "backend": r["series_a"], "world_size": r["world_size"],
                      "suite": r["suite"], "a_sps": r["sps_median_a"], "b_sps": r["sps_median_b"],
-                     "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi,
-                     "verdict": stats.verdict(ci, B_FASTER, A_FASTER)})
+                     "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi, "reps": ci.reps,
+                     "verdict": (f"{v.faster} faster" if v.faster else v.verdict)
+                     + (" (indicative)" if v.strength == "indicative" else "")})
     out = pd.DataFrame(rows)
     if not out.empty:
         out = out.sort_values(["case", "world_size", "backend"], kind="stable")
@@ -130,28 +143,15 @@ def exposed_comm(data: Data) -> pd.DataFrame:
               "compute_ranks", "exposed_s", "exposed_frac"]].reset_index(drop=True)
 
 
-def _clause(r: pd.Series) -> str:
-    ci = f"ratio {r['ratio']:.2f}, 95% CI {r['lo']:.2f}-{r['hi']:.2f}"
-    if r["verdict"] == HVD_FASTER:
-        return f"{r['horovod']} faster than {r['ddp']} ({ci})"
-    if r["verdict"] == DDP_FASTER:
-        return f"{r['ddp']} faster than {r['horovod']} ({ci})"
-    return f"no significant difference between {r['horovod']} and {r['ddp']} ({ci})"
-
-
-def headlines(data: Data, cmp: pd.DataFrame, ba: pd.DataFrame | None = None) -> list[str]:
-    """The answer, one sentence per case and world size, plus convergence and failures."""
-    out = []
-    multi = len(data.runs) > 1
-    if not cmp.empty:
-        for (run, case, ws), g in cmp.groupby(["run", "case", "world_size"], sort=False):
-            pre = f"[{run}] " if multi else ""
-            out.append(f"{pre}On {case} at {_ranks(ws)}: "
-                       + "; ".join(_clause(r) for _, r in g.iterrows()) + ".")
-    elif not data.throughput.empty:
+def headlines(data: Data, cmp: pd.DataFrame, ba: pd.DataFrame | None = None,
+              margin: float = verdicts.DEFAULT_MARGIN) -> list[str]:
+    """The answer first (one sentence per case and world size), then convergence,
+    before/after and failures."""
+    out = [a["sentence"] for a in answers(data, cmp, margin)]
+    if cmp.empty and not data.throughput.empty:
         out.append("No case has both a Horovod and a DDP throughput cell, so there is no "
                    "Horovod/DDP comparison; see the throughput table.")
-    else:
+    elif data.throughput.empty:
         out.append("No throughput results: nothing to compare.")
     cv = data.convergence
     if not cv.empty:
@@ -165,10 +165,11 @@ def headlines(data: Data, cmp: pd.DataFrame, ba: pd.DataFrame | None = None) -> 
                             for _, r in bad.iterrows())
             out.append(f"Convergence: outside tolerance: {who}.")
     if ba is not None and not ba.empty:
-        n = ba["verdict"].value_counts()
+        n = ba["verdict"].str.replace(" (indicative)", "", regex=False).value_counts()
         out.append(f"Run B vs run A, over {len(ba)} matching throughput measurements: "
-                   f"{n.get(B_FASTER, 0)} faster in B, {n.get(A_FASTER, 0)} slower in B, "
-                   f"{n.get(stats.NO_DIFFERENCE, 0)} with no significant difference.")
+                   f"{n.get('B faster', 0)} faster in B, {n.get('A faster', 0)} slower in B, "
+                   f"{n.get(verdicts.EQUIVALENT, 0)} equivalent within "
+                   f"±{margin * 100:g}%, {n.get(verdicts.INCONCLUSIVE, 0)} inconclusive.")
     st = data.cells["status"].value_counts() if not data.cells.empty else pd.Series(dtype=int)
     bad, pending = int(st.get("failed", 0) + st.get("timeout", 0)), int(st.get("pending", 0))
     if bad or pending:

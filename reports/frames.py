@@ -7,6 +7,12 @@ values (never copied from the summary fields of the JSON), so every table and fi
 shows the same numbers. A benchmark's `suite` is the suite that writes its kind
 (results.kinds: throughput, compute, convergence, collectives).
 
+Repetitions: every row carries `rep` (1..N, the repetition of its cell). The per-
+repetition throughput rows are `throughput_reps`; `throughput` has one row per cell
+and case with the repetitions pooled (`samples`/`steps`: every timed step of every
+repetition, medians over those) and kept apart for the statistics (`rep_samples`,
+`rep_steps`, `rep_rank_steps`: one entry per repetition; `n_reps`).
+
     from reports.frames import build_frames
     data = build_frames([load_run(p) for p in run_dirs])
     data.throughput[["label", "world_size", "sps_median"]]
@@ -19,11 +25,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from reports.load import Cell, Run, load_run
 from reports.theme import backend_label
-from results import KINDS, BenchmarkRecord
+from results import KINDS, BenchmarkRecord, summary
 
 # Cells that measure the same thing (Horovod vs DDP is compared inside one group).
 CASE_KEY = ["run", "workload", "workload_params", "per_rank_batch", "knob_set", "knobs"]
@@ -39,14 +46,37 @@ class Data:
     tta: pd.DataFrame
     collective: pd.DataFrame
     memcpy: pd.DataFrame
+    throughput_reps: pd.DataFrame = field(default_factory=pd.DataFrame)
     notes: list[str] = field(default_factory=list)
     frames: dict[str, pd.DataFrame] = field(default_factory=dict)  # every FRAME, by name
 
 
-def _common(run: Run, cell: Cell, rec: BenchmarkRecord) -> dict[str, Any]:
+def _common(run: Run, cell: Cell, rec: BenchmarkRecord, rep: int) -> dict[str, Any]:
     """Columns every kind's rows get besides the record's own: where it came from."""
-    return {"run": run.name, "cell_id": cell.id, "suite": rec.SUITE,
+    return {"run": run.name, "cell_id": cell.id, "suite": rec.SUITE, "rep": rep,
             "label": backend_label(rec.backend, rec.backend_meta or {})}
+
+
+POOL_KEY = ["run", "cell_id", "workload", "workload_params", "per_rank_batch", "knob_set",
+            "knobs"]
+
+
+def pool_reps(reps: pd.DataFrame) -> pd.DataFrame:
+    """One throughput row per cell and case: repetitions pooled, and kept apart."""
+    out = []
+    for _, g in reps.sort_values("rep", kind="stable").groupby(POOL_KEY, sort=False):
+        first = g.iloc[0].to_dict()
+        sps, steps = np.concatenate(list(g["samples"])), np.concatenate(list(g["steps"]))
+        q25, q75 = summary.iqr(sps)
+        s25, s75 = summary.iqr(steps)
+        out.append({**first, "rep": None, "n_reps": len(g), "samples": sps, "steps": steps,
+                    "rep_samples": list(g["samples"]), "rep_steps": list(g["steps"]),
+                    "rep_rank_steps": list(g["rank_steps"]),
+                    "sps_median": summary.median(sps), "sps_q25": q25, "sps_q75": q75,
+                    "step_median": summary.median(steps), "step_q25": s25, "step_q75": s75,
+                    "n_steps": int(sps.size), "max_rss_mb": g["max_rss_mb"].max(),
+                    "cuda_max_mb": g["cuda_max_mb"].max()})
+    return pd.DataFrame(out)
 
 
 def _case_labels(df: pd.DataFrame) -> pd.Series:
@@ -80,16 +110,17 @@ def build_frames(runs: list[Run]) -> Data:
                 "benchmarks": len(cell.benchmarks)})
             for b in cell.benchmarks:
                 assert b.record is not None  # the loader sets it for every benchmark
-                common = _common(run, cell, b.record)
+                common = _common(run, cell, b.record, b.rep)
                 rows[b.record.FRAME].extend({**common, **row} for row in b.record.rows())
     frames = {k: pd.DataFrame(v) for k, v in rows.items()}
-    tp = frames["throughput"]
+    reps = frames["throughput"]
+    tp = frames["throughput"] = pool_reps(reps) if not reps.empty else reps
     if not tp.empty:
         tp["case"] = _case_labels(tp)
         nlaunch = tp.groupby(CASE_KEY + ["label"])["launcher"].transform("nunique")
         tp["series"] = [lab + (f" via {la}" if n > 1 else "")
                         for lab, la, n in zip(tp["label"], tp["launcher"], nlaunch)]
-    return Data(runs=runs, notes=notes, frames=frames, **{
+    return Data(runs=runs, notes=notes, frames=frames, throughput_reps=reps, **{
         k: frames[k] for k in ("cells", "throughput", "compute_only", "convergence", "tta",
                                "collective", "memcpy")})
 

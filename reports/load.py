@@ -6,6 +6,8 @@ Benchmarks, each carrying its typed record and, for the tables, its JSON dict.
 Only reads; never writes, renames or deletes anything under the run directory.
 Cells whose status is failed/timeout/pending are kept (for the "Failed cells" section)
 but their results files are not read: a dead run may have left them half-written.
+A passed cell run N times (`run --repeat N`) has every repetition's file read; each
+Benchmark carries its repetition number `rep` (1 when the cell ran once).
 
     from reports.load import load_run
     run = load_run(Path("runs/2026-11-22"))   # Run(path, name, manifest, cells)
@@ -13,6 +15,7 @@ but their results files are not read: a dead run may have left them half-written
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +36,7 @@ class Benchmark:
     kind: str
     info: dict[str, Any]
     record: BenchmarkRecord | None = None
+    rep: int = 1
 
 
 @dataclass
@@ -67,6 +71,11 @@ def load_manifest(run_dir: Path) -> dict[str, Any]:
     return results.load_manifest(Path(run_dir))[0].to_dict()
 
 
+def _as_cell(entry: CellEntry, rel: str | None) -> CellEntry:
+    """The entry with `results` = one repetition's file (results_path checks it)."""
+    return dataclasses.replace(entry, results=rel, repeats=None)
+
+
 def load_run(run_dir: Path, name: str | None = None) -> Run:
     run_dir = Path(run_dir)
     man, notes = results.load_manifest(run_dir)
@@ -77,11 +86,16 @@ def load_run(run_dir: Path, name: str | None = None) -> Run:
                               f"{entry.status!r}; expected one of {', '.join(REPORTED)}.")
         cell = Cell(entry.to_dict(), record=entry)
         if entry.status == "passed":
-            res = results.load_cell_results(results.results_path(run_dir, entry), entry)
-            cell.machine = res.machine.to_dict()
-            cell.benchmarks = [Benchmark(b.name, b.record.KIND, b.record.to_dict(), b.record)
-                               for b in res.benchmarks]
-            run.notes += [f"{cell.id}: {n}" for n in res.skipped + res.notes]
+            # a run without repetitions: the cell's own file is its one repetition
+            files = [r.results for r in entry.repeats] if entry.repeats else [entry.results]
+            for k, rel in enumerate(files, start=1):
+                res = results.load_cell_results(
+                    results.results_path(run_dir, _as_cell(entry, rel)), entry)
+                if k == 1:
+                    cell.machine = res.machine.to_dict()
+                cell.benchmarks += [Benchmark(b.name, b.record.KIND, b.record.to_dict(),
+                                              b.record, k) for b in res.benchmarks]
+                run.notes += [f"{cell.id}: {n}" for n in res.skipped + res.notes]
         run.cells.append(cell)
     return run
 
@@ -90,4 +104,6 @@ if __name__ == "__main__":
     for arg in sys.argv[1:]:
         r = load_run(Path(arg))
         for c in r.cells:
-            print(f"{r.name}  {c.id:50s} {c.status:8s} {len(c.benchmarks)} benchmark(s)")
+            reps = max((b.rep for b in c.benchmarks), default=0)
+            print(f"{r.name}  {c.id:50s} {c.status:8s} {len(c.benchmarks)} benchmark(s), "
+                  f"{reps} repetition(s)")

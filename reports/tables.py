@@ -77,26 +77,60 @@ def throughput_table(tp: pd.DataFrame) -> Table:
                  "Scaling efficiency = samples/s / (world size x the np=1 samples/s).")
 
 
-def comparison_table(cmp: pd.DataFrame) -> Table:
+def comparison_table(cmp: pd.DataFrame, margin: float) -> Table:
     rows = [{"run": r["run"], "case": r["case"], "world size": r["world_size"],
              "horovod": r["horovod"], "ddp": r["ddp"], "horovod samples/s": sps(r["hvd_sps"]),
              "ddp samples/s": sps(r["ddp_sps"]), "ratio hvd/ddp": r3(r["ratio"]),
-             "95% CI": f"{r3(r['lo'])}{DASH}{r3(r['hi'])}", "verdict": r["verdict"]}
+             "95% interval": f"{r3(r['lo'])}{DASH}{r3(r['hi'])}", "repetitions": r["reps"],
+             "verdict": r["verdict"] + (f": {r['faster']}" if r["faster"] else ""),
+             "note": "; ".join(x for x in (
+                 "overhead only (1 rank)" if r["scope"] == "overhead" else "",
+                 "indicative (within-run interval)" if r["strength"] == "indicative" else "",
+                 f"~{r['reps_needed']} repetitions to settle" if not pd.isna(r["reps_needed"])
+                 else "") if x)}
             for _, r in cmp.iterrows()]
-    return Table("Horovod / DDP throughput", pd.DataFrame(rows),
-                 "Ratio of median samples/s; 95% percentile bootstrap CI (2000 resamples of "
-                 "each side's per-step samples/s, fixed seed). The CI covers step-to-step "
-                 "variation within the run, not run-to-run variation.")
+    return Table("Horovod / DDP throughput, every pair", pd.DataFrame(rows),
+                 "Ratio of median samples/s (all timed steps of all repetitions); 95% interval "
+                 "from a two-level bootstrap (repetitions, then steps within each; 2000 "
+                 "resamples, fixed seed), so it includes run-to-run variation when there are "
+                 f"2 or more repetitions. Verdicts with a margin of ±{margin * 100:g}%: "
+                 "'faster' when the interval lies beyond it, 'equivalent' when inside "
+                 f"[{1 / (1 + margin):.3f}, {1 + margin:.3f}], else 'inconclusive'.")
+
+
+def tails_table(tl: pd.DataFrame) -> Table:
+    rows = [{"run": r["run"], "case": r["case"], "backend": r["series"],
+             "world size": r["world_size"], "repetitions": r["reps"], "steps": r["steps"],
+             "p50 (ms)": ms(r["p50"]), "p95 (ms)": ms(r["p95"]), "p99 (ms)": ms(r["p99"]),
+             "CV": "" if pd.isna(r["cv"]) else f"{r['cv']:.3f}",
+             "first step (ms)": ms(r["first"]), "first / p50": f"{r['first_x']:.2f}"}
+            for _, r in tl.sort_values(["run", "case", "world_size"]).iterrows()]
+    return Table("Step-time tails", pd.DataFrame(rows),
+                 "Percentiles and CV (sd/mean) over the timed steps after the first of every "
+                 "repetition; the first timed step (median over repetitions) is shown apart.")
+
+
+def straggler_table(st: pd.DataFrame) -> Table:
+    rows = [{"run": r["run"], "case": r["case"], "backend": r["series"],
+             "world size": r["world_size"], "rank": r["rank"],
+             "slowest in": f"{r['slowest_steps']}/{r['steps']} ({r['share'] * 100:.0f}%)",
+             "median excess when slowest (ms)": ms(r["excess"]),
+             "straggler": "YES" if r["straggler"] else "no"} for _, r in st.iterrows()]
+    return Table("Stragglers: which rank is the slowest", pd.DataFrame(rows),
+                 "Per rank: the steps in which it was the slowest rank and its median excess "
+                 "over the other ranks then. Named a straggler when slowest in most steps "
+                 "and a binomial test against 1/world size gives p < 0.01.")
 
 
 def before_after_table(ba: pd.DataFrame, run_a: str, run_b: str) -> Table:
     rows = [{"case": r["case"], "backend": r["backend"], "world size": r["world_size"],
              "suite": r["suite"], "A samples/s": sps(r["a_sps"]), "B samples/s": sps(r["b_sps"]),
-             "ratio B/A": r3(r["ratio"]), "95% CI": f"{r3(r['lo'])}{DASH}{r3(r['hi'])}",
+             "ratio B/A": r3(r["ratio"]), "95% interval": f"{r3(r['lo'])}{DASH}{r3(r['hi'])}",
              "verdict": r["verdict"]} for _, r in ba.iterrows()]
     return Table(f"Run B ({run_b}) vs run A ({run_a})", pd.DataFrame(rows),
                  "Matching cells: same suite, backend, launcher, world size, workload and "
-                 "knobs. Ratio of median samples/s, 95% bootstrap CI as above.")
+                 "knobs. Ratio of median samples/s, 95% two-level bootstrap interval and "
+                 "margin verdict as above.")
 
 
 def exposed_table(ex: pd.DataFrame) -> Table:

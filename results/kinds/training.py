@@ -103,6 +103,9 @@ class ThroughputRecord(BenchmarkRecord):
                  "sps_median": summary.median(sps), "sps_q25": q25, "sps_q75": q75,
                  "step_median": summary.median(steps), "step_q25": s25, "step_q75": s75,
                  "n_steps": int(sps.size), "max_rss_mb": max(rss) if rss else np.nan,
+                 "rank_steps": (np.asarray(self.rank_step_times, dtype=float)
+                                if self.rank_step_times else None),
+                 "losses": list(self.losses) if self.losses else None,
                  "cuda_max_mb": max(cuda) if cuda else np.nan, "monitor": self.monitor}]
 
 

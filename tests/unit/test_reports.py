@@ -26,9 +26,10 @@ from reports import ReportError, build_report
 from reports.compare import add_scaling, exposed_comm, hvd_vs_ddp
 from reports.frames import build_frames
 from reports.load import load_run
-from reports.stats import NO_DIFFERENCE, RatioCI, iqr, median, ratio_ci, verdict
+from reports.stats import RatioCI, iqr, median, ratio_ci
 from reports.tables import throughput_table
 from reports.theme import backend_label, color
+from reports.verdicts import EQUIVALENT, FASTER, INCONCLUSIVE, classify, judge, reps_needed
 from results import (
     FORMAT_VERSION,
     CellEntry,
@@ -249,29 +250,63 @@ def test_bootstrap_ci_contains_true_ratio_for_clear_cases(true_ratio):
     rng = np.random.default_rng(7)
     den = rng.normal(100, 2, 300)
     num = rng.normal(100 * true_ratio, 2 * true_ratio, 300)
-    ci = ratio_ci(num, den)
+    ci = ratio_ci(num, den)  # one repetition each: a within-run interval
     assert ci.lo <= true_ratio <= ci.hi
     assert ci.lo <= ci.ratio <= ci.hi
     assert ci.hi - ci.lo < 0.05 * true_ratio
-    expect = "horovod faster" if true_ratio > 1 else "ddp faster"
-    assert verdict(ci, "horovod faster", "ddp faster") == expect
+    assert ci.reps == 1 and ci.within_run_only
+    v = judge(ci, 0.05, 2, "horovod", "ddp")
+    assert v.verdict == FASTER and v.faster == ("horovod" if true_ratio > 1 else "ddp")
+    assert v.strength == "indicative" and "indicative" in v.text()
 
 
-def test_bootstrap_same_distribution_is_no_difference_and_reproducible():
+def test_bootstrap_same_distribution_is_equivalent_and_reproducible():
     rng = np.random.default_rng(11)
     a, b = rng.normal(100, 5, 200), rng.normal(100, 5, 200)
     ci = ratio_ci(a, b)
     assert ci.contains(1.0)
-    assert verdict(ci, "horovod faster", "ddp faster") == NO_DIFFERENCE
+    assert judge(ci, 0.05, 2, "horovod", "ddp").verdict == EQUIVALENT
     assert ratio_ci(a, b) == ci  # fixed seed: same inputs, same interval
 
 
-def test_verdict_logic():
-    v = lambda lo, hi: verdict(RatioCI(1.0, lo, hi), "up", "down")  # noqa: E731
-    assert v(1.01, 1.2) == "up"
-    assert v(0.8, 0.99) == "down"
-    assert v(0.9, 1.1) == NO_DIFFERENCE
-    assert v(1.0, 1.1) == NO_DIFFERENCE  # touching 1.0 is not significant
+def test_two_level_bootstrap_widens_with_run_to_run_variation():
+    """Repetitions whose levels differ: the interval must cover that spread, which a
+    bootstrap of steps alone (the old one) does not."""
+    rng = np.random.default_rng(5)
+    levels = [1.0, 1.06, 0.95, 1.03]
+    num = [100 * lv * rng.lognormal(0, 0.01, 20) for lv in levels]
+    den = [100 * rng.lognormal(0, 0.01, 20) for _ in levels]
+    two = ratio_ci(num, den)
+    flat = ratio_ci(np.concatenate(num), np.concatenate(den))
+    assert two.reps == 4 and not two.within_run_only
+    assert two.ratio == pytest.approx(flat.ratio)
+    assert (two.hi - two.lo) > 2 * (flat.hi - flat.lo)
+    assert ratio_ci(num, den) == two
+
+
+def test_margin_verdicts():
+    m = 0.05
+    assert classify(1.06, 1.2, m) == FASTER and classify(0.8, 0.95, m) == FASTER
+    assert classify(0.96, 1.04, m) == EQUIVALENT
+    assert classify(1.0, 1.1, m) == INCONCLUSIVE  # straddles 1.05
+    assert classify(0.9, 1.1, m) == INCONCLUSIVE
+    assert classify(1 / 1.05, 1.05, m) == EQUIVALENT  # the band's edges are inside
+
+
+def test_verdict_wording_overhead_and_repetitions_needed():
+    ci = RatioCI(1.038, 1.034, 1.045, reps=1)  # the issue's example at 1 rank
+    v = judge(ci, 0.05, 1, "horovod (mpi)", "ddp-mpi")
+    assert v.verdict == EQUIVALENT and v.scope == "overhead"
+    assert v.text().startswith("framework overhead without communication: ")
+    assert "indicative" in v.text()
+    v = judge(RatioCI(1.10, 1.07, 1.13, reps=3), 0.05, 2, "horovod", "ddp-gloo")
+    assert v.text().startswith("horovod is 10% faster than ddp-gloo (ratio 1.100 [1.070-1.130]")
+    wide = RatioCI(1.0, 0.94, 1.06, reps=3)
+    n = reps_needed(wide, 0.05)
+    assert n is not None and n > 3
+    v = judge(wide, 0.05, 2, "horovod", "ddp")
+    assert v.verdict == INCONCLUSIVE and f"about {n} repetitions" in v.text()
+    assert reps_needed(RatioCI(1.04, 0.98, 1.10, reps=1), 0.05) is None
 
 
 # ---------------------------------------------------------------- bad inputs
@@ -432,13 +467,18 @@ def test_horovod_vs_ddp_verdicts_and_headline(built):
     # every horovod series against every ddp transport at the same world size
     assert len(cmp) == 2 * (2 + 2)  # 2 workloads x (np2: 1 hvd x 2 ddp; np4: 2 hvd x 1 ddp)
     np4 = cmp[(cmp["world_size"] == 4) & (cmp["horovod"] == "horovod (gloo)")]
-    assert set(np4["verdict"]) == {"horovod faster"}
+    assert set(np4["verdict"]) == {FASTER} and set(np4["faster"]) == {"horovod (gloo)"}
+    assert set(cmp["strength"]) == {"indicative"}  # constructed runs: one repetition
     for _, r in cmp.iterrows():
         assert r["lo"] <= r["ratio"] <= r["hi"]
     md = paths.markdown.read_text()
     answer = md.split("**Answer**")[1].split("## ")[0]
-    assert "On mlp at 4 ranks: horovod (gloo) faster than ddp-gloo (ratio" in answer
-    assert re.search(r"On mlp at 2 ranks: .*(between|than) .*95% CI \d\.\d\d-\d\.\d\d", answer)
+    line = next(ln for ln in answer.splitlines() if ln.startswith("- mlp at 4 ranks: "))
+    assert "fastest measured: horovod (gloo)" in line
+    assert re.search(r"best Horovod / best DDP: horovod \(gloo\) is \d+% faster than ddp-gloo "
+                     r"\(ratio \d\.\d{3} \[\d\.\d{3}-\d\.\d{3}\]\)", line), line
+    assert "indicative only" in line
+    assert re.search(r"- mlp at 2 ranks: .*best Horovod / best DDP: ", answer)
 
 
 def test_failed_cell_is_shown(built):
@@ -490,7 +530,7 @@ def test_before_after_two_runs(tmp_path):
     md = paths.markdown.read_text()
     sect = md.split("## Before / after")[1].split("\n## ")[0]
     rows = [ln for ln in sect.splitlines() if ln.startswith("| ") and "horovod" in ln]
-    assert rows and all("| B faster |" in ln for ln in rows)
+    assert rows and all("| B faster (indicative) |" in ln for ln in rows)
     assert "Run B (after) vs run A (before)" in sect
     assert "Run B vs run A, over 14 matching" in md.split("**Answer**")[1]
 
