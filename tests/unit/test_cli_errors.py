@@ -110,6 +110,15 @@ def test_report_refuses_bad_results(workdir, how):
     assert snapshot(workdir) == before
 
 
+@pytest.mark.parametrize("margin", ["0", "1", "-0.05", "five", "nan"])
+def test_report_refuses_bad_margin(workdir, margin):
+    before = snapshot(workdir)
+    proc = cli("report", "runs/earlier", "-o", "out/report.html", "--margin", margin,
+               cwd=workdir)
+    assert_one_line_exit_2(proc, "--margin", "between 0 and 1")
+    assert snapshot(workdir) == before
+
+
 def test_report_refuses_output_inside_results(workdir):
     before = snapshot(workdir)
     proc = cli("report", "runs/earlier", "-o", "runs/earlier/report.html", cwd=workdir)
