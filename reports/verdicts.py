@@ -13,8 +13,8 @@ A ratio r = horovod/ddp samples per second (> 1: Horovod faster) with its interv
 
 With a single repetition the interval is within-run only (it ignores run-to-run
 variation), so every verdict is marked "indicative". At world size 1 nothing is
-communicated: the comparison is labelled "framework overhead without communication",
-never a win.
+communicated: the comparison is labelled "framework overhead without communication"
+and worded as a difference in samples/s ("ran 4% more samples/s than"), never a win.
 
     from reports.verdicts import judge, DEFAULT_MARGIN
     v = judge(ci, margin=0.05, world_size=2, a="horovod (mpi)", b="ddp-gloo")
@@ -94,7 +94,10 @@ class Verdict:
         """One clause: the verdict, the ratio and its interval, the caveats."""
         m = f"±{self.margin * 100:g}%"
         ratio = f"ratio {self.ci.ratio:.3f} {self.interval()}"
-        if self.verdict == FASTER:
+        if self.verdict == FASTER and self.scope == "overhead":  # a difference, not a win
+            slow = self.b if self.faster == self.a else self.a
+            s = f"{self.faster} ran {pct(self.ci.ratio)} more samples/s than {slow} ({ratio})"
+        elif self.verdict == FASTER:
             slow = self.b if self.faster == self.a else self.a
             s = f"{self.faster} is {pct(self.ci.ratio)} faster than {slow} ({ratio})"
         elif self.verdict == EQUIVALENT:
@@ -109,7 +112,7 @@ class Verdict:
                     f"more than {MAX_REPS} repetitions would be needed")
             s = f"{self.a} vs {self.b}: inconclusive at {m} ({ratio}; {more})"
         if self.scope == "overhead":
-            s = f"{OVERHEAD}: {s}"
+            s = f"{OVERHEAD} (1 rank, not a communication result): {s}"
         if self.strength == "indicative":
             s += "; indicative only: one repetition, the interval is within-run only"
         return s

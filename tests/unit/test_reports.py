@@ -297,8 +297,12 @@ def test_verdict_wording_overhead_and_repetitions_needed():
     ci = RatioCI(1.038, 1.034, 1.045, reps=1)  # the example at 1 rank
     v = judge(ci, 0.05, 1, "horovod (mpi)", "ddp-mpi")
     assert v.verdict == EQUIVALENT and v.scope == "overhead"
-    assert v.text().startswith("framework overhead without communication: ")
+    assert v.text().startswith("framework overhead without communication (1 rank, not a "
+                               "communication result): ")
     assert "indicative" in v.text()
+    v = judge(RatioCI(1.2, 1.1, 1.3, reps=3), 0.05, 1, "horovod", "ddp-gloo")
+    assert v.verdict == FASTER and "faster" not in v.text()
+    assert "horovod ran 20% more samples/s than ddp-gloo" in v.text()
     v = judge(RatioCI(1.10, 1.07, 1.13, reps=3), 0.05, 2, "horovod", "ddp-gloo")
     assert v.text().startswith("horovod is 10% faster than ddp-gloo (ratio 1.100 [1.070-1.130]")
     wide = RatioCI(1.0, 0.94, 1.06, reps=3)
