@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reports import compare, tables, tails, verdicts
-from reports.answer import verdicts_doc
+from reports.answer import answers, verdicts_doc
 from reports.errors import ReportError
 from reports.figures import Figures, training_figures
 from reports.figures_comm import comm_figures
@@ -184,7 +184,8 @@ def build_report(run_dirs: list[Path], out: Path,
     training_figures(tp, data.convergence, figs, multi)
     comm_figures(data.collective, data.memcpy, ex, tp, figs, multi)
     sections = _sections(data, tp, cmp, ex, ba, ba_notes, figs, margin)
-    heads = compare.headlines(data, cmp, ba, margin)
+    heads = compare.headlines(data, cmp, ba, margin,
+                              [a["sentence"] for a in answers(data, cmp, margin)])
     sub = _subtitle(runs)
 
     html_path.parent.mkdir(parents=True, exist_ok=True)

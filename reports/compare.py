@@ -10,18 +10,18 @@ per matching cell (suite, backend, world size, workload, knobs and launcher); th
 ratio is B/A. The one answer per case and world size is reports.answer.
 
     from reports.compare import hvd_vs_ddp, before_after, headlines
-    python -m reports.compare RUN_DIR...      # prints the headline sentences
+    python -m reports.compare RUN_DIR...      # every pairwise verdict, the other headlines
 """
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from reports import stats, verdicts
-from reports.answer import answers
 from reports.frames import CASE_KEY, Data, build_frames
 from reports.load import load_run
 from reports.theme import is_ddp, is_horovod, order
@@ -144,10 +144,11 @@ def exposed_comm(data: Data) -> pd.DataFrame:
 
 
 def headlines(data: Data, cmp: pd.DataFrame, ba: pd.DataFrame | None = None,
-              margin: float = verdicts.DEFAULT_MARGIN) -> list[str]:
-    """The answer first (one sentence per case and world size), then convergence,
-    before/after and failures."""
-    out = [a["sentence"] for a in answers(data, cmp, margin)]
+              margin: float = verdicts.DEFAULT_MARGIN,
+              answers: Sequence[str] = ()) -> list[str]:
+    """The answer first (reports.answer: one sentence per case and world size), then
+    convergence, before/after and failures."""
+    out = list(answers)
     if cmp.empty and not data.throughput.empty:
         out.append("No case has both a Horovod and a DDP throughput cell, so there is no "
                    "Horovod/DDP comparison; see the throughput table.")
@@ -180,5 +181,6 @@ def headlines(data: Data, cmp: pd.DataFrame, ba: pd.DataFrame | None = None,
 
 if __name__ == "__main__":
     d = build_frames([load_run(Path(p)) for p in sys.argv[1:]])
-    for line in headlines(d, hvd_vs_ddp(d.throughput)):
+    c = hvd_vs_ddp(d.throughput)
+    for line in [v.text() for v in c.get("judged", [])] + headlines(d, c):
         print(line)
