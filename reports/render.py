@@ -62,8 +62,9 @@ details summary{cursor:pointer;font-weight:600;margin:10px 0}
 """
 
 _NUM = re.compile(r"^-?[\d.]+(e[-+]?\d+)?( ✗)?$|^[\d.]+–[\d.]+$|^-?\d+%$")
-_CLASS = {"horovod faster": "hvd", "ddp faster": "ddp", "B faster": "up", "A faster": "down",
-          "no significant difference": "nsd", "NO": "bad", "failed": "bad", "timeout": "bad"}
+_CLASS = {"faster: horovod": "hvd", "faster: ddp": "ddp", "B faster": "up", "A faster": "down",
+          "equivalent": "nsd", "inconclusive": "nsd", "NO": "bad", "YES": "bad",
+          "failed": "bad", "timeout": "bad"}
 
 
 def _e(s) -> str:
@@ -72,7 +73,9 @@ def _e(s) -> str:
 
 def _cell_html(v) -> str:
     s = str(v)
-    cls = _CLASS.get(s) or ("num" if _NUM.match(s) else "")
+    cls = next((c for k, c in _CLASS.items() if s == k or s.startswith(k + " ")
+                or (k.startswith("faster: ") and s.startswith(k))), "") \
+        or ("num" if _NUM.match(s) else "")
     return f"<td class='{cls}'>{_e(s)}</td>" if cls else f"<td>{_e(s)}</td>"
 
 

@@ -82,11 +82,14 @@ def comparison_table(cmp: pd.DataFrame, margin: float) -> Table:
              "horovod": r["horovod"], "ddp": r["ddp"], "horovod samples/s": sps(r["hvd_sps"]),
              "ddp samples/s": sps(r["ddp_sps"]), "ratio hvd/ddp": r3(r["ratio"]),
              "95% interval": f"{r3(r['lo'])}{DASH}{r3(r['hi'])}", "repetitions": r["reps"],
-             "verdict": r["verdict"] + (f": {r['faster']}" if r["faster"] else ""),
+             "verdict": (f"less overhead: {r['faster']}" if r["faster"] and r["scope"] ==
+                         "overhead" else f"faster: {r['faster']}" if r["faster"]
+                         else r["verdict"]),
              "note": "; ".join(x for x in (
                  "overhead only (1 rank)" if r["scope"] == "overhead" else "",
                  "indicative (within-run interval)" if r["strength"] == "indicative" else "",
-                 f"~{r['reps_needed']} repetitions to settle" if not pd.isna(r["reps_needed"])
+                 f"~{int(r['reps_needed'])} repetitions to settle"
+                 if not pd.isna(r["reps_needed"])
                  else "") if x)}
             for _, r in cmp.iterrows()]
     return Table("Horovod / DDP throughput, every pair", pd.DataFrame(rows),
