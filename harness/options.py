@@ -134,6 +134,12 @@ def workload_param(spec: str) -> tuple[str, str, object]:
         key, raw = assignment.split("=", 1)
     except ValueError:
         raise InputError(f"--workload-param {spec!r}: expected NAME:KEY=VALUE") from None
+    from workloads import registry as workloads
+
+    known = workloads.parameters(name)  # UnknownName for an unknown workload
+    if key not in known:
+        raise InputError(f"--workload-param {spec!r}: workload {name!r} has no parameter "
+                         f"{key!r}; it takes {', '.join(known)}")
     value: object = raw
     for cast in (int, float):
         try:
