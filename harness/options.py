@@ -87,8 +87,10 @@ class SuiteOptions:
                                      f"; known: {', '.join(known)}")
         for spec in self.workload_param:
             workload_param(spec)  # raises on a malformed spec
-        if self.data_dir is not None and not Path(self.data_dir).expanduser().is_dir():
-            raise InputError(f"--data-dir {self.data_dir}: no such directory")
+        if self.data_dir is not None:
+            from workloads.data import check_data_dir
+
+            check_data_dir(self.data_dir)  # exists, and holds images the loaders can read
 
     # -- the runner's side ------------------------------------------------
     def to_argv(self, base: "SuiteOptions | None" = None) -> list[str]:

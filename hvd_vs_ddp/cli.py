@@ -33,12 +33,23 @@ def _doctor(args) -> int:
     return 0
 
 
+def _positive(text: str) -> float:
+    """argparse type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a number of seconds > 0")
+    return value
+
+
 def _csv(text: str | None) -> list[str] | None:
     return [x.strip() for x in text.split(",") if x.strip()] if text else None
 
 
 def _run(args) -> int:
-    from backends import registry
+    from backends import launchers, registry
     from harness import options
     from hvd_vs_ddp import matrix
     from hvd_vs_ddp.runner import Progress, Runner
@@ -77,6 +88,12 @@ def _run(args) -> int:
         except ValueError:
             raise CliError(f"--world-sizes {args.world_sizes!r}: expected integers like "
                            "1,2,4") from None
+        if args.hosts:
+            slots = sum(n for _, n in launchers.parse_hosts(args.hosts))
+            biggest = max(sizes or preset.world_sizes)
+            if slots < biggest:
+                raise CliError(f"--hosts {args.hosts!r} has {slots} slots in all, fewer than "
+                               f"the largest world size {biggest}")
         # The suites' own option declarations check --suite-args before anything starts.
         given, rest = options.parse_argv(args.suite_args or "")
         if args.data_dir:
@@ -140,8 +157,18 @@ def _report(args) -> int:
     return 0
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line (`hvd-vs-ddp: error: ...`) and exit 2."""
+
+    def error(self, message: str):
+        where = self.prog.removeprefix("hvd-vs-ddp").strip()
+        print(f"hvd-vs-ddp: error: {where + ': ' if where else ''}{message}; "
+              f"see `{self.prog} --help`", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+
+
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="hvd-vs-ddp", description=__doc__.split("\n\n")[0])
+    ap = _OneLineParser(prog="hvd-vs-ddp", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     sub.add_parser("doctor", help="what can run here, and why not").set_defaults(fn=_doctor)
     run = sub.add_parser("run", help="run a comparison matrix into a fresh run directory")
@@ -152,7 +179,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--name", help="run directory name (default: <time>-<preset>)")
     run.add_argument("--runs-dir", default="runs", help="where run directories go")
     run.add_argument("--resume", metavar="RUN_DIR", help="rerun the unfinished cells of RUN_DIR")
-    run.add_argument("--cell-time-limit", type=float, default=1200.0,
+    run.add_argument("--cell-time-limit", type=_positive, default=1200.0,
                      help="seconds per cell before it is killed (default 1200)")
     run.add_argument("--suite-args", help="extra pytest arguments for every cell, quoted, "
                      "e.g. \"--rounds 3 --workload-param resnet50:image_size=224\"")

@@ -16,9 +16,14 @@ import sys
 
 import torch
 import torch.distributed as dist
-from torch._C._distributed_c10d import (AllgatherOptions, AllreduceCoalescedOptions,
-                                        AllreduceOptions, BarrierOptions, BroadcastOptions,
-                                        ReduceScatterOptions)
+from torch._C._distributed_c10d import (
+    AllgatherOptions,
+    AllreduceCoalescedOptions,
+    AllreduceOptions,
+    BarrierOptions,
+    BroadcastOptions,
+    ReduceScatterOptions,
+)
 
 from .common import _IMPLEMENTED, _mpi
 from .describe import _cuda_aware
