@@ -5,6 +5,8 @@ the package. Importing it does not initialise MPI (mpi() does).
 """
 from __future__ import annotations
 
+import functools
+
 import torch
 
 PROGRESS_MODES = ("inline", "thread", "nonblocking", "sync")
@@ -24,8 +26,9 @@ class CollectiveTimeout(RuntimeError):
     """A collective did not finish within its timeout."""
 
 
+@functools.cache
 def mpi():
-    """The mpi4py.MPI module; the first call initialises MPI (thread level: mpi4py.rc,
+    """The mpi4py.MPI module (cached); the first call initialises MPI (thread level: mpi4py.rc,
     default MPI_THREAD_MULTIPLE requested)."""
     from mpi4py import MPI
     return MPI

@@ -133,6 +133,7 @@ class _Engine:
 
     def _complete(self, op: Op, error: BaseException | None = None) -> None:
         """MPI is done with op's buffers: copy results back and settle it."""
+        finish = op.finish if error is None else None
         with self._lock:
             expired = op.claimed  # the watchdog failed it already
             op.claimed = True
@@ -141,17 +142,25 @@ class _Engine:
                 self._busy = False
                 if self._queue:
                     self._cond.notify()
-        if not expired:
-            if error is None and op.finish is not None:
-                try:
-                    if op.stream is not None:
-                        with torch.cuda.stream(op.stream):
-                            op.finish()
-                        op.stream.synchronize()
-                    else:
-                        op.finish()
-                except Exception as exc:  # noqa: BLE001
-                    error = RuntimeError(f"{op.label}: copying the result back failed: {exc}")
+            if not expired and finish is None:  # nothing to copy back: settle at once
+                op.error, op.done, fut = error, True, op.future
+        if expired:
+            pass
+        elif finish is None:
+            if fut is not None:
+                publish(fut, op)
+            if op.latch is not None:
+                op.latch.release()
+        else:
+            try:
+                if op.stream is not None:
+                    with torch.cuda.stream(op.stream):
+                        finish()
+                    op.stream.synchronize()
+                else:
+                    finish()
+            except Exception as exc:  # noqa: BLE001
+                error = RuntimeError(f"{op.label}: copying the result back failed: {exc}")
             self._settle(op, error)
         # Only now may the staging buffers go: MPI has stopped touching them.
         op.call = op.task = op.finish = op.stream = None

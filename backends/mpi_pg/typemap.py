@@ -22,16 +22,17 @@ class RedPlan(NamedTuple):
     mpi_type: Any    # MPI datatype of `work`
 
 
-_PLANS: dict[tuple[Any, torch.dtype], RedPlan] = {}
+_PLANS: dict[tuple[Any, torch.dtype], RedPlan] = {}  # (RedOpType value, dtype)
 _MOVE_TYPES: dict[int, Any] = {}
 
 
 def red_plan(reduce_op: Any, dtype: torch.dtype, opname: str) -> RedPlan:
     """The cached RedPlan for a torch ReduceOp on `dtype`, or a clear error."""
     kind = getattr(reduce_op, "op", reduce_op)  # ReduceOp -> RedOpType
-    plan = _PLANS.get((kind, dtype))
+    key = (getattr(kind, "value", kind), dtype)
+    plan = _PLANS.get(key)
     if plan is None:
-        plan = _PLANS[(kind, dtype)] = _make_plan(kind, dtype, opname)
+        plan = _PLANS[key] = _make_plan(kind, dtype, opname)
     return plan
 
 
