@@ -4,7 +4,7 @@ Not a test (no pass/fail on timings): it prints median time, algbw and busbw
 (nccl-tests: busbw = algbw * 2(n-1)/n) of a float32 SUM allreduce for
   raw  comm.Allreduce(IN_PLACE, buf)          (blocking, Open MPI's tuned algorithm)
   raw  comm.Iallreduce(IN_PLACE, buf).Wait()  (non-blocking, libnbc)
-  pg   dist.all_reduce(tensor) over "mpi4py"  (this repo's backends/mpi_pg.py)
+  pg   dist.all_reduce(tensor) over "mpi4py"  (this repo's backends/mpi_pg/)
 and the ratio pg / raw Allreduce (time), checking the result of every round.
 
 Run (from the repo root; as root also export OMPI_ALLOW_RUN_AS_ROOT=1

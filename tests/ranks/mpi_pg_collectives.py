@@ -1,4 +1,4 @@
-"""Rank script: every collective of backends/mpi_pg.py checked against numpy.
+"""Rank script: every collective of backends/mpi_pg/ checked against numpy.
 
 Each rank builds deterministic inputs for EVERY rank, so the expected answer is
 computed locally (numpy, float64, then cast) and compared with what the

@@ -1,13 +1,16 @@
-"""Real-process tests of backends/mpi_pg.py (the mpi4py torch.distributed backend).
+"""Real-process tests of backends/mpi_pg/ (the mpi4py torch.distributed backend).
 
 Each test launches `mpirun` on a rank script in tests/ranks/ and asserts its exit
 status (the scripts compare against numpy / a single-process model and exit 1 on
 any mismatch, printing the failed case); the output is shown on failure. Skipped
-when mpirun or mpi4py is missing. About a minute in all on 2 cores.
+when mpirun or mpi4py is missing. Every progress mode runs (default "inline",
+"thread", "nonblocking", "sync"). About 2-3 minutes in all on 2 busy cores.
 
 Run from the repo root:
     python -m pytest tests/system/test_mpi_pg.py -v
+Layout (static, < 1 s): python -m pytest tests/unit/test_mpi_pg_layout.py
 Bandwidth (not a test): mpirun -np 2 python tests/ranks/mpi_pg_bandwidth.py
+DDP overlap (not a test): mpirun -np 2 python tests/ranks/mpi_pg_overlap.py
 """
 from __future__ import annotations
 
