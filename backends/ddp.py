@@ -178,8 +178,7 @@ class DDPMPIBackend(_DDPBackend):
             from backends import mpi_pg
         except ImportError as exc:
             return Availability(False, f"torch has no MPI backend and {exc}")
-        ok, reason = mpi_pg.is_available()
-        return Availability(ok, reason if not ok else "mpi4py process group")
+        return mpi_pg.is_available()
 
     def _pg_name(self) -> str:
         if dist.is_mpi_available():

@@ -84,7 +84,8 @@ Package layout, bottom to top (each module imports only modules above it in this
 list, never the other way; tests/unit/test_mpi_pg_layout.py checks it):
 common.py (constants, CollectiveTimeout, mpi()), typemap.py (dtype/ReduceOp
 mapping, checks), probe.py (CUDA-awareness query), staging.py (staging buffers), op.py (Op,
-the record of one collective), engine.py (the engine: inline runs, communication thread, watchdog), state.py
+the record of one collective), engine.py (the engine: inline runs, communication
+thread, watchdog), state.py
 (STATE: mode, engine, default communicator, CUDA-awareness), work.py (MPIWork),
 gathers.py (gather/scatter collectives), group.py (MPIProcessGroup), create.py
 (register, is_available), describe.py (describe). This file only re-exports.

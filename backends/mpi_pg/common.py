@@ -9,6 +9,8 @@ import functools
 
 import torch
 
+from common.log import log as project_log
+
 PROGRESS_MODES = ("inline", "thread", "nonblocking", "sync")
 DEFAULT_PROGRESS = "inline"
 PROGRESS_ENV = "HVD_VS_DDP_MPI_PG_PROGRESS"
@@ -20,6 +22,9 @@ NATIVE = ("float32", "float64", "int8", "uint8", "int16", "int32", "int64")
 VIA_FLOAT32 = (torch.float16, torch.bfloat16)
 IMPLEMENTED = ("allreduce, allreduce_coalesced, broadcast, allgather, all_gather_single, "
                "reduce_scatter, reduce_scatter_single, barrier")
+
+
+log = project_log.getChild("mpi_pg")  # the project logger (common/log.py)
 
 
 class CollectiveTimeout(RuntimeError):

@@ -12,6 +12,8 @@ import sys
 
 import torch.distributed as dist
 
+from common.availability import Availability
+
 from .common import mpi
 from .group import MPIProcessGroup
 from .state import STATE
@@ -67,14 +69,16 @@ def register(name: str = "mpi4py", progress: str | None = None) -> str:
     return name.lower()
 
 
-def is_available() -> tuple[bool, str]:
+def is_available() -> Availability:
     """Can this process use the backend? Does not initialise MPI."""
     if importlib.util.find_spec("mpi4py") is None:
-        return False, "mpi4py is not installed (pip install mpi4py; needs an MPI library)"
+        return Availability(False, "mpi4py is not installed (pip install mpi4py; needs an "
+                                   "MPI library)")
     if not hasattr(dist, "ProcessGroup") or not hasattr(dist.Backend, "register_backend"):
-        return False, "this torch cannot register Python process groups"
+        return Availability(False, "this torch cannot register Python process groups")
     if "mpi4py.MPI" in sys.modules:
         MPI = sys.modules["mpi4py.MPI"]
         if MPI.Is_initialized() and MPI.Query_thread() < MPI.THREAD_SERIALIZED:
-            return True, "mpi4py process group (synchronous: MPI thread level too low)"
-    return True, "mpi4py process group"
+            return Availability(True, "mpi4py process group (synchronous: MPI thread level "
+                                      "too low)")
+    return Availability(True, "mpi4py process group")

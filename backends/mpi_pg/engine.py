@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import sys
 import threading
 import time
 from collections import deque
@@ -27,7 +26,7 @@ from typing import Any
 import torch
 from torch.futures import Future
 
-from .common import ABORT_ENV, CollectiveTimeout, mpi
+from .common import ABORT_ENV, CollectiveTimeout, log, mpi
 from .op import Op, publish
 
 
@@ -119,6 +118,7 @@ class _Engine:
                 group = op.group
                 if group._broken:  # never start more MPI work on a communicator in trouble
                     raise RuntimeError(f"not started, the group is unusable: {group._broken}")
+                assert op.call is not None  # an MPI op, not a task
                 name, args = op.call
                 if blocking:
                     getattr(group._comm, name)(*args)
@@ -265,12 +265,10 @@ class _Engine:
         if op.group is not None and not op.group._broken:
             op.group._broken = msg
         if os.environ.get(ABORT_ENV, "0") == "1":
-            print(f"[mpi4py-pg] {msg}; aborting the job ({ABORT_ENV}=1)",
-                  file=sys.stderr, flush=True)
+            log.error(f"{msg}; aborting the job ({ABORT_ENV}=1)")
             mpi().COMM_WORLD.Abort(1)
         if op.inline:  # the caller may itself be stuck inside that MPI call
-            print(f"[mpi4py-pg] {msg} (its caller is blocked inside MPI)", file=sys.stderr,
-                  flush=True)
+            log.error(f"{msg} (its caller is blocked inside MPI)")
         self._settle(op, CollectiveTimeout(msg))
         return True
 
@@ -284,10 +282,9 @@ class _Engine:
         if self._thread is not None:
             self._thread.join(2.0 if self._expired else timeout_s)
             if self._thread.is_alive():
-                print("[mpi4py-pg] at exit the communication thread is still inside MPI "
-                      "(a collective that timed out or was never matched); calling "
-                      "MPI_Abort so that MPI_Finalize does not hang",
-                      file=sys.stderr, flush=True)
+                log.error("at exit the communication thread is still inside MPI (a "
+                          "collective that timed out or was never matched); calling "
+                          "MPI_Abort so that MPI_Finalize does not hang")
                 mpi().COMM_WORLD.Abort(1)
         self._stopped.set()
         self._watchdog.join(timeout_s)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import itertools
-import sys
 
 import torch
 import torch.distributed as dist
@@ -21,7 +20,7 @@ from torch._C._distributed_c10d import (
     BroadcastOptions,
 )
 
-from .common import IMPLEMENTED, mpi
+from .common import IMPLEMENTED, log, mpi
 from .gathers import GatherOps
 from .op import Op
 from .staging import Staged, post_avg
@@ -30,11 +29,11 @@ from .typemap import check, move_type, msg, red_plan
 from .work import MPIWork
 
 
-class MPIProcessGroup(GatherOps, dist.ProcessGroup):
+class MPIProcessGroup(GatherOps, dist.ProcessGroup):  # type: ignore[misc]
     """torch.distributed process group whose collectives run on an MPI communicator."""
 
     def __init__(self, comm, rank: int, size: int, timeout: datetime.timedelta):
-        super().__init__(rank, size)
+        super().__init__(rank, size)  # type: ignore[call-arg]  # the 2-argument binding
         self._comm = comm
         self._rank, self._size = rank, size
         self._timeout_s = timeout.total_seconds()
@@ -115,7 +114,7 @@ class MPIProcessGroup(GatherOps, dist.ProcessGroup):
                                 f"{ref.dtype} on {ref.device}; got {x.dtype} on {x.device}")
 
     # -- collectives --
-    def allreduce(self, tensors, opts=None) -> MPIWork:
+    def allreduce(self, tensors, opts=None) -> MPIWork:  # type: ignore[override]
         opts = opts if opts is not None else AllreduceOptions()
         t = self._one(tensors, "allreduce")
         plan = red_plan(opts.reduceOp, t.dtype, "allreduce")
@@ -152,7 +151,7 @@ class MPIProcessGroup(GatherOps, dist.ProcessGroup):
                                            plan.mpi_op)),
                             finish, list(tensors), (flat, *tensors))
 
-    def broadcast(self, tensors, opts=None) -> MPIWork:
+    def broadcast(self, tensors, opts=None) -> MPIWork:  # type: ignore[override]
         opts = opts if opts is not None else BroadcastOptions()
         t = self._one(tensors, "broadcast")
         if opts.rootTensor != 0:
@@ -187,7 +186,7 @@ class MPIProcessGroup(GatherOps, dist.ProcessGroup):
         try:
             self._engine.call(free, f"free communicator of {self!r}", self._timeout_s)
         except RuntimeError as exc:  # e.g. the engine stopped at exit: Finalize frees it
-            print(f"[mpi4py-pg] shutdown of {self!r}: {exc}", file=sys.stderr, flush=True)
+            log.warning(f"shutdown of {self!r}: {exc}")
 
     def abort(self) -> None:
         self._broken = self._broken or "aborted by the user"

@@ -8,6 +8,7 @@ demand. The groups create them; the engine (engine.py) runs them.
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -19,7 +20,8 @@ class Op:
     """One collective (or a communicator task) and its completion state.
 
     `group` is the MPIProcessGroup (None for tasks); `what` is (opname, sequence
-    number, dtype, numel, ReduceOp name) for the label, which is only formatted when needed (errors).
+    number, dtype, numel, ReduceOp name) for the label, formatted only when needed
+    (errors).
     `done` is set once the result (or error) is published; `latch` (a held lock, only
     for queued ops) is released then; `future` is created on demand (get_future)."""
 
@@ -39,7 +41,8 @@ class Op:
         self.keep, self.stream = keep, stream  # keep buffers alive; CUDA stream to copy on
         self.error: BaseException | None = None
         self.claimed = self.done = self.inline = False  # claimed: completer or watchdog
-        self.latch = self.future = None
+        self.latch: threading.Lock | None = None  # held until a queued op is settled
+        self.future: Future | None = None
 
     @property
     def label(self) -> str:

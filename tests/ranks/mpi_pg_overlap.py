@@ -20,14 +20,8 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import statistics
-import sys
 import time
-
-if not os.environ.get("PYTHONPATH"):
-    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(
-        os.path.abspath(__file__)))))
 
 import torch
 import torch.distributed as dist
@@ -35,6 +29,8 @@ from mpi4py import MPI
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from backends import mpi_pg
+from backends.env import detect
+from backends.rendezvous import store_for
 
 FIELDS = ("avg_forward_compute_time", "avg_backward_compute_time",
           "avg_backward_comm_time", "avg_backward_compute_comm_overlap_time")
@@ -52,12 +48,8 @@ def main() -> None:
     torch.set_num_threads(1)
     world = MPI.COMM_WORLD
     rank, size = world.Get_rank(), world.Get_size()
-    store = None
-    if rank == 0:
-        store = dist.TCPStore("127.0.0.1", 0, size, is_master=True, wait_for_workers=False)
-    port = world.bcast(store.port if store else None, root=0)
-    if store is None:
-        store = dist.TCPStore("127.0.0.1", port, size, is_master=False)
+    # the project's own rendezvous: rank 0 opens a store, MPI shares its address
+    store = store_for(detect(), datetime.timedelta(seconds=120))
     dist.init_process_group(mpi_pg.register(), rank=rank, world_size=size, store=store,
                             timeout=datetime.timedelta(seconds=300))
     torch.manual_seed(0)
