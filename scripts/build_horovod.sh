@@ -68,8 +68,12 @@ say "python $PY ($PY_TAG, $MACHINE), torch $TORCH_VERSION (CUDA: $TORCH_CUDA)"
 export PATH="$SCRIPTS_DIR:$PATH"
 
 # --- tools ----------------------------------------------------------------------
-if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
-  die "no mpicc/mpirun found; install MPI: apt-get install openmpi-bin libopenmpi-dev"
+# HOROVOD_WITHOUT_MPI=1 builds the Gloo controller only (a machine with no MPI, such as
+# a GPU image without Open MPI); otherwise MPI is required, so that it cannot silently drop out.
+WITH_MPI=1
+[[ ${HOROVOD_WITHOUT_MPI:-0} == 1 ]] && WITH_MPI=0
+if ((WITH_MPI)) && { ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; }; then
+  die "no mpicc/mpirun found; install MPI (apt-get install openmpi-bin libopenmpi-dev), or set HOROVOD_WITHOUT_MPI=1 for a Gloo-only build"
 fi
 command -v cmake >/dev/null || die "no cmake found; install it: apt-get install cmake (>= 3.13)"
 CMAKE_VER=$(cmake --version | grep -oE '[0-9]+\.[0-9]+(\.[0-9]+)?' | head -n1)
@@ -77,15 +81,22 @@ version_ge() { [[ $(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1) == "$2" ]]
 version_ge "$CMAKE_VER" 3.13 || die "cmake $CMAKE_VER is too old; Horovod needs >= 3.13 (pip install cmake)"
 CXX_BIN=${CXX:-g++}
 command -v "$CXX_BIN" >/dev/null || die "no C++ compiler '$CXX_BIN' found; install it: apt-get install g++"
-command -v make >/dev/null || die "no make found; install it: apt-get install make"
+if ! command -v make >/dev/null; then
+  # cmake >= 3.15 reads CMAKE_GENERATOR; ninja (pip install ninja) serves as well as make.
+  command -v ninja >/dev/null || die "no make (or ninja) found; install it: apt-get install make"
+  export CMAKE_GENERATOR=Ninja
+  say "no make here; cmake will use ninja"
+fi
 "$PY" -c "import setuptools, packaging" 2>/dev/null \
   || die "setuptools and packaging are needed in $PY's environment to build: $PY -m pip install setuptools packaging"
 
-MPI_OUT=$(mpirun --version 2>&1 || true)
+MPI_OUT=without
+((WITH_MPI)) && MPI_OUT=$(mpirun --version 2>&1 || true)
 case "$MPI_OUT" in
   *"Open MPI"*|*OpenRTE*) MPI_KIND=openmpi ;;
   *HYDRA*|*MPICH*) MPI_KIND=mpich ;;
   *"Intel(R) MPI"*) MPI_KIND=intelmpi ;;
+  without) MPI_KIND=nompi ;;
   *) MPI_KIND=mpi ;;
 esac
 if [[ $MPI_KIND == mpich ]]; then
@@ -94,7 +105,8 @@ else
   MPI_VER=$(head -n1 <<<"$MPI_OUT" | grep -oE '[0-9]+(\.[0-9]+)+' | head -n1 || true)
 fi
 MPI_TAG="$MPI_KIND-${MPI_VER:-unknown}"
-say "MPI: $MPI_TAG ($(command -v mpirun))"
+[[ $MPI_KIND == nompi ]] && MPI_TAG=nompi
+say "MPI: $MPI_TAG ($(command -v mpirun || echo 'HOROVOD_WITHOUT_MPI=1: Gloo controller only'))"
 if [[ $MPI_KIND == openmpi && ${MPI_VER%%.*} -ge 5 ]] 2>/dev/null; then
   say "warning: with Open MPI >= 5, 'horovodrun --mpi' fails (it writes Open MPI 4 flags); use mpirun directly or --gloo"
 fi
@@ -225,12 +237,19 @@ build_wheel() {
     sed -i "s/set(CMAKE_CXX_STANDARD 14)/set(CMAKE_CXX_STANDARD $CXX_STD)/" "$src/$f"
   done
 
+  # g++ >= 13 no longer pulls <string>/<cstdint> in through other headers; 0.28.1 relies on it.
+  sed -i '0,/^#include/s//#include <cstdint>\n#include <string>\n#include/' "$src/horovod/common/group_table.h"
+  export CXXFLAGS="${CXXFLAGS:-} -include cstdint -include string"
+
   # A missing piece must fail the build, not silently drop out of it.
-  export HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITH_MPI=1
+  export HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1
   export HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1
-  unset HOROVOD_WITHOUT_PYTORCH HOROVOD_WITHOUT_GLOO HOROVOD_WITHOUT_MPI
+  unset HOROVOD_WITHOUT_PYTORCH HOROVOD_WITHOUT_GLOO
+  if ((WITH_MPI)); then export HOROVOD_WITH_MPI=1; else unset HOROVOD_WITH_MPI; fi
   export MAKEFLAGS="-j${HVD_VS_DDP_JOBS:-$(nproc)}"
   export CXX="$CXX_BIN"
+  # cmake >= 4 refuses projects that ask for cmake < 3.5 (Horovod's third_party/gloo does).
+  export CMAKE_POLICY_VERSION_MINIMUM=${CMAKE_POLICY_VERSION_MINIMUM:-3.5}
   if [[ -n $CUDA_PREFIX ]]; then
     export CUDA_HOME="$CUDA_PREFIX" CUDA_PATH="$CUDA_PREFIX" HOROVOD_CUDA_HOME="$CUDA_PREFIX"
     export CUDACXX="$CUDA_PREFIX/bin/nvcc" CUDAARCHS HOROVOD_BUILD_CUDA_CC_LIST="$CC_LIST"
@@ -337,7 +356,8 @@ HVDRUN="$SCRIPTS_DIR/horovodrun"
 [[ -x $HVDRUN ]] || die "horovod installed but $HVDRUN is missing"
 CHECK=$("$HVDRUN" --check-build 2>&1) || { echo "$CHECK" >&2; die "'$HVDRUN --check-build' failed"; }
 echo "$CHECK"
-WANT=(PyTorch Gloo MPI)
+WANT=(PyTorch Gloo)
+((WITH_MPI)) && WANT+=(MPI)
 [[ $GPU_OPS == NCCL ]] && WANT+=(NCCL)
 NOT_BUILT=()
 for w in "${WANT[@]}"; do grep -qE "\[X\] $w\$" <<<"$CHECK" || NOT_BUILT+=("$w"); done
