@@ -175,6 +175,9 @@ class CollectivePlugin:
     def configure(self) -> None:
         opt = self.config.option
         json_path = getattr(opt, "benchmark_json", None)
+        if hasattr(json_path, "write"):  # pytest-benchmark < 5.3 gives an open file
+            json_path.close()
+            json_path = json_path.name
         if self.rank != 0:
             opt.benchmark_json = None
             opt.benchmark_autosave = False
@@ -182,13 +185,14 @@ class CollectivePlugin:
             opt.benchmark_histogram = None
         elif json_path:
             self.final_json = Path(json_path)
-            opt.benchmark_json = self.final_json.with_name(
-                f".{self.final_json.name}.partial-{os.getpid()}")
+            partial = self.final_json.with_name(f".{self.final_json.name}.partial-{os.getpid()}")
+            opt.benchmark_json = partial if isinstance(opt.benchmark_json, Path) else open(partial, "wb")
 
     def unconfigure(self) -> None:
         self.watchdog.disarm()
         if self.final_json is not None:
-            partial = Path(self.config.option.benchmark_json)
+            partial = Path(getattr(self.config.option.benchmark_json, "name",
+                                   self.config.option.benchmark_json))
             if partial.exists():
                 os.replace(partial, self.final_json)
         if self.exitstatus is not None:
