@@ -37,16 +37,32 @@ def mpi_version() -> str | None:
 def versions() -> dict[str, str | None]:
     import torch
 
-    nccl = None
+    nccl = cudnn = driver = None
     if torch.cuda.is_available():
         try:
             nccl = ".".join(map(str, torch.cuda.nccl.version()))
         except Exception:  # torch built without NCCL
             nccl = None
+        cudnn = str(torch.backends.cudnn.version())
+        driver = gpu_driver()
     return {"python": platform.python_version(), "torch": torch.__version__,
             "torchvision": _pkg("torchvision"), "horovod": _pkg("horovod"),
             "mpi4py": _pkg("mpi4py"), "mpi": mpi_version(), "nccl": nccl,
-            "cuda": torch.version.cuda, "hvd_vs_ddp": _pkg("hvd-vs-ddp")}
+            # the NCCL wheel torch (and a Horovod built by scripts/build_horovod.sh) loads
+            "nccl_wheel": _pkg("nvidia-nccl-cu13") or _pkg("nvidia-nccl-cu12"),
+            "cuda": torch.version.cuda, "cudnn": cudnn, "gpu_driver": driver,
+            "hvd_vs_ddp": _pkg("hvd-vs-ddp")}
+
+
+def gpu_driver() -> str | None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        version = pynvml.nvmlSystemGetDriverVersion()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    except Exception:  # no NVML (nvidia-ml-py) or no driver
+        return None
 
 
 def hardware() -> dict:
@@ -72,8 +88,16 @@ KNOB_ENV = ("OMP_NUM_THREADS", "HOROVOD_FUSION_THRESHOLD", "HOROVOD_CYCLE_TIME",
             "CUDA_VISIBLE_DEVICES")
 
 
+# Every variable with one of these prefixes that is set is recorded too: NCCL and
+# Horovod read dozens (NCCL_IB_HCA, NCCL_P2P_DISABLE, NCCL_NET_GDR_LEVEL, ...).
+KNOB_PREFIXES = ("NCCL_", "TORCH_NCCL_", "HOROVOD_", "CUDA_", "NVIDIA_VISIBLE_DEVICES",
+                 "OMPI_MCA_", "UCX_")
+
+
 def knob_env() -> dict[str, str | None]:
-    return {k: os.environ.get(k) for k in KNOB_ENV}
+    out: dict[str, str | None] = {k: os.environ.get(k) for k in KNOB_ENV}
+    out.update({k: v for k, v in sorted(os.environ.items()) if k.startswith(KNOB_PREFIXES)})
+    return out
 
 
 if __name__ == "__main__":
