@@ -127,7 +127,9 @@ class HorovodBackend(Backend):
                 f"horovod: hvd.init() gave rank {hvd.rank()}/{hvd.size()} but the launcher "
                 f"says {self.rank}/{self.world_size}")
         if self.device.type == "cuda":
-            self.device = torch.device("cuda", hvd.local_rank())
+            # Modulo: a scheduler may give each rank one GPU (CUDA_VISIBLE_DEVICES per
+            # rank), and local rank 1 then has only device 0.
+            self.device = torch.device("cuda", hvd.local_rank() % torch.cuda.device_count())
             torch.cuda.set_device(self.device)
 
     def _close(self) -> None:
