@@ -191,8 +191,8 @@ class CollectivePlugin:
     def unconfigure(self) -> None:
         self.watchdog.disarm()
         if self.final_json is not None:
-            partial = Path(getattr(self.config.option.benchmark_json, "name",
-                                   self.config.option.benchmark_json))
+            partial = self.config.option.benchmark_json
+            partial = Path(partial.name if hasattr(partial, "write") else partial)
             if partial.exists():
                 os.replace(partial, self.final_json)
         if self.exitstatus is not None:
