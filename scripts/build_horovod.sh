@@ -237,9 +237,10 @@ build_wheel() {
     sed -i "s/set(CMAKE_CXX_STANDARD 14)/set(CMAKE_CXX_STANDARD $CXX_STD)/" "$src/$f"
   done
 
-  # g++ >= 13 no longer pulls <string>/<cstdint> in through other headers; 0.28.1 relies on it.
-  sed -i '0,/^#include/s//#include <cstdint>\n#include <string>\n#include/' "$src/horovod/common/group_table.h"
-  export CXXFLAGS="${CXXFLAGS:-} -include cstdint -include string"
+  # g++ >= 13 no longer pulls <cstdint>, <stdexcept>, <string> in through other standard
+  # headers; 0.28.1 and its gloo rely on that (group_table.h: std::string; common.h:
+  # std::logic_error). Pre-include them in every C++ file (cmake appends CXXFLAGS).
+  export CXXFLAGS="${CXXFLAGS:-} -include cstdint -include stdexcept -include string -include limits"
 
   # A missing piece must fail the build, not silently drop out of it.
   export HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1
