@@ -10,6 +10,7 @@ CPU paths: single, dp, ddp-gloo (torchrun), ddp-mpi (mpirun), horovod (horovodru
 ddp-nccl and Horovod NCCL at 1 and all local GPUs, fp16 (with accumulation) and
 bf16 AMP, channels_last, NVML sampling of the right GPU, DataParallel over 2+ GPUs,
 CUDA-aware MPI detection. About a minute on 2 CPU cores; exit 1 if any check failed.
+A check asked for by name (--only) that cannot run here fails instead of skipping.
 
     hvd-vs-ddp doctor --selftest
     python -m hvd_vs_ddp.selftest --only ddp-gloo,horovod-gloo --time-limit 60
@@ -132,6 +133,8 @@ def plan(f: dict) -> list[Check]:
         Check("channels-last", "channels_last resnet50 (single)", args=[
             "train", "--backend", "single", "--workload", "resnet50", "--channels-last"],
             skip=no_gpu),
+        Check("horovod-channels-last", "channels_last resnet50 (horovod)", hvd_launcher, 1,
+              [*horovod, "--workload", "resnet50", "--channels-last"], hvd),
         Check("nvml", f"NVML samples the right GPU (CUDA_VISIBLE_DEVICES={last_gpu})",
               args=["nvml"], skip=no_gpu, env={"CUDA_VISIBLE_DEVICES": last_gpu}),
         Check("dp-gpus", f"DataParallel over {n if n > 1 else '2+'} GPUs", args=["train", "--backend", "dp"],
@@ -225,6 +228,8 @@ def run(only: list[str] | None = None, time_limit: float = 120.0, out=sys.stdout
     outcomes = []
     for check in chosen:
         outcome = run_check(check, time_limit)
+        if only and outcome.status == "skip":  # asked for by name: it must run
+            outcome = Outcome(check, "fail", detail=f"asked for, but cannot run: {outcome.detail}")
         outcomes.append(outcome)
         print(f"selftest: {check.id}: {outcome.status}", file=sys.stderr, flush=True)
     for o in outcomes:

@@ -1,0 +1,121 @@
+"""`hvd-vs-ddp doctor --selftest` on this machine, for real, and the GPU faults a CPU can reach.
+
+- the whole selftest: its table, every GPU line skipped with its reason on a machine
+  without a GPU, exit 0;
+- failures give exit 1: a real mpirun that cannot start (an unknown MPI component) and a
+  launcher hidden from PATH while its check is asked for by name;
+- an unknown check name: one error line, exit 2;
+- NVML vs CUDA_VISIBLE_DEVICES: which GPU a CUDA index is (hvd_vs_ddp.monitor);
+- Horovod trains a channels_last model (it refused non-contiguous tensors; first seen on
+  an H100, reproducible on the CPU).
+
+    python -m pytest tests/test_selftest.py
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from hvd_vs_ddp import launchers
+from hvd_vs_ddp.monitor import visible_device
+from tests.conftest import ROOT, explain, horovod_available, launched
+
+CPU_CHECKS = ("single (cpu)", "dp (cpu)", "ddp-gloo (cpu)", "ddp-mpi (cpu)",
+              "horovod gloo (cpu)", "horovod mpi (cpu)")
+
+
+def _selftest(args: list[str], env: dict[str, str] | None = None, timeout: float = 900):
+    full_env = launchers.env()
+    full_env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{full_env.get('PYTHONPATH', '')}"
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, "-m", "hvd_vs_ddp.cli", "doctor", *args],
+                          cwd=ROOT, env=full_env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def _rows(stdout: str) -> dict[str, str]:
+    """Table rows by check title -> the rest of the row."""
+    rows = {}
+    for line in stdout.splitlines():
+        for status in (" PASS ", " FAIL ", " SKIP "):
+            if status in line:
+                title = line.split("  ")[0].strip()
+                rows[title] = line[len(title):].strip()
+    return rows
+
+
+@pytest.mark.multiproc
+@pytest.mark.slow
+def test_selftest_runs_every_cpu_path_and_skips_gpu_lines_with_reasons():
+    proc = _selftest(["--selftest"])
+    assert proc.returncode == 0, explain(proc)
+    rows = _rows(proc.stdout)
+    assert proc.stdout.splitlines()[0].split()[:4] == ["check", "launcher", "result", "secs"]
+    for title in CPU_CHECKS:
+        assert title in rows, f"no row for {title}:\n{proc.stdout}"
+        assert " PASS " in f" {rows[title]} " or " SKIP " in f" {rows[title]} ", rows[title]
+    assert "PASS" in rows["single (cpu)"] and "PASS" in rows["ddp-gloo (cpu)"]
+    if horovod_available()[0]:
+        assert "PASS" in rows["horovod gloo (cpu)"], proc.stdout
+    if not torch.cuda.is_available():
+        gpu_rows = [r for t, r in rows.items() if t not in CPU_CHECKS]
+        assert len(gpu_rows) >= 12, proc.stdout
+        assert all("SKIP" in r and "no CUDA device visible" in r for r in gpu_rows), proc.stdout
+    assert "selftest: " in proc.stdout.splitlines()[-1] and " 0 failed" in proc.stdout
+
+
+@pytest.mark.multiproc
+def test_a_launch_that_fails_gives_exit_1_and_the_reason():
+    if not launchers.available("mpirun")[0]:
+        pytest.skip("no mpirun here")
+    proc = _selftest(["--selftest", "--only", "ddp-mpi"], {"OMPI_MCA_pml": "no-such-pml"},
+                     timeout=300)
+    assert proc.returncode == 1, explain(proc)
+    row = _rows(proc.stdout)["ddp-mpi (cpu)"]
+    assert "FAIL" in row and "exit " in row, proc.stdout
+    assert "1 failed" in proc.stdout.splitlines()[-1]
+
+
+def test_a_launcher_missing_from_path_fails_a_check_asked_for_by_name(tmp_path):
+    # Only the venv's own bin directory: mpirun (a system tool) is gone.
+    proc = _selftest(["--selftest", "--only", "ddp-mpi"],
+                     {"PATH": os.path.dirname(sys.executable)}, timeout=300)
+    assert proc.returncode == 1, explain(proc)
+    row = _rows(proc.stdout)["ddp-mpi (cpu)"]
+    assert "FAIL" in row and "mpirun not found" in row, proc.stdout
+
+
+def test_unknown_check_is_one_error_line_and_exit_2():
+    proc = _selftest(["--selftest", "--only", "no-such-check"], timeout=300)
+    assert proc.returncode == 2, explain(proc)
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hvd-vs-ddp: error: unknown selftest check "
+                                                   "'no-such-check'; known"), proc.stderr
+    assert "ddp-gloo" in lines[0]
+
+
+@pytest.mark.parametrize("index, visible, expected", [
+    (0, None, "0"), (1, None, "1"),
+    (0, "3", "3"), (1, "4,6", "6"), (2, "4,6", None),
+    (0, "GPU-aa11,GPU-bb22", "GPU-aa11"), (1, " 2 , 5 ", "5"),
+])
+def test_cuda_index_to_the_gpu_nvml_must_sample(index, visible, expected):
+    """NVML ignores CUDA_VISIBLE_DEVICES: cuda:1 under "4,6" is the host's GPU 6."""
+    assert visible_device(index, visible) == expected
+
+
+@pytest.mark.multiproc
+@pytest.mark.horovod
+def test_horovod_trains_a_channels_last_model():
+    ok, why = horovod_available()
+    if not ok:
+        pytest.skip(f"horovod: {why}")
+    proc = launched("horovodrun-gloo", 2, [
+        "-m", "hvd_vs_ddp.selftest_rank", "train", "--backend", "horovod", "--device", "cpu",
+        "--workload", "resnet50", "--channels-last", "--steps", "2"])
+    assert proc.returncode == 0, explain(proc)
+    assert "SELFTEST OK horovod x2" in proc.stdout, explain(proc)
