@@ -20,9 +20,10 @@
 # Knobs (environment):
 #   HVD_VS_DDP_CACHE            wheel cache and build logs (default ~/.cache/hvd-vs-ddp)
 #   HOROVOD_GPU_OPERATIONS      NCCL to build GPU ops, CPU (or none) to build without;
-#                               unset: NCCL when `nvidia-smi -L` (or torch) sees a GPU.
-#                               Set NCCL explicitly when building a GPU image on a
-#                               machine without a GPU (docker build).
+#                               unset: NCCL when torch is a CUDA build with its NCCL
+#                               wheel and nvcc is here, GPU or not (one binary serves
+#                               CPU and GPU machines, so the CPU tests run what GPU
+#                               users get), or when a GPU is seen; else CPU.
 #   CUDAARCHS                   CUDA architectures when torch is a CUDA build (default 90)
 #   CUDA_HOME / CUDACXX         where the CUDA toolkit is (default: found from nvcc)
 #   HVD_VS_DDP_JOBS             parallel compile jobs (default: nproc)
@@ -140,9 +141,17 @@ say "torch $TORCH_VERSION headers need C++$CXX_STD; Horovod will be compiled as 
 
 # --- GPU operations ---------------------------------------------------------------
 GPU_OPS=${HOROVOD_GPU_OPERATIONS:-auto}
+TORCH_NCCL="${TORCH_DIR%/torch}/nvidia/nccl"   # pip's nvidia-nccl-cuXX, torch's own NCCL
+AUTO_NCCL=0
 if [[ $GPU_OPS == auto ]]; then
+  # One binary for CPU and GPU machines: NCCL ops whenever torch is a CUDA build that
+  # brings its NCCL (headers and library), GPU or not. On a machine without a GPU the
+  # NCCL build runs the CPU paths exactly like a CPU-only build (horovodrun --gloo and
+  # --mpi, tests/test_horovod_multiproc.py), and it costs 3 more objects (79 vs 76).
   GPU_OPS=CPU
-  if command -v nvidia-smi >/dev/null 2>&1; then
+  if [[ $TORCH_CUDA != none && -f $TORCH_NCCL/include/nccl.h && -f $TORCH_NCCL/lib/libnccl.so.2 ]]; then
+    GPU_OPS=NCCL AUTO_NCCL=1
+  elif command -v nvidia-smi >/dev/null 2>&1; then
     nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && GPU_OPS=NCCL
   elif [[ $TORCH_CUDA != none ]] && compgen -G '/dev/nvidia[0-9]*' >/dev/null; then
     "$PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && GPU_OPS=NCCL
@@ -174,6 +183,9 @@ if [[ $TORCH_CUDA != none ]]; then
     say "torch is a CUDA $TORCH_CUDA build: CUDA toolkit $NVCC_VER at $CUDA_PREFIX, CUDAARCHS=$CUDAARCHS"
     [[ ${NVCC_VER%%.*} == "${TORCH_CUDA%%.*}" ]] \
       || say "warning: nvcc is CUDA $NVCC_VER but torch was built with CUDA $TORCH_CUDA"
+  elif ((AUTO_NCCL)); then
+    say "warning: torch brings NCCL but no nvcc was found (set CUDA_HOME); building without GPU ops"
+    GPU_OPS=CPU
   elif [[ $GPU_OPS != CPU ]]; then
     die "torch is a CUDA build and GPU ops ($GPU_OPS) are wanted, but no nvcc was found; install the CUDA $TORCH_CUDA toolkit or set CUDA_HOME"
   else
@@ -260,7 +272,7 @@ build_wheel() {
   else
     export HOROVOD_GPU_OPERATIONS="$GPU_OPS"
     # Link the NCCL that torch ships (pip's nvidia-nccl), so one NCCL lives in the process.
-    local nccl="${TORCH_DIR%/torch}/nvidia/nccl"
+    local nccl="$TORCH_NCCL"
     if [[ -z ${HOROVOD_NCCL_HOME:-}${HOROVOD_NCCL_LIB:-} && -f $nccl/include/nccl.h && -f $nccl/lib/libnccl.so.2 ]]; then
       mkdir -p "$work/nccl-lib"
       ln -s "$nccl/lib/libnccl.so.2" "$work/nccl-lib/libnccl.so"
