@@ -31,7 +31,7 @@ def _train(args) -> str:
     from workloads.loop import TrainConfig, Trainer
 
     options = BackendOptions(accumulation_steps=args.accumulation, timeout_s=args.timeout,
-                             device=args.device)
+                             device=args.device, compression=args.compression)
     backend = registry.create(args.backend, options, env=detect()).setup()
     try:
         if args.workload == "resnet50":  # the smallest ResNet-50 step (channels_last)
@@ -134,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--precision", choices=("fp32", "bf16", "fp16"), default="fp32")
     ap.add_argument("--accumulation", type=int, default=1)
     ap.add_argument("--channels-last", action="store_true")
+    ap.add_argument("--compression", choices=("none", "fp16"), default="none")
     ap.add_argument("--workload", choices=("mlp", "resnet50"), default="mlp")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per collective")

@@ -110,12 +110,14 @@ def test_cuda_index_to_the_gpu_nvml_must_sample(index, visible, expected):
 
 @pytest.mark.multiproc
 @pytest.mark.horovod
-def test_horovod_trains_a_channels_last_model():
+@pytest.mark.parametrize("extra", [[], ["--compression", "fp16", "--accumulation", "2"]],
+                         ids=["plain", "fp16-compression-accumulation"])
+def test_horovod_trains_a_channels_last_model(extra):
     ok, why = horovod_available()
     if not ok:
         pytest.skip(f"horovod: {why}")
     proc = launched("horovodrun-gloo", 2, [
         "-m", "hvd_vs_ddp.selftest_rank", "train", "--backend", "horovod", "--device", "cpu",
-        "--workload", "resnet50", "--channels-last", "--steps", "2"])
+        "--workload", "resnet50", "--channels-last", "--steps", "2", *extra])
     assert proc.returncode == 0, explain(proc)
     assert "SELFTEST OK horovod x2" in proc.stdout, explain(proc)
