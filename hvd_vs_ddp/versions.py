@@ -51,7 +51,19 @@ def versions() -> dict[str, str | None]:
             # the NCCL wheel torch (and a Horovod built by scripts/build_horovod.sh) loads
             "nccl_wheel": _pkg("nvidia-nccl-cu13") or _pkg("nvidia-nccl-cu12"),
             "cuda": torch.version.cuda, "cudnn": cudnn, "gpu_driver": driver,
+            "nccl_loaded": loaded_nccl(),
             "hvd_vs_ddp": _pkg("hvd-vs-ddp")}
+
+
+def loaded_nccl() -> list[str]:
+    """The NCCL libraries mapped into this process (real paths). Two entries mean two
+    NCCLs in one process (e.g. torch's wheel and a system libnccl Horovod was linked to)."""
+    try:
+        with open("/proc/self/maps") as fh:
+            paths = {ln.split()[-1] for ln in fh if "libnccl" in ln and "/" in ln}
+    except OSError:  # not Linux
+        return []
+    return sorted({os.path.realpath(p) for p in paths})
 
 
 def gpu_driver() -> str | None:

@@ -121,3 +121,31 @@ def test_horovod_trains_a_channels_last_model(extra):
         "--workload", "resnet50", "--channels-last", "--steps", "2", *extra])
     assert proc.returncode == 0, explain(proc)
     assert "SELFTEST OK horovod x2" in proc.stdout, explain(proc)
+
+
+def test_one_nccl_in_a_process_with_torch_and_horovod():
+    """Horovod built by scripts/build_horovod.sh links torch's NCCL wheel: after importing
+    both, exactly one libnccl is mapped (a second one would be a second NCCL runtime)."""
+    code = ("import torch\n"
+            "try:\n    import horovod.torch\nexcept ImportError:\n    pass\n"
+            "from hvd_vs_ddp.versions import loaded_nccl\nprint(len(loaded_nccl()), loaded_nccl())")
+    env = launchers.env()
+    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, explain(proc)
+    count = int(proc.stdout.split()[0])
+    assert count <= 1, proc.stdout
+    if torch.version.cuda:
+        assert count == 1, f"a CUDA torch maps its NCCL at import: {proc.stdout}"
+
+
+def test_nccl_and_horovod_variables_are_recorded(monkeypatch):
+    from hvd_vs_ddp.versions import knob_env
+
+    monkeypatch.setenv("NCCL_P2P_DISABLE", "1")
+    monkeypatch.setenv("HOROVOD_HIERARCHICAL_ALLREDUCE", "1")
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    env = knob_env()
+    assert env["NCCL_P2P_DISABLE"] == "1" and env["HOROVOD_HIERARCHICAL_ALLREDUCE"] == "1"
+    assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID" and "NCCL_ALGO" in env
