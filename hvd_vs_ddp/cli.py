@@ -28,6 +28,8 @@ class CliError(Exception):
 
 
 def _doctor(args) -> int:
+    if args.only and not args.selftest:
+        raise CliError("--only selects selftest checks; use it with --selftest")
     if args.selftest:  # real processes on every path this machine supports
         from hvd_vs_ddp import selftest
         return selftest.main([f"--only={args.only}"] if args.only else [])
