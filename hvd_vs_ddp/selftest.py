@@ -116,14 +116,14 @@ def plan(f: dict) -> list[Check]:
     horovod = ["train", "--backend", "horovod"]
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     last_gpu = (visible.split(",")[-1].strip() if visible else str(max(n - 1, 0)))
+    many = f"{n} GPUs" if n > 1 else "all GPUs"
     checks += [
         Check("nccl-pairs", "nccl allreduce, every GPU pair", "torchrun", n,
               ["nccl-pairs"], few or nccl),
         Check("ddp-nccl-1", "ddp-nccl 1 GPU", "torchrun", 1, ddp, nccl),
-        Check("ddp-nccl-all", f"ddp-nccl {n if n > 1 else 'all'} GPUs", "torchrun", n, ddp, few or nccl),
+        Check("ddp-nccl-all", f"ddp-nccl {many}", "torchrun", n, ddp, few or nccl),
         Check("horovod-nccl-1", "horovod nccl 1 GPU", hvd_launcher, 1, horovod, hvd),
-        Check("horovod-nccl-all", f"horovod nccl {n if n > 1 else 'all'} GPUs", hvd_launcher, n, horovod,
-              few or hvd),
+        Check("horovod-nccl-all", f"horovod nccl {many}", hvd_launcher, n, horovod, few or hvd),
         Check("amp-fp16", "fp16 AMP + accumulation 2 (ddp-nccl)", "torchrun", 1,
               [*ddp, "--precision", "fp16", "--accumulation", "2"], nccl),
         Check("amp-bf16", "bf16 AMP (ddp-nccl)", "torchrun", 1, [*ddp, "--precision", "bf16"],
@@ -137,8 +137,7 @@ def plan(f: dict) -> list[Check]:
               [*horovod, "--workload", "resnet50", "--channels-last"], hvd),
         Check("nvml", f"NVML samples the right GPU (CUDA_VISIBLE_DEVICES={last_gpu})",
               args=["nvml"], skip=no_gpu, env={"CUDA_VISIBLE_DEVICES": last_gpu}),
-        Check("dp-gpus", f"DataParallel over {n if n > 1 else '2+'} GPUs", args=["train", "--backend", "dp"],
-              skip=few),
+        Check("dp-gpus", f"DataParallel over {many}", args=["train", "--backend", "dp"], skip=few),
         Check("cuda-aware-mpi", "CUDA-aware MPI (detection)", "ompi_info",
               skip=no_gpu or _launcher_skip(f, "mpirun")),
     ]

@@ -7,7 +7,8 @@ an exception and a non-zero exit, which fails the check).
         train --backend ddp-gloo --device cpu
     horovodrun -np 1 --gloo -H localhost:1 python -m hvd_vs_ddp.selftest_rank \
         train --backend horovod --precision fp16 --accumulation 2
-    torchrun --standalone --nproc-per-node 8 --no-python python -m hvd_vs_ddp.selftest_rank nccl-pairs
+    torchrun --standalone --nproc-per-node 8 --no-python python \
+        -m hvd_vs_ddp.selftest_rank nccl-pairs
     CUDA_VISIBLE_DEVICES=3 python -m hvd_vs_ddp.selftest_rank nvml
 
 `train` checks, beyond a clean exit: finite losses, every rank holding the same weights

@@ -119,7 +119,8 @@ def test_both_jobs_are_there_and_their_claims_exist():
     kinds = {d["kind"] for _, d in DOCS}
     assert {"PyTorchJob", "MPIJob", "PersistentVolumeClaim"} <= kinds, kinds
     claims = {d["metadata"]["name"] for _, d in DOCS if d["kind"] == "PersistentVolumeClaim"}
-    used = set(re.findall(r"claimName:\s*(\S+)", "".join(p.read_text() for p in K8S.glob("*.yaml"))))
+    text = "".join(p.read_text() for p in K8S.glob("*.yaml"))
+    used = set(re.findall(r"claimName:\s*(\S+)", text))
     assert used and used <= claims, f"claims used {used}, defined {claims}"
 
 
