@@ -149,3 +149,14 @@ def test_nccl_and_horovod_variables_are_recorded(monkeypatch):
     env = knob_env()
     assert env["NCCL_P2P_DISABLE"] == "1" and env["HOROVOD_HIERARCHICAL_ALLREDUCE"] == "1"
     assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID" and "NCCL_ALGO" in env
+
+
+@pytest.mark.parametrize("local_size, gpus, visible, ok", [
+    (2, 2, None, True), (4, 2, None, False), (1, 0, None, False),
+    (4, 1, "3", True),        # Slurm --gpus-per-task=1: each rank sees its own GPU
+    (4, 0, "", False),        # nothing visible at all
+])
+def test_ddp_nccl_accepts_a_gpu_per_rank_binding(local_size, gpus, visible, ok):
+    from backends.ddp import gpus_fit
+
+    assert bool(gpus_fit(local_size, gpus, visible)) is ok
