@@ -7,7 +7,11 @@
 - an unknown check name: one error line, exit 2;
 - NVML vs CUDA_VISIBLE_DEVICES: which GPU a CUDA index is (hvd_vs_ddp.monitor);
 - Horovod trains a channels_last model (it refused non-contiguous tensors; first seen on
-  an H100, reproducible on the CPU).
+  an H100, reproducible on the CPU);
+- one NCCL library in a process with torch and Horovod; NCCL_*/HOROVOD_*/CUDA_*
+  variables recorded with the results;
+- ddp-nccl accepts a scheduler's GPU-per-rank binding; a preset on a one-GPU host keeps
+  only the GPU cells that fit.
 
     python -m pytest tests/test_selftest.py
 """
