@@ -24,14 +24,18 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from common.errors import EXIT_BAD_INPUT, InputError, UnknownName
 from hvd_vs_ddp import launchers
 
 RANK = ["-m", "hvd_vs_ddp.selftest_rank"]
 CPU_TRAIN = ["train", "--device", "cpu", "--backend"]
+FIRST_ERRORS = re.compile(r"(Error|ERROR|terminate called|what\(\)|Abort|Traceback|Signal \d+|"
+                          r"refused|timed out|Timeout)")
 
 
 @dataclass
@@ -231,10 +235,16 @@ def run(only: list[str] | None = None, time_limit: float = 120.0, out=sys.stdout
             outcome = Outcome(check, "fail", detail=f"asked for, but cannot run: {outcome.detail}")
         outcomes.append(outcome)
         print(f"selftest: {check.id}: {outcome.status}", file=sys.stderr, flush=True)
+    failed_logs = None
     for o in outcomes:
         if o.status == "fail" and o.output:
-            tail = [ln for ln in o.output.splitlines() if ln.strip()][-15:]
-            print(f"----- {o.check.id}: last lines of its output -----", *tail, sep="\n", file=out)
+            failed_logs = failed_logs or Path(tempfile.mkdtemp(prefix="hvd-vs-ddp-selftest-"))
+            (failed_logs / f"{o.check.id}.log").write_text(o.output)
+            lines = [ln for ln in o.output.splitlines() if ln.strip()]
+            first = [ln for ln in lines if FIRST_ERRORS.search(ln)][:8]
+            print(f"----- {o.check.id}: first error lines, then the last lines of its output "
+                  f"(all of it: {failed_logs / (o.check.id + '.log')}) -----",
+                  *first, "...", *lines[-12:], sep="\n", file=out)
     print("\n".join(table(outcomes)), file=out)
     count = {s: sum(o.status == s for o in outcomes) for s in ("pass", "fail", "skip")}
     print(f"selftest: {count['pass']} passed, {count['fail']} failed, {count['skip']} skipped "
