@@ -1,6 +1,7 @@
 """The `hvd-vs-ddp` command: doctor, run (a comparison matrix) and report.
 
     hvd-vs-ddp doctor                                  # what can run here, and why not
+    hvd-vs-ddp doctor --selftest                       # ... and run it all, ~1 minute
     hvd-vs-ddp run --preset quick [--name NAME] [--runs-dir runs]
     hvd-vs-ddp run --resume runs/<name>                # rerun unfinished/failed cells
     hvd-vs-ddp report runs/<name> [runs/<other>] -o reports-out/<name>/report.html
@@ -27,6 +28,11 @@ class CliError(InputError):
 
 
 def _doctor(args) -> int:
+    if args.only and not args.selftest:
+        raise CliError("--only selects selftest checks; use it with --selftest")
+    if args.selftest:  # real processes on every path this machine supports
+        from hvd_vs_ddp import selftest
+        return selftest.main([f"--only={args.only}"] if args.only else [])
     from hvd_vs_ddp.doctor import report_lines
 
     print("\n".join(report_lines()))
@@ -170,7 +176,11 @@ class _OneLineParser(argparse.ArgumentParser):
 def parser() -> argparse.ArgumentParser:
     ap = _OneLineParser(prog="hvd-vs-ddp", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
-    sub.add_parser("doctor", help="what can run here, and why not").set_defaults(fn=_doctor)
+    doc = sub.add_parser("doctor", help="what can run here, and why not")
+    doc.add_argument("--selftest", action="store_true", help="run every path this machine "
+                     "supports for a few steps; pass/fail/skip table, exit 1 on a failure")
+    doc.add_argument("--only", help="with --selftest: comma-separated check ids")
+    doc.set_defaults(fn=_doctor)
     run = sub.add_parser("run", help="run a comparison matrix into a fresh run directory")
     run.add_argument("--preset", default="quick", help="quick (default) or full")
     run.add_argument("--backends", help="comma-separated subset of the preset's backends")
