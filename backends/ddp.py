@@ -11,6 +11,7 @@ DDP's fp16_compress_hook; bucket_mb sets bucket_cap_mb.
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any, Iterator
 
 import torch
@@ -128,6 +129,17 @@ class _DDPBackend(Backend):
         return meta
 
 
+def gpus_fit(local_size: int, gpus: int, visible: str | None) -> Availability:
+    """NCCL needs one GPU per rank. A scheduler that binds GPUs per rank (Slurm
+    --gpus-per-task, a CUDA_VISIBLE_DEVICES per rank) shows each rank fewer GPUs than
+    there are ranks on the host: that fits; only all GPUs shown to all ranks and still
+    too few does not."""
+    if local_size <= gpus or (visible is not None and gpus >= 1):
+        return Availability(True)
+    return Availability(False, f"{local_size} ranks on this host but {gpus} GPU(s); "
+                               "NCCL needs one GPU per rank")
+
+
 class DDPGlooBackend(_DDPBackend):
     name = "ddp-gloo"
     pg_backend = "gloo"
@@ -156,11 +168,9 @@ class DDPNCCLBackend(_DDPBackend):
 
     @classmethod
     def launch_fit(cls, env) -> Availability:
-        gpus = torch.cuda.device_count()
-        if env.local_size > gpus:
-            return Availability(False, f"{env.local_size} ranks on this host but {gpus} "
-                                       "GPU(s); NCCL needs one GPU per rank")
-        return super().launch_fit(env)
+        fit = gpus_fit(env.local_size, torch.cuda.device_count(),
+                       os.environ.get("CUDA_VISIBLE_DEVICES"))
+        return fit if not fit else super().launch_fit(env)
 
 
 class DDPMPIBackend(_DDPBackend):
@@ -178,8 +188,7 @@ class DDPMPIBackend(_DDPBackend):
             from backends import mpi_pg
         except ImportError as exc:
             return Availability(False, f"torch has no MPI backend and {exc}")
-        ok, reason = mpi_pg.is_available()
-        return Availability(ok, reason if not ok else "mpi4py process group")
+        return mpi_pg.is_available()
 
     def _pg_name(self) -> str:
         if dist.is_mpi_available():

@@ -70,6 +70,36 @@ def build_info() -> dict[str, Any]:
     }
 
 
+def _nhwc(t: torch.Tensor) -> bool:
+    return (t.dim() == 4 and not t.is_contiguous()
+            and t.is_contiguous(memory_format=torch.channels_last))
+
+
+def _dense_view(t: torch.Tensor) -> torch.Tensor:
+    """A channels_last tensor as the contiguous NHWC view of its own memory (no copy):
+    Horovod's collectives work in place on it and so on the tensor itself."""
+    return t.permute(0, 2, 3, 1) if _nhwc(t) else t
+
+
+class _ChannelsLastSafe:
+    """Wraps a Horovod compressor: channels_last gradients (a channels_last model's conv
+    weights get them) are reduced through their NHWC view instead of failing with
+    'Tensor is required to be contiguous'; the result keeps the channels_last layout."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def compress(self, tensor):
+        nhwc = _nhwc(tensor)
+        out, ctx = self.inner.compress(tensor.permute(0, 2, 3, 1) if nhwc else tensor)
+        return out, (nhwc, ctx)
+
+    def decompress(self, tensor, ctx):
+        nhwc, inner_ctx = ctx
+        out = self.inner.decompress(tensor, inner_ctx)
+        return out.permute(0, 3, 1, 2) if nhwc else out
+
+
 class HorovodBackend(Backend):
     name = "horovod"
     # horovodrun's Gloo rendezvous, or MPI ranks for its MPI controller
@@ -127,7 +157,9 @@ class HorovodBackend(Backend):
                 f"horovod: hvd.init() gave rank {hvd.rank()}/{hvd.size()} but the launcher "
                 f"says {self.rank}/{self.world_size}")
         if self.device.type == "cuda":
-            self.device = torch.device("cuda", hvd.local_rank())
+            # Modulo: a scheduler may give each rank one GPU (CUDA_VISIBLE_DEVICES per
+            # rank), and local rank 1 then has only device 0.
+            self.device = torch.device("cuda", hvd.local_rank() % torch.cuda.device_count())
             torch.cuda.set_device(self.device)
 
     def _close(self) -> None:
@@ -139,12 +171,15 @@ class HorovodBackend(Backend):
     def prepare(self, model, optimizer):
         hvd = _hvd()
         model = model.to(self.device)
-        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+        # Horovod refuses non-contiguous tensors; channels_last weights are NHWC views.
+        hvd.broadcast_parameters({k: _dense_view(t) for k, t in model.state_dict().items()},
+                                 root_rank=0)
         hvd.broadcast_optimizer_state(optimizer, root_rank=0)
         compression = hvd.Compression.fp16 if self.options.compression == "fp16" \
             else hvd.Compression.none
         optimizer = hvd.DistributedOptimizer(
-            optimizer, named_parameters=model.named_parameters(), compression=compression,
+            optimizer, named_parameters=model.named_parameters(),
+            compression=_ChannelsLastSafe(compression),
             backward_passes_per_step=self.options.accumulation_steps, op=hvd.Average)
         return model, optimizer
 

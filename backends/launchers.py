@@ -16,6 +16,7 @@ matrix, the runner, `doctor` and the tests all derive from this table.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from common.availability import Availability
-from common.errors import UnknownName
+from common.errors import InputError, UnknownName
 
 # Variables an MPI library (Open MPI, MPICH/Hydra, PMIx under srun) sets in every rank.
 MPI_RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK")
@@ -178,6 +179,30 @@ def matrix_launchers(backend: str, requires: frozenset[str]) -> tuple[str, ...]:
     able = [r.name for r in TABLE.values() if r.build and requires and
             requires <= r.provides]
     return tuple(able[:1])
+
+
+_HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$")
+
+
+def parse_hosts(spec: str) -> list[tuple[str, int]]:
+    """'h1:4,h2:4' -> [('h1', 4), ('h2', 4)] (slots default to 1); InputError if malformed."""
+    out: list[tuple[str, int]] = []
+    for part in spec.split(","):
+        host, _, slots = part.strip().partition(":")
+        if not _HOST.match(host):
+            raise InputError(f"--hosts {spec!r}: {host!r} is not a host name; expected "
+                             "HOST[:SLOTS],... e.g. h1:4,h2:4")
+        try:
+            n = int(slots) if slots else 1
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise InputError(f"--hosts {spec!r}: slots of {host!r} must be a positive "
+                             f"integer, got {slots!r}")
+        if host in (h for h, _ in out):
+            raise InputError(f"--hosts {spec!r}: {host!r} is named twice")
+        out.append((host, n))
+    return out
 
 
 def command(launcher: str, nprocs: int, argv: list[str], python: str | None = None,

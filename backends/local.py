@@ -64,6 +64,12 @@ class DataParallelBackend(SingleBackend):
             model = torch.nn.DataParallel(model)
         return model, optimizer
 
+    def synchronize(self) -> None:
+        """DataParallel runs replicas on every GPU: wait for all of them, not only the first."""
+        if self.device.type == "cuda":
+            for index in range(torch.cuda.device_count()):
+                torch.cuda.synchronize(index)
+
     def metadata(self):
         meta = super().metadata()
         gpus = torch.cuda.device_count() if self.device.type == "cuda" else 0

@@ -33,6 +33,7 @@ from typing import Any
 import pytest
 
 from backends.env import LauncherEnv, detect
+from harness.process_exit import hard_exit
 
 DEFAULT_TIME_LIMIT_S = 900.0
 WAIT_GRACE_S = 15.0  # a rank waiting for a stuck peer lets the peer report first
@@ -178,6 +179,9 @@ class CollectivePlugin:
     def configure(self) -> None:
         opt = self.config.option
         json_path = getattr(opt, "benchmark_json", None)
+        if json_path is not None and hasattr(json_path, "write"):
+            json_path.close()  # pytest-benchmark < 5.3 gives an open file
+            json_path = json_path.name
         if self.rank != 0:
             opt.benchmark_json = None
             opt.benchmark_autosave = False
@@ -185,13 +189,16 @@ class CollectivePlugin:
             opt.benchmark_histogram = None
         elif json_path:
             self.final_json = Path(json_path)
-            opt.benchmark_json = self.final_json.with_name(
-                f".{self.final_json.name}.partial-{os.getpid()}")
+            name = f".{self.final_json.name}.partial-{os.getpid()}"
+            partial = self.final_json.with_name(name)
+            opt.benchmark_json = partial if isinstance(opt.benchmark_json, Path) \
+                else open(partial, "wb")  # noqa: SIM115 - pytest-benchmark closes it
 
     def unconfigure(self) -> None:
         self.watchdog.disarm()
         if self.final_json is not None:
-            partial = Path(self.config.option.benchmark_json)
+            partial = self.config.option.benchmark_json
+            partial = Path(partial.name if hasattr(partial, "write") else partial)
             if partial.exists():
                 os.replace(partial, self.final_json)
         if self.exitstatus is not None:
@@ -258,28 +265,6 @@ class CollectivePlugin:
         detail = "; ".join(f"rank {r} {o}" + (f" ({m})" if m else "")
                            for r, (o, m) in enumerate(everyone))
         rep.outcome, rep.longrepr = "failed", f"ranks disagree on the outcome: {detail}"
-
-
-def hard_exit(code: int) -> None:
-    """Leave without C++ static destructors, once every result is written and flushed.
-
-    torch 2.14's distributed libraries sometimes abort in their exit-time destructors
-    ("terminate called without an active exception", seen here under torchrun with
-    Gloo), which would turn a finished, passing run into a crash of its rank.
-    """
-    import atexit
-
-    atexit._run_exitfuncs()  # Horovod's shutdown, the mpi4py process group's clean-up
-    mpi = sys.modules.get("mpi4py.MPI")
-    if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
-        mpi.Finalize()  # mpirun counts a rank that skips it as failed
-    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
-        try:
-            if stream is not None:
-                stream.flush()
-        except Exception:  # a closed capture stream
-            pass
-    os._exit(code)
 
 
 def addoption(parser: pytest.Parser) -> None:

@@ -4,10 +4,17 @@ psutil for the process (CPU percent, resident memory); NVML (nvidia-ml-py) for
 this rank's GPU when there is one: utilisation and memory used. A daemon thread
 samples every `interval_s`; `stop()` takes a last sample and returns the series.
 
+`gpu_index` is the CUDA device index of this process (torch.device("cuda", i)).
+NVML numbers every GPU of the host in PCI order and ignores CUDA_VISIBLE_DEVICES,
+so NVML's index i is another GPU as soon as CUDA_VISIBLE_DEVICES remaps (a
+scheduler giving this job GPUs 4-7): the GPU is found by its UUID instead, and
+the series names it ("gpu": cuda index, uuid, NVML index).
+
     with Monitor(rank=0, gpu_index=None) as mon: ...; series = mon.series
 """
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any
@@ -32,8 +39,11 @@ class Monitor:
             import pynvml
 
             pynvml.nvmlInit()
+            handle, uuid = nvml_handle(pynvml, gpu_index)
+            self.series["gpu"] = {"cuda_index": gpu_index, "uuid": uuid,
+                                  "nvml_index": pynvml.nvmlDeviceGetIndex(handle)}
             self.series["gpu_util"], self.series["gpu_mem_mb"] = [], []
-            return pynvml.nvmlDeviceGetHandleByIndex(gpu_index)
+            return handle
         except Exception:  # no NVML: CPU series only
             return None
 
@@ -74,3 +84,43 @@ class Monitor:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def visible_device(cuda_index: int, visible: str | None) -> str | None:
+    """The CUDA_VISIBLE_DEVICES entry behind CUDA index `cuda_index` ("3", "GPU-<uuid>"),
+    the index itself when the variable is unset, None when the index is not visible."""
+    if visible is None:
+        return str(cuda_index)
+    entries = [e.strip() for e in visible.split(",") if e.strip()]
+    return entries[cuda_index] if 0 <= cuda_index < len(entries) else None
+
+
+def _cuda_uuid(cuda_index: int) -> str | None:
+    try:
+        import torch
+
+        uuid = getattr(torch.cuda.get_device_properties(cuda_index), "uuid", None)
+    except Exception:  # no CUDA here
+        return None
+    return f"GPU-{uuid}" if uuid is not None else None
+
+
+def nvml_handle(pynvml, cuda_index: int):
+    """(NVML handle, UUID) of this process's CUDA device `cuda_index`."""
+    uuid = _cuda_uuid(cuda_index)
+    if uuid is None:  # old torch: trust CUDA_VISIBLE_DEVICES (NVML and CUDA order by PCI bus)
+        entry = visible_device(cuda_index, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        if entry is None:
+            raise LookupError(f"CUDA device {cuda_index} is not in CUDA_VISIBLE_DEVICES")
+        if not entry.startswith(("GPU-", "MIG-")):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(int(entry))
+            return handle, _decode(pynvml.nvmlDeviceGetUUID(handle))
+        uuid = entry
+    try:
+        return pynvml.nvmlDeviceGetHandleByUUID(uuid), uuid
+    except TypeError:  # older nvidia-ml-py wants bytes
+        return pynvml.nvmlDeviceGetHandleByUUID(uuid.encode()), uuid
+
+
+def _decode(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)

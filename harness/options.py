@@ -87,8 +87,10 @@ class SuiteOptions:
                                      f"; known: {', '.join(known)}")
         for spec in self.workload_param:
             workload_param(spec)  # raises on a malformed spec
-        if self.data_dir is not None and not Path(self.data_dir).expanduser().is_dir():
-            raise InputError(f"--data-dir {self.data_dir}: no such directory")
+        if self.data_dir is not None:
+            from workloads.data import check_data_dir
+
+            check_data_dir(self.data_dir)  # exists, and holds images the loaders can read
 
     # -- the runner's side ------------------------------------------------
     def to_argv(self, base: "SuiteOptions | None" = None) -> list[str]:
@@ -134,6 +136,12 @@ def workload_param(spec: str) -> tuple[str, str, object]:
         key, raw = assignment.split("=", 1)
     except ValueError:
         raise InputError(f"--workload-param {spec!r}: expected NAME:KEY=VALUE") from None
+    from workloads import registry as workloads
+
+    known = workloads.parameters(name)  # UnknownName for an unknown workload
+    if key not in known:
+        raise InputError(f"--workload-param {spec!r}: workload {name!r} has no parameter "
+                         f"{key!r}; it takes {', '.join(known)}")
     value: object = raw
     for cast in (int, float):
         try:

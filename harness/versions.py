@@ -12,6 +12,7 @@ import platform
 import shutil
 import subprocess
 from importlib import metadata
+from typing import Any
 
 
 def _pkg(name: str) -> str | None:
@@ -34,19 +35,47 @@ def mpi_version() -> str | None:
     return first.replace("mpirun (", "").replace(")", "") or None
 
 
-def versions() -> dict[str, str | None]:
+def versions() -> dict[str, Any]:
     import torch
 
-    nccl = None
+    nccl = cudnn = driver = None
     if torch.cuda.is_available():
         try:
             nccl = ".".join(map(str, torch.cuda.nccl.version()))
         except Exception:  # torch built without NCCL
             nccl = None
+        cudnn = str(torch.backends.cudnn.version())
+        driver = gpu_driver()
     return {"python": platform.python_version(), "torch": torch.__version__,
             "torchvision": _pkg("torchvision"), "horovod": _pkg("horovod"),
             "mpi4py": _pkg("mpi4py"), "mpi": mpi_version(), "nccl": nccl,
-            "cuda": torch.version.cuda, "hvd_vs_ddp": _pkg("hvd-vs-ddp")}
+            # the NCCL wheel torch (and a Horovod built by scripts/build_horovod.sh) loads
+            "nccl_wheel": _pkg("nvidia-nccl-cu13") or _pkg("nvidia-nccl-cu12"),
+            "cuda": torch.version.cuda, "cudnn": cudnn, "gpu_driver": driver,
+            "nccl_loaded": loaded_nccl(),
+            "hvd_vs_ddp": _pkg("hvd-vs-ddp")}
+
+
+def loaded_nccl() -> list[str]:
+    """The NCCL libraries mapped into this process (real paths). Two entries mean two
+    NCCLs in one process (e.g. torch's wheel and a system libnccl Horovod was linked to)."""
+    try:
+        with open("/proc/self/maps") as fh:
+            paths = {ln.split()[-1] for ln in fh if "libnccl" in ln and "/" in ln}
+    except OSError:  # not Linux
+        return []
+    return sorted({os.path.realpath(p) for p in paths})
+
+
+def gpu_driver() -> str | None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        version = pynvml.nvmlSystemGetDriverVersion()
+        return version.decode() if isinstance(version, bytes) else str(version)
+    except Exception:  # no NVML (nvidia-ml-py) or no driver
+        return None
 
 
 def hardware() -> dict:
@@ -72,8 +101,16 @@ KNOB_ENV = ("OMP_NUM_THREADS", "HOROVOD_FUSION_THRESHOLD", "HOROVOD_CYCLE_TIME",
             "CUDA_VISIBLE_DEVICES")
 
 
+# Every variable with one of these prefixes that is set is recorded too: NCCL and
+# Horovod read dozens (NCCL_IB_HCA, NCCL_P2P_DISABLE, NCCL_NET_GDR_LEVEL, ...).
+KNOB_PREFIXES = ("NCCL_", "TORCH_NCCL_", "HOROVOD_", "CUDA_", "NVIDIA_VISIBLE_DEVICES",
+                 "OMPI_MCA_", "UCX_")
+
+
 def knob_env() -> dict[str, str | None]:
-    return {k: os.environ.get(k) for k in KNOB_ENV}
+    out: dict[str, str | None] = {k: os.environ.get(k) for k in KNOB_ENV}
+    out.update({k: v for k, v in sorted(os.environ.items()) if k.startswith(KNOB_PREFIXES)})
+    return out
 
 
 if __name__ == "__main__":

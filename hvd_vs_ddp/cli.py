@@ -1,6 +1,7 @@
 """The `hvd-vs-ddp` command: doctor, run (a comparison matrix) and report.
 
     hvd-vs-ddp doctor                                  # what can run here, and why not
+    hvd-vs-ddp doctor --selftest                       # ... and run it all, ~1 minute
     hvd-vs-ddp run --preset quick [--name NAME] [--runs-dir runs] [--repeat N]
     hvd-vs-ddp run --resume runs/<name>                # rerun unfinished/failed cells
     hvd-vs-ddp report runs/<name> [runs/<other>] -o reports-out/<name>/report.html \
@@ -28,10 +29,26 @@ class CliError(InputError):
 
 
 def _doctor(args) -> int:
+    if args.only and not args.selftest:
+        raise CliError("--only selects selftest checks; use it with --selftest")
+    if args.selftest:  # real processes on every path this machine supports
+        from hvd_vs_ddp import selftest
+        return selftest.main([f"--only={args.only}"] if args.only else [])
     from hvd_vs_ddp.doctor import report_lines
 
     print("\n".join(report_lines()))
     return 0
+
+
+def _positive(text: str) -> float:
+    """argparse type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not (0 < value < float("inf")):
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a number of seconds > 0")
+    return value
 
 
 def _csv(text: str | None) -> list[str] | None:
@@ -52,7 +69,7 @@ def _positive_int(flag: str, text: str | None) -> int | None:
 
 
 def _run(args) -> int:
-    from backends import registry
+    from backends import launchers, registry
     from harness import options
     from hvd_vs_ddp import matrix
     from hvd_vs_ddp.runner import Progress, Runner
@@ -101,6 +118,12 @@ def _run(args) -> int:
         except ValueError:
             raise CliError(f"--world-sizes {args.world_sizes!r}: expected integers like "
                            "1,2,4") from None
+        if args.hosts:
+            slots = sum(n for _, n in launchers.parse_hosts(args.hosts))
+            biggest = max(sizes or preset.world_sizes)
+            if slots < biggest:
+                raise CliError(f"--hosts {args.hosts!r} has {slots} slots in all, fewer than "
+                               f"the largest world size {biggest}")
         # The suites' own option declarations check --suite-args before anything starts.
         given, rest = options.parse_argv(args.suite_args or "")
         if args.data_dir:
@@ -171,10 +194,24 @@ def _report(args) -> int:
     return 0
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line (`hvd-vs-ddp: error: ...`) and exit 2."""
+
+    def error(self, message: str):
+        where = self.prog.removeprefix("hvd-vs-ddp").strip()
+        print(f"hvd-vs-ddp: error: {where + ': ' if where else ''}{message}; "
+              f"see `{self.prog} --help`", file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+
+
 def parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="hvd-vs-ddp", description=__doc__.split("\n\n")[0])
+    ap = _OneLineParser(prog="hvd-vs-ddp", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
-    sub.add_parser("doctor", help="what can run here, and why not").set_defaults(fn=_doctor)
+    doc = sub.add_parser("doctor", help="what can run here, and why not")
+    doc.add_argument("--selftest", action="store_true", help="run every path this machine "
+                     "supports for a few steps; pass/fail/skip table, exit 1 on a failure")
+    doc.add_argument("--only", help="with --selftest: comma-separated check ids")
+    doc.set_defaults(fn=_doctor)
     run = sub.add_parser("run", help="run a comparison matrix into a fresh run directory")
     run.add_argument("--preset", default="quick", help="quick (default) or full")
     run.add_argument("--backends", help="comma-separated subset of the preset's backends")
@@ -183,7 +220,7 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--name", help="run directory name (default: <time>-<preset>)")
     run.add_argument("--runs-dir", default="runs", help="where run directories go")
     run.add_argument("--resume", metavar="RUN_DIR", help="rerun the unfinished cells of RUN_DIR")
-    run.add_argument("--cell-time-limit", type=float, default=1200.0,
+    run.add_argument("--cell-time-limit", type=_positive, default=1200.0,
                      help="seconds per cell before it is killed (default 1200)")
     run.add_argument("--suite-args", help="extra pytest arguments for every cell, quoted, "
                      "e.g. \"--rounds 3 --workload-param resnet50:image_size=224\"")

@@ -19,7 +19,8 @@ def _horovod_line() -> str:
         info = build_info()
     except Exception as exc:  # not installed or broken
         return f"horovod    not usable: {exc}"
-    return (f"horovod    {info['version']}: controllers {', '.join(info['controllers']) or 'none'}; "
+    controllers = ", ".join(info["controllers"]) or "none"
+    return (f"horovod    {info['version']}: controllers {controllers}; "
             f"tensor ops {', '.join(info['tensor_ops']) or 'none'}")
 
 
@@ -37,7 +38,8 @@ def report_lines() -> list[str]:
     lines.append("libraries:")
     lines.append(f"  torch      {v['torch']} (CUDA {v['cuda'] or 'none'}, "
                  f"MPI backend built in: {torch.distributed.is_mpi_available()})")
-    lines.append(f"  mpi        {v['mpi'] or 'not found (apt-get install openmpi-bin libopenmpi-dev)'}")
+    missing_mpi = "not found (apt-get install openmpi-bin libopenmpi-dev)"
+    lines.append(f"  mpi        {v['mpi'] or missing_mpi}")
     lines.append(f"  mpi4py     {v['mpi4py'] or 'not installed'}")
     lines.append(f"  {_horovod_line()}")
     if torch.cuda.is_available():

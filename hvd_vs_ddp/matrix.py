@@ -114,9 +114,13 @@ def cells(preset: Preset, backends: list[str] | None = None,
         if n < 1:
             raise MatrixError(f"world size must be >= 1, got {n}")
         for backend in chosen:
-            if backend == "ddp-nccl" and n > max(gpus, 1):
-                raise MatrixError(f"ddp-nccl at world size {n} needs {n} GPUs on this host; "
-                                  f"{gpus} visible (use --hosts for more machines)")
+            # NCCL needs a GPU per rank: ddp-nccl always, horovod where it uses GPUs.
+            if (backend == "ddp-nccl" or (backend == "horovod" and gpus)) \
+                    and n > max(gpus, 1):
+                if backends:  # asked for by name
+                    raise MatrixError(f"{backend} at world size {n} needs {n} GPUs on this "
+                                      f"host; {gpus} visible (use --hosts for more machines)")
+                continue  # a preset goes as far as this host's GPUs
             launchers_ = ("single",) if n == 1 else () if backend in BASELINES \
                 else matrix_launchers(backend, registry.get(backend).requires)
             for launcher in launchers_:

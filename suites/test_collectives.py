@@ -138,7 +138,9 @@ def test_collective(benchmark, request, open_backend, coll_cell):
 def test_memcpy(benchmark, request):
     """Host (or device) memcpy bandwidth: the limit no collective can beat."""
     nbytes = min(request.config.getoption("max_bytes"), 256 * 2**20)
-    dev = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+    env = detect()  # each rank copies on its own GPU, not all of them on GPU 0
+    dev = torch.device("cuda", env.local_rank % torch.cuda.device_count()) \
+        if torch.cuda.is_available() else torch.device("cpu")
     src = torch.ones(nbytes // 4, device=dev)
     dst = torch.empty_like(src)
     dst.copy_(src)
@@ -146,11 +148,11 @@ def test_memcpy(benchmark, request):
 
     def copy() -> None:
         if dev.type == "cuda":
-            torch.cuda.synchronize()
+            torch.cuda.synchronize(dev)
         start = time.perf_counter()
         dst.copy_(src)
         if dev.type == "cuda":
-            torch.cuda.synchronize()
+            torch.cuda.synchronize(dev)
         times.append(time.perf_counter() - start)
 
     benchmark.pedantic(copy, rounds=10, warmup_rounds=2, iterations=1)

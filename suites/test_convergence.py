@@ -77,6 +77,7 @@ def test_convergence(benchmark, request, plugin, open_backend, make_workload, co
 
     reference_workload = workload.with_(batch_size=workload.batch_size * backend.world_size)
     with SingleBackend(BackendOptions(device=backend.options.device), env=SINGLE) as ref:
+        ref.device = backend.device  # this rank's GPU, not every rank's reference on GPU 0
         ref_trainer = Trainer(reference_workload, ref, config,
                               emulate_ranks=backend.world_size)
         ref_trainer.run(steps)

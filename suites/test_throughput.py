@@ -135,6 +135,7 @@ def test_compute_only(benchmark, request, plugin, make_workload, compute_cell):
     backend = SingleBackend(knobs.backend_options(), env=SINGLE).setup()
     if torch.cuda.is_available():  # one GPU per rank, as the distributed backends use
         backend.device = torch.device("cuda", plugin.env.local_rank % torch.cuda.device_count())
+        torch.cuda.set_device(backend.device)  # else every rank's context lands on GPU 0
     workload = make_workload(workload_name)
     trainer = Trainer(workload, backend, knobs.train_config(steps=1))
     times, _, _ = _timed(benchmark, trainer, backend, request, plugin)

@@ -94,6 +94,13 @@ def names() -> list[str]:
     return list(_WORKLOADS)
 
 
+def parameters(name: str) -> list[str]:
+    """The parameters workload `name` takes (UnknownName for an unknown workload)."""
+    if name not in _WORKLOADS:
+        raise UnknownName("workload", name, _WORKLOADS)
+    return list(inspect.signature(_WORKLOADS[name]).parameters)
+
+
 def get(name: str, **params: Any) -> Workload:
     try:
         factory = _WORKLOADS[name]

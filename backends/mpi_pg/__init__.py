@@ -29,44 +29,70 @@ Data movement (broadcast, allgather) takes any dtype.
 Non-contiguous tensors go through a contiguous copy; CUDA tensors go through host
 memory unless the MPI library says it is CUDA-aware.
 
-How it is asynchronous: every MPI call of the process runs on ONE communication
-thread (so MPI_THREAD_SERIALIZED suffices and Open MPI 4 is never entered from two
-of our threads). A collective stages its buffers on the caller's thread, queues the
-operation and returns a Work at once; the communication thread runs it, copies
-results back, completes the Work's torch Future and wakes waiters. DDP therefore
-overlaps gradient allreduce with the rest of backward. Two progress modes, chosen by
-HVD_VS_DDP_MPI_PG_PROGRESS (or register(progress=...)):
+How it is asynchronous: every MPI call the package makes goes through one engine
+(engine.py), which never lets two of them be inside MPI at once, so
+MPI_THREAD_SERIALIZED suffices. Progress modes, chosen by HVD_VS_DDP_MPI_PG_PROGRESS
+(or register(progress=...)):
 
-- "thread" (default): blocking MPI collectives (MPI_Allreduce ...) on the
-  communication thread, like torch's own ProcessGroupMPI. Open MPI 4 runs its tuned
-  algorithms for these; its non-blocking ones (libnbc) were about 1.3-2x slower for
-  a 64 MiB allreduce on the 2-core machine (tests/ranks/mpi_pg_bandwidth.py).
-  Collectives of ALL groups then run one at a time in the order they were issued,
-  so ranks must issue them in the same order across groups (as with torch's
-  ProcessGroupMPI); "nonblocking" lifts that.
+- "inline" (default): blocking MPI collectives (MPI_Allreduce ...). A collective the
+  caller waits for at once (torch passes opts.asyncOp=False: dist.all_reduce(t),
+  barrier, all_gather_object ...) runs on the calling thread when nothing of ours is
+  queued or inside MPI: no thread hop, no queue, no Event, and a contiguous CPU
+  tensor in a native dtype is reduced in its own memory (no staging copy). Async
+  collectives (async_op=True; DDP's gradient buckets) are queued for one
+  communication thread, which runs them in order and completes their Work and torch
+  Future, so DDP overlaps gradient allreduce with the rest of backward as before.
+  Only the thread that runs a collective differs between the two paths, never the MPI
+  call: a blocking collective never matches a nonblocking one (MPI-3), so every rank
+  must pick the same kind whatever its own async_op; Open MPI 4's nonblocking ones
+  (libnbc) were also 1.5-2.5x slower than blocking ones from 4 B to 64 MiB here.
+  Collectives suite, 2 ranks on the shared 2-core machine, medians of 11 interleaved
+  runs per side (scripts/mpi_pg_ratios.py): a 4 B dist.all_reduce took 123 us in
+  "thread" mode and 32 us inline (raw mpi4py Allreduce: 1.4 us; torch's dist.all_reduce
+  around a Python process group that does nothing costs ~5-8 us of it); 256 KiB busbw
+  went from 0.75 to 1.6x the raw bar, 64 MiB stayed ~0.7x. At 4 MiB the "thread"
+  path measured 3-4 GB/s on the loaded machine, inline ~0.1-0.2 GB/s like raw
+  mpi4py itself (timings there are bimodal, 0.6 ms or 30+ ms): choose "thread" if
+  that size matters to you.
+- "thread": every collective through the communication thread, like torch's own
+  ProcessGroupMPI (the default before "inline"; a thread hop per collective).
+  Open MPI 4 runs its tuned algorithms for blocking collectives; its nonblocking ones
+  (libnbc) were 1.5-2.5x slower from 4 B to 64 MiB on the 2-core machine.
+  In "inline" and "thread" modes, collectives of ALL groups run one at a time in the
+  order they were issued, so ranks must issue them in the same order across groups
+  (as with torch's ProcessGroupMPI); "nonblocking" lifts that.
 - "nonblocking": MPI_Iallreduce & co. started in order and progressed with
   MPI_Test by the communication thread, so collectives on different groups can be
   in flight at once.
-- "sync": no thread; every collective finishes before the call returns (chosen
-  automatically when MPI gives less than MPI_THREAD_SERIALIZED).
+- "sync": no thread; every collective runs on the caller and finishes before the
+  call returns (chosen automatically when MPI gives less than MPI_THREAD_SERIALIZED).
 
 Timeouts: a watchdog thread fails every operation still unfinished after the group
 timeout (or opts.timeout): its Future gets a CollectiveTimeout naming the operation,
 dtype, size, group and rank (so DDP's backward raises instead of hanging), and the
 group refuses new work. Work.wait() waits at most until that deadline;
 Work.wait(timeout) raises CollectiveTimeout when its own timeout passes but leaves
-the operation running. HVD_VS_DDP_MPI_PG_ABORT_ON_TIMEOUT=1 calls MPI_Abort on a
-timeout instead, ending the whole job. Future.then() callbacks run on the
-communication thread: they must not wait for other collectives.
+the operation running. A collective running inline holds its caller inside MPI,
+where no error can reach it: at its deadline the message is printed and the group
+marked unusable, and the caller raises it if the peers ever arrive (as in "sync"
+mode; a dead rank ends an mpirun job anyway). HVD_VS_DDP_MPI_PG_ABORT_ON_TIMEOUT=1
+calls MPI_Abort on any timeout instead, ending the whole job.
+Future.then() callbacks run on the communication thread: they must not wait for
+other collectives.
 
-Package layout (backends/mpi_pg/): common.py (constants, CollectiveTimeout),
-typemap.py (dtype/ReduceOp mapping), engine.py (communication thread, watchdog),
-work.py (MPIWork), group.py (MPIProcessGroup), create.py (register, is_available),
-describe.py (describe). This file only re-exports the public API.
+Package layout, bottom to top (each module imports only modules above it in this
+list, never the other way; tests/unit/test_mpi_pg_layout.py checks it):
+common.py (constants, CollectiveTimeout, mpi()), typemap.py (dtype/ReduceOp
+mapping, checks), probe.py (CUDA-awareness query), staging.py (staging buffers), op.py (Op,
+the record of one collective), engine.py (the engine: inline runs, communication
+thread, watchdog), state.py
+(STATE: mode, engine, default communicator, CUDA-awareness), work.py (MPIWork),
+gathers.py (gather/scatter collectives), group.py (MPIProcessGroup), create.py
+(register, is_available), describe.py (describe). This file only re-exports.
 
 Tests (2 ranks over mpirun; as root set OMPI_ALLOW_RUN_AS_ROOT=1 and
 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1):
-    python -m pytest tests/test_mpi_pg.py -q
+    python -m pytest tests/system/test_mpi_pg.py -q
 """
 from __future__ import annotations
 
@@ -76,5 +102,5 @@ from .describe import describe
 from .group import MPIProcessGroup
 from .work import MPIWork
 
-__all__ = ["register", "is_available", "describe", "MPIProcessGroup", "MPIWork",
-           "CollectiveTimeout", "PROGRESS_MODES"]
+__all__ = ["PROGRESS_MODES", "CollectiveTimeout", "MPIProcessGroup", "MPIWork", "describe",
+           "is_available", "register"]

@@ -4,7 +4,7 @@ Not a test (no pass/fail on timings): it prints median time, algbw and busbw
 (nccl-tests: busbw = algbw * 2(n-1)/n) of a float32 SUM allreduce for
   raw  comm.Allreduce(IN_PLACE, buf)          (blocking, Open MPI's tuned algorithm)
   raw  comm.Iallreduce(IN_PLACE, buf).Wait()  (non-blocking, libnbc)
-  pg   dist.all_reduce(tensor) over "mpi4py"  (this repo's backends/mpi_pg.py)
+  pg   dist.all_reduce(tensor) over "mpi4py"  (this repo's backends/mpi_pg/)
 and the ratio pg / raw Allreduce (time), checking the result of every round.
 
 Run (from the repo root; as root also export OMPI_ALLOW_RUN_AS_ROOT=1
@@ -16,29 +16,22 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import statistics
-import sys
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+import torch
+import torch.distributed as dist
+from mpi4py import MPI
 
-from mpi4py import MPI  # noqa: E402
-
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-
-from backends import mpi_pg  # noqa: E402
+from backends import mpi_pg
+from backends.env import detect
+from backends.rendezvous import store_for
 
 
 def _init(world) -> None:
     rank, size = world.Get_rank(), world.Get_size()
-    store = None
-    if rank == 0:
-        store = dist.TCPStore("127.0.0.1", 0, size, is_master=True, wait_for_workers=False)
-    port = world.bcast(store.port if store else None, root=0)
-    if store is None:
-        store = dist.TCPStore("127.0.0.1", port, size, is_master=False)
+    # the project's own rendezvous: rank 0 opens a store, MPI shares its address
+    store = store_for(detect(), datetime.timedelta(seconds=120))
     dist.init_process_group(mpi_pg.register(), rank=rank, world_size=size, store=store,
                             timeout=datetime.timedelta(seconds=120))
 

@@ -1,4 +1,4 @@
-"""Rank script: every collective of backends/mpi_pg.py checked against numpy.
+"""Rank script: every collective of backends/mpi_pg/ checked against numpy.
 
 Each rank builds deterministic inputs for EVERY rank, so the expected answer is
 computed locally (numpy, float64, then cast) and compared with what the
@@ -23,21 +23,19 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import os
 import sys
 import time
 import warnings
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+import numpy as np
+import torch
+import torch.distributed as dist
+from mpi4py import MPI
+from torch.distributed import ReduceOp
 
-from mpi4py import MPI  # noqa: E402
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-from torch.distributed import ReduceOp  # noqa: E402
-
-from backends import mpi_pg  # noqa: E402
+from backends import mpi_pg
+from backends.env import detect
+from backends.rendezvous import store_for
 
 warnings.filterwarnings("ignore", category=FutureWarning)  # all_gather_into_tensor naming
 
@@ -249,7 +247,7 @@ def test_misc() -> None:
     check("describe()", info["implementation"] == "mpi4py" and "mpi_library_version" in info
           and isinstance(info["cuda_aware"], bool) and info["async_mode"] in mpi_pg.PROGRESS_MODES,
           repr(info))
-    check("is_available()", mpi_pg.is_available()[0], repr(mpi_pg.is_available()))
+    check("is_available()", bool(mpi_pg.is_available()), repr(mpi_pg.is_available()))
     check("register() idempotent", mpi_pg.register() == "mpi4py" == mpi_pg.register())
     if RANK == 0:
         print("describe():", info, flush=True)
@@ -344,13 +342,8 @@ def init(reverse: bool) -> None:
     world = MPI.COMM_WORLD
     SIZE = world.Get_size()
     RANK = SIZE - 1 - world.Get_rank() if reverse else world.Get_rank()
-    master = SIZE - 1 if reverse else 0  # the MPI rank that has torch rank 0
-    store = None
-    if RANK == 0:
-        store = dist.TCPStore("127.0.0.1", 0, SIZE, is_master=True, wait_for_workers=False)
-    port = world.bcast(store.port if store else None, root=master)
-    if store is None:
-        store = dist.TCPStore("127.0.0.1", port, SIZE, is_master=False)
+    # the project's own rendezvous: rank 0 opens a store, MPI shares its address
+    store = store_for(detect(), datetime.timedelta(seconds=120))
     dist.init_process_group(mpi_pg.register(), rank=RANK, world_size=SIZE, store=store,
                             timeout=datetime.timedelta(seconds=60))
 

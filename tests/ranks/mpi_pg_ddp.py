@@ -21,19 +21,17 @@ tests/system/test_mpi_pg.py runs it.
 from __future__ import annotations
 
 import datetime
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+import numpy as np
+import torch
+import torch.distributed as dist
+from mpi4py import MPI
+from torch.nn.parallel import DistributedDataParallel as DDP
 
-from mpi4py import MPI  # noqa: E402
-
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-import torch.distributed as dist  # noqa: E402
-from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
-
-from backends import mpi_pg  # noqa: E402
+from backends import mpi_pg
+from backends.env import detect
+from backends.rendezvous import store_for
 
 LOCAL_BATCH, STEPS, LR = 8, 10, 0.1
 GRAD_TOL, REF_TOL = 1e-6, 1e-5
@@ -54,12 +52,8 @@ def main() -> int:
     torch.set_num_threads(1)
     world = MPI.COMM_WORLD
     rank, size = world.Get_rank(), world.Get_size()
-    store = None
-    if rank == 0:
-        store = dist.TCPStore("127.0.0.1", 0, size, is_master=True, wait_for_workers=False)
-    port = world.bcast(store.port if store else None, root=0)
-    if store is None:
-        store = dist.TCPStore("127.0.0.1", port, size, is_master=False)
+    # the project's own rendezvous: rank 0 opens a store, MPI shares its address
+    store = store_for(detect(), datetime.timedelta(seconds=120))
     dist.init_process_group(mpi_pg.register(), rank=rank, world_size=size, store=store,
                             timeout=datetime.timedelta(seconds=120))
     failures: list[str] = []

@@ -93,6 +93,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from harness.collective_pytest import hard_exit
+    from harness.process_exit import hard_exit
 
     hard_exit(main())

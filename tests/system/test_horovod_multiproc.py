@@ -40,4 +40,4 @@ def test_ddp_runs_inside_horovodrun():
     """horovodrun sets no MASTER_ADDR: DDP bootstraps from Horovod's rendezvous."""
     proc = launched("horovodrun-gloo", 2, [WORKER, "ddp-gloo"])
     assert proc.returncode == 0, explain(proc)
-    assert "ddp-gloo on horovodrun x2" in proc.stdout, explain(proc)
+    assert "ddp-gloo on horovodrun-gloo x2" in proc.stdout, explain(proc)

@@ -326,5 +326,5 @@ def test_horovod_gloo_across_two_hosts_matches_one_host(two_hosts, tmp_path):
 
     assert "Remote host found: hvd-node2" in text, _tail(text)  # it really went "remote"
     assert f"Common interface found: {IFACE}" in text, _tail(text)
-    assert "horovod on horovodrun x2" in text, _tail(text)
+    assert "horovod on horovodrun-gloo x2" in text, _tail(text)
     _assert_same(_load(save), one, crossed, text)

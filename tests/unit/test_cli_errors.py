@@ -32,6 +32,13 @@ def snapshot(path: Path) -> dict:
 def workdir(tmp_path):
     runs = tmp_path / "runs"
     shutil.copytree(SMALL, runs / "earlier")
+    (tmp_path / "images-empty" / "cat").mkdir(parents=True)  # a class with no image
+    (tmp_path / "images-empty" / "cat" / "notes.txt").write_text("no image here")
+    (tmp_path / "images-broken" / "cat").mkdir(parents=True)
+    (tmp_path / "images-broken" / "cat" / "a.jpg").write_bytes(b"not a jpeg")
+    (tmp_path / "cifar-partial" / "cifar-10-batches-py").mkdir(parents=True)
+    (tmp_path / "cifar-partial" / "cifar-10-batches-py" / "data_batch_1").write_bytes(b"x")
+    (tmp_path / "no-classes").mkdir()
     return tmp_path
 
 
@@ -60,6 +67,23 @@ RUN_CASES = [
     (["--repeat", "2.5"], ["--repeat", "integer >= 1"]),
     (["--order-seed", "x"], ["--order-seed"]),
     (["--resume", "runs/earlier", "--repeat", "4"], ["--repeat 4", "keeps its repetitions"]),
+    (["--data-dir", "images-empty"], ["--data-dir", "holds no image"]),
+    (["--data-dir", "images-broken"], ["--data-dir", "not a readable image"]),
+    (["--data-dir", "cifar-partial"], ["--data-dir", "lacks", "data_batch_2"]),
+    (["--data-dir", "no-classes"], ["--data-dir", "no class folders"]),
+    (["--cell-time-limit", "-5"], ["--cell-time-limit", "> 0"]),
+    (["--cell-time-limit", "inf"], ["--cell-time-limit", "> 0"]),
+    (["--hosts", "bad_host:2"], ["--hosts", "not a host name"]),
+    (["--hosts", "h1:0"], ["--hosts", "positive integer"]),
+    (["--hosts", "h1:x"], ["--hosts", "positive integer"]),
+    (["--hosts", "h1:2,h1:2"], ["--hosts", "named twice"]),
+    (["--hosts", "h1:1"], ["--hosts", "fewer than the largest world size"]),
+    (["--suite-args", "--rounds 0"], ["--rounds", ">= 1"]),
+    (["--suite-args", "--rounds x"], ["--rounds", "invalid int"]),
+    (["--suite-args", "--backends nope"], ["unknown backend"]),
+    (["--suite-args", "--workload-param gpt:image_size=9"], ["no parameter"]),
+    (["--suite-args", '"unbalanced'], ["--suite-args", "quotation"]),
+    (["--bogus-option"], ["unrecognized arguments"]),
 ]
 
 
