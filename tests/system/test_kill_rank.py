@@ -116,7 +116,7 @@ def test_runner_records_a_killed_cell_and_resume_reruns_it(tmp_path):
     runs = tmp_path / "runs"
     args = ["run", "--backends", "ddp-gloo", "--world-sizes", "2", "--workloads", "mlp",
             "--runs-dir", str(runs), "--name", "killed", "--allow-failures", "--repeat", "1",
-            "--suite-args",            "--rounds 2 --steps-per-round 1 --convergence-steps 3 --max-bytes 4096"]
+            "--suite-args", "--rounds 2 --steps-per-round 1 --convergence-steps 3 --max-bytes 4096"]
     injected = {"HVD_VS_DDP_TEST_KILL_RANK": "1",  # tests/plugins/kill_rank.py: rank 1
                 "PYTEST_PLUGINS": "tests.plugins.kill_rank"}  # kills itself in every cell
     before = {k: os.environ.get(k) for k in injected}
