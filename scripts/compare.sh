@@ -3,8 +3,10 @@
 #
 #   bash scripts/compare.sh                  # preset quick (this machine's default)
 #   bash scripts/compare.sh --preset full    # extra arguments go to `hvd-vs-ddp run`
+#   bash scripts/compare.sh --repeat 5       # more repetitions per cell (quick: 3)
 #
-# Results: runs/<time>-<preset>/ ; report: reports-out/<run name>/report.html (+ .md)
+# Results: runs/<time>-<preset>/ ; report: reports-out/<run name>/report.html (+ .md,
+# verdicts.json)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${HVD_VS_DDP_VENV:-$ROOT/.venv}"
