@@ -15,10 +15,11 @@ bug fails in the writer) and in `from_dict`, which also refuses NaN and infinity
 measurements, so a reader never plots or compares them. A suite may still record a
 diverged run (a NaN loss): its own assertion then fails and the cell is marked failed.
 
-Why plain dataclasses and these few checks rather than pydantic, attrs or jsonschema:
-none of them is in the venv (`pip list`), every rank imports this module inside the
-suites, and what must be checked (finite measurements, equal lengths, the file and
-the field in every message, unknown keys kept) is a few lines each.
+Why plain dataclasses and these few checks rather than pydantic or jsonschema: pydantic
+is not a dependency, and jsonschema (installed for the Kubernetes manifests' tests only)
+would need a schema that repeats every dataclass field; every rank imports this module
+inside the suites, and what must be checked (finite measurements, equal lengths, the
+file and the field in every message, unknown keys kept) is a few lines each.
 """
 from __future__ import annotations
 

@@ -147,7 +147,7 @@ if [[ $GPU_OPS == auto ]]; then
   # One binary for CPU and GPU machines: NCCL ops whenever torch is a CUDA build that
   # brings its NCCL (headers and library), GPU or not. On a machine without a GPU the
   # NCCL build runs the CPU paths exactly like a CPU-only build (horovodrun --gloo and
-  # --mpi, tests/test_horovod_multiproc.py), and it costs 3 more objects (79 vs 76).
+  # --mpi, tests/system/test_horovod_multiproc.py), and it costs 3 more objects (79 vs 76).
   GPU_OPS=CPU
   if [[ $TORCH_CUDA != none && -f $TORCH_NCCL/include/nccl.h && -f $TORCH_NCCL/lib/libnccl.so.2 ]]; then
     GPU_OPS=NCCL AUTO_NCCL=1

@@ -1,4 +1,4 @@
-"""Turn a CustomResourceDefinition YAML into the schema file tests/test_k8s_manifests.py
+"""Turn a CustomResourceDefinition YAML into the schema file tests/unit/test_k8s_manifests.py
 validates deploy/k8s against (kubeconform cannot be installed here: it is no PyPI,
 Debian or npm package).
 

@@ -22,12 +22,12 @@ if [[ -n "${CI:-}" || "${HVD_VS_DDP_TEST_SLURM:-}" == 1 ]] && ! command -v slurm
         echo "test: not root, so no Slurm for tests/system/test_slurm.py (it will skip)" >&2
     fi
 fi
-# tests/test_k8s_manifests.py lints deploy/slurm/compare.sbatch and the scripts with
+# tests/unit/test_k8s_manifests.py lints deploy/slurm/compare.sbatch and the scripts with
 # the shellcheck linter (a Debian package, like Slurm: a test tool, installed only in CI
 # or when asked).
 if [[ -n "${CI:-}" || "${HVD_VS_DDP_TEST_SHELLCHECK:-}" == 1 ]] && ! command -v shellcheck >/dev/null 2>&1; then
     if [[ $(id -u) -eq 0 ]]; then
-        echo "test: installing shellcheck for tests/test_k8s_manifests.py"
+        echo "test: installing shellcheck for tests/unit/test_k8s_manifests.py"
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
         apt-get install -y -qq --no-install-recommends shellcheck >/dev/null

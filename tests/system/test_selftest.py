@@ -13,7 +13,7 @@
 - ddp-nccl accepts a scheduler's GPU-per-rank binding; a preset on a one-GPU host keeps
   only the GPU cells that fit.
 
-    python -m pytest tests/test_selftest.py
+    python -m pytest tests/system/test_selftest.py
 """
 from __future__ import annotations
 

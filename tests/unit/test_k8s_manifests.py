@@ -9,7 +9,7 @@
 - deploy/slurm/compare.sbatch and the shell scripts: shellcheck (installed by
   scripts/test.sh in CI; skipped with a reason elsewhere when it is missing).
 
-    python -m pytest tests/test_k8s_manifests.py
+    python -m pytest tests/unit/test_k8s_manifests.py
 """
 from __future__ import annotations
 

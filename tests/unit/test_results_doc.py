@@ -7,7 +7,7 @@ that the block exists, names exactly the record's fields, says required/optional
 the record does, sits under the `### kind = "..."` heading of its kind, and that the
 doc's launcher list is results.LAUNCHERS. Torch-free, well under a second.
 
-    python -m pytest tests/test_results_doc.py -q
+    python -m pytest tests/unit/test_results_doc.py -q
 """
 from __future__ import annotations
 

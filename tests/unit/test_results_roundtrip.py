@@ -6,7 +6,7 @@ MachineInfo, Manifest and CellEntry (unknown extra keys included):
 real `json.dumps`/`json.loads`. Hypothesis is derandomized with a small fixed budget,
 so the file runs in seconds and always tries the same examples. Torch-free.
 
-    python -m pytest tests/test_results_roundtrip.py -q
+    python -m pytest tests/unit/test_results_roundtrip.py -q
 """
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ existed): they load through results with every launcher in the version-2 vocabul
 launcher upgrade on its own, the note when nothing tells the controller, the other
 version-1 fix-ups, and the writers' launcher names. Torch-free.
 
-    python -m pytest tests/test_results_upgrade.py -q
+    python -m pytest tests/unit/test_results_upgrade.py -q
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ outside their set, unknown kinds, newer versions, bad JSON; and through the real
 (`python -m hvd_vs_ddp.cli report`) one line `hvd-vs-ddp: error: ...` and exit 2. Also
 the atomic writer and the torch/pandas-free import. Torch-free except the CLI runs.
 
-    python -m pytest tests/test_results_validate.py -q
+    python -m pytest tests/unit/test_results_validate.py -q
 """
 from __future__ import annotations
 
