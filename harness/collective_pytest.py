@@ -18,6 +18,7 @@ exists independently of the backend under test.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime
 import faulthandler
 import hashlib
@@ -33,10 +34,11 @@ from typing import Any
 import pytest
 
 from backends.env import LauncherEnv, detect
-from harness.process_exit import hard_exit
+from harness.process_exit import flush_streams, hard_exit
 
 DEFAULT_TIME_LIMIT_S = 900.0
 WAIT_GRACE_S = 15.0  # a rank waiting for a stuck peer lets the peer report first
+END_GRACE_S = 30.0  # how long a finished rank waits for the others at the session's end
 
 
 class CollectiveTimeout(RuntimeError):
@@ -60,14 +62,15 @@ class Coordinator:
             td = datetime.timedelta(seconds=timeout_s)
             self.store = PrefixStore("hvd_vs_ddp/pytest", job_store(env, td))
 
-    def gather(self, value: Any, what: str = "a collective step") -> list[Any]:
+    def gather(self, value: Any, what: str = "a collective step",
+               timeout_s: float | None = None) -> list[Any]:
         if self.store is None:
             return [value]
         self.counter += 1
         prefix = f"g{self.counter}"
         self.store.set(f"{prefix}/{self.env.rank}", json.dumps(value))
         keys = [f"{prefix}/{r}" for r in range(self.env.world_size)]
-        deadline = time.monotonic() + self.timeout_s
+        deadline = time.monotonic() + (self.timeout_s if timeout_s is None else timeout_s)
         self.waiting = what
         try:
             while True:
@@ -202,6 +205,15 @@ class CollectivePlugin:
             if partial.exists():
                 os.replace(partial, self.final_json)
         if self.exitstatus is not None:
+            # Rank 0 has printed the session's summary by now: push it out, and let no
+            # rank leave before every rank got here, or the launcher, seeing one rank end
+            # with a failure status, kills rank 0 before its summary reaches the pipe.
+            flush_streams()
+            # Best effort: a dead peer (timeout) or rank 0's store already gone (it left
+            # first, having seen everyone) must not turn the end into a traceback.
+            with contextlib.suppress(Exception):
+                self.coord.gather(self.exitstatus, "the end of the session",
+                                  timeout_s=END_GRACE_S)
             hard_exit(self.exitstatus)
 
     @pytest.hookimpl(trylast=True)

@@ -28,10 +28,15 @@ def hard_exit(code: int) -> None:
     mpi = sys.modules.get("mpi4py.MPI")
     if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
         mpi.Finalize()  # mpirun counts a rank that skips it as failed
+    flush_streams()
+    os._exit(code)
+
+
+def flush_streams() -> None:
+    """Push what this process printed to its pipes (a launcher may kill it any moment)."""
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
             if stream is not None:
                 stream.flush()
         except Exception:  # a closed capture stream
             pass
-    os._exit(code)
