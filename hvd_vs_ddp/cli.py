@@ -73,7 +73,7 @@ def _run(args) -> int:
     from harness import options
     from hvd_vs_ddp import matrix
     from hvd_vs_ddp.runner import Progress, Runner
-    from results import ResultsError, load_manifest
+    from results_schema import ResultsError, load_manifest
     from workloads import registry as workloads
 
     repeat = _positive_int("--repeat", args.repeat)

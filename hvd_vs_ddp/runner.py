@@ -38,7 +38,7 @@ from pathlib import Path
 from backends import launchers
 from harness import versions
 from hvd_vs_ddp.matrix import TIMED_SUITES, Cell, Preset, pytest_argv
-from results import CellEntry, Manifest, Repetition, load_manifest, write_json_atomic
+from results_schema import CellEntry, Manifest, Repetition, load_manifest, write_json_atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -29,7 +29,7 @@ from reports.figures_comm import comm_figures
 from reports.frames import Data, build_frames
 from reports.load import Run, load_run
 from reports.render import Block, Notes, Section, render_html, render_markdown
-from results import write_json_atomic
+from results_schema import write_json_atomic
 
 TITLE = "Horovod or DDP? Benchmark report"
 _OURS = re.compile(r"^(throughput|scaling_efficiency|step_times|loss|busbw|exposed_comm|"

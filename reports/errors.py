@@ -10,7 +10,7 @@ and `python -m reports` and the CLI print the line and exit 2.
 """
 from __future__ import annotations
 
-from results.errors import ResultsError
+from results_schema.errors import ResultsError
 
 ReportError = ResultsError  # one class: a bad results file and a bad report request alike
 

@@ -1,7 +1,7 @@
 """Loaded runs -> tidy pandas DataFrames, one per result kind, plus one of cells.
 
 The rows come from each benchmark's record (`rows()`, beside the record in
-results/kinds/); this module only adds where each row came from (run, cell, suite,
+results_schema/kinds/); this module only adds where each row came from (run, cell, suite,
 label) and makes the DataFrames. Medians and IQRs are computed from the raw per-step
 values (never copied from the summary fields of the JSON), so every table and figure
 shows the same numbers. A benchmark's `suite` is the suite that writes its kind
@@ -30,7 +30,7 @@ import pandas as pd
 
 from reports.load import Cell, Run, load_run
 from reports.theme import backend_label
-from results import KINDS, BenchmarkRecord, summary
+from results_schema import KINDS, BenchmarkRecord, summary
 
 # Cells that measure the same thing (Horovod vs DDP is compared inside one group).
 CASE_KEY = ["run", "workload", "workload_params", "per_rank_batch", "knob_set", "knobs"]

@@ -1,7 +1,7 @@
 """Read a run directory for a report: manifest.json and the cells/*.json it names.
 
 All reading, checking and version-1 upgrading is done by the results package
-(results/files.py); this module keeps the report's view of it: a Run of Cells of
+(results_schema/files.py); this module keeps the report's view of it: a Run of Cells of
 Benchmarks, each carrying its typed record and, for the tables, its JSON dict.
 Only reads; never writes, renames or deletes anything under the run directory.
 Cells whose status is failed/timeout/pending are kept (for the "Failed cells" section)
@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import results
+import results_schema as results
 from reports.errors import ReportError
-from results import BenchmarkRecord, CellEntry, Manifest, read_json  # noqa: F401 (API)
-from results.version import FORMAT, FORMAT_VERSION  # noqa: F401 (API)
+from results_schema import BenchmarkRecord, CellEntry, Manifest, read_json  # noqa: F401 (API)
+from results_schema.version import FORMAT, FORMAT_VERSION  # noqa: F401 (API)
 
 REPORTED = ("passed", "failed", "timeout", "pending")  # a "running" cell: the run is live
 

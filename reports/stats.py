@@ -32,7 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
-from results.summary import finite_values, iqr, median  # noqa: F401 (re-exported)
+from results_schema.summary import finite_values, iqr, median  # noqa: F401 (re-exported)
 
 N_RESAMPLES = 2000
 SEED = 20261122

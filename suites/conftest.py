@@ -26,7 +26,7 @@ from backends.env import detect
 from common.errors import InputError
 from common.log import configure as configure_logging
 from harness import collective_pytest, options, threads, versions
-from results import MachineInfo
+from results_schema import MachineInfo
 from workloads import registry as workload_registry
 
 

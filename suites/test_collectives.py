@@ -22,7 +22,7 @@ from backends import registry
 from backends.base import BackendOptions
 from backends.env import detect
 from backends.launchers import mpi_ranks
-from results import CollectiveRecord, CollectiveSize, MemcpyRecord
+from results_schema import CollectiveRecord, CollectiveSize, MemcpyRecord
 
 BACKENDS = tuple(registry.distributed_names())  # every backend that runs on many ranks
 OPS = ("allreduce", "broadcast", "allgather")

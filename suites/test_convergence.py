@@ -22,7 +22,7 @@ from backends import registry
 from backends.base import BackendOptions
 from backends.env import SINGLE
 from backends.local import SingleBackend
-from results import ConvergenceRecord, TimeToAccuracyRecord
+from results_schema import ConvergenceRecord, TimeToAccuracyRecord
 from workloads.loop import TrainConfig, Trainer, accuracy
 
 # Tolerance on the per-step relative loss deviation from `single`, float32.

@@ -19,7 +19,7 @@ import torch
 from backends.env import SINGLE
 from harness.knobs import SETS, by_name
 from harness.monitor import Monitor
-from results import ComputeOnlyRecord, ThroughputRecord
+from results_schema import ComputeOnlyRecord, ThroughputRecord
 from workloads.loop import Trainer
 
 

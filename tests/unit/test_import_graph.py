@@ -2,10 +2,10 @@
 
 - no import cycle between the project's modules (lazy imports inside functions count;
   imports only under TYPE_CHECKING do not);
-- backends/, workloads/, harness/, results/ and the suites never import the CLI package
+- backends/, workloads/, harness/, results_schema/ and the suites never import the CLI package
   (hvd_vs_ddp/): data flows launcher -> backend -> loop -> suite -> results, and the CLI
   only orchestrates;
-- reports/, results/ and common/ never import torch (a report must build on a machine
+- reports/, results_schema/ and common/ never import torch (a report must build on a machine
   without it);
 - common/ imports no other project package (it is the bottom layer).
 
@@ -24,8 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = sorted(p.name for p in ROOT.iterdir()
                   if (p / "__init__.py").is_file() and p.name != "tests")
 CLI = "hvd_vs_ddp"
-TORCH_FREE = ("reports", "results", "common")
-NEVER_IMPORT_CLI = ("backends", "workloads", "harness", "results", "reports", "common")
+TORCH_FREE = ("reports", "results_schema", "common")
+NEVER_IMPORT_CLI = ("backends", "workloads", "harness", "results_schema", "reports", "common")
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from hvd_vs_ddp.matrix import PRESETS, Cell
 from hvd_vs_ddp.runner import Runner, _aggregate, repetitions, schedule
-from results import CellEntry, Manifest, Repetition, load_manifest
+from results_schema import CellEntry, Manifest, Repetition, load_manifest
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 CELLS = [Cell("ddp-gloo", "torchrun", 2, ("throughput", "convergence")),

@@ -5,7 +5,7 @@
 
 !!! CONSTRUCTED INPUTS, NOT MEASUREMENTS !!!
 The run directories below are assembled by `write_run` from a seeded numpy RNG,
-through the results records (results/), only to exercise the renderer. Their numbers
+through the results records (results_schema/), only to exercise the renderer. Their numbers
 (step times, losses, bandwidths, monitor samples) are invented; nothing here says
 anything about Horovod or DDP. Real fixtures from suite runs go under
 tests/fixtures/runs/.
@@ -30,7 +30,7 @@ from reports.stats import RatioCI, iqr, median, ratio_ci
 from reports.tables import throughput_table
 from reports.theme import backend_label, color
 from reports.verdicts import EQUIVALENT, FASTER, INCONCLUSIVE, classify, judge, reps_needed
-from results import (
+from results_schema import (
     FORMAT_VERSION,
     CellEntry,
     CollectiveRecord,

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-import results
-from results import FORMAT_VERSION, KINDS, LAUNCHERS
+import results_schema as results
+from results_schema import FORMAT_VERSION, KINDS, LAUNCHERS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results-format.md"
 BLOCK = re.compile(r"^```fields (\w+)\n(.*?)^```$", re.S | re.M)

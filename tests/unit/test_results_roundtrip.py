@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import results
-from results import KINDS, LAUNCHERS, OPS, STATUSES
+import results_schema as results
+from results_schema import KINDS, LAUNCHERS, OPS, STATUSES
 
 SETTINGS = settings(max_examples=30, deadline=None, derandomize=True)
 

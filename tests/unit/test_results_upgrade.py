@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-import results
+import results_schema as results
 from reports.load import load_run
-from results.launchers import LAUNCHERS, resolve_legacy
-from results.upgrade import upgrade_manifest, upgrade_results
+from results_schema.launchers import LAUNCHERS, resolve_legacy
+from results_schema.upgrade import upgrade_manifest, upgrade_results
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 SMALL = FIXTURES / "cpu-small"

@@ -4,7 +4,7 @@ Every writer (suites, runner) builds these records and every reader (reports, th
 CLI's --resume) loads files through them, so the format is defined once. Torch-free
 and pandas-free (numpy only, for the frame builders' medians).
 
-    from results import ThroughputRecord, MachineInfo, Manifest, CellEntry, load_manifest
+    from results_schema import ThroughputRecord, MachineInfo, Manifest, CellEntry, load_manifest
     benchmark.extra_info.update(ThroughputRecord(...).to_dict())   # a suite
     man, notes = load_manifest(Path("runs/x"))                     # a reader
 
@@ -16,8 +16,8 @@ files (load a run directory), summary (median, iqr).
 """
 from __future__ import annotations
 
-from results.errors import ResultsError, UnknownKind
-from results.files import (
+from results_schema.errors import ResultsError, UnknownKind
+from results_schema.files import (
                            CellResults,
                            NamedRecord,
                            load_cell_results,
@@ -26,8 +26,8 @@ from results.files import (
                            results_from_json,
                            results_path,
 )
-from results.io import read_json, write_json_atomic
-from results.kinds import (
+from results_schema.io import read_json, write_json_atomic
+from results_schema.kinds import (
                            KINDS,
                            OPS,
                            BenchmarkRecord,
@@ -40,10 +40,10 @@ from results.kinds import (
                            TimeToAccuracyRecord,
                            record_from_dict,
 )
-from results.launchers import LAUNCHERS
-from results.machine import MachineInfo
-from results.manifest import STATUSES, CellEntry, Manifest, Repetition
-from results.version import FORMAT, FORMAT_VERSION, check_version
+from results_schema.launchers import LAUNCHERS
+from results_schema.machine import MachineInfo
+from results_schema.manifest import STATUSES, CellEntry, Manifest, Repetition
+from results_schema.version import FORMAT, FORMAT_VERSION, check_version
 
 __all__ = [
     "FORMAT", "FORMAT_VERSION", "KINDS", "LAUNCHERS", "OPS", "STATUSES", "BenchmarkRecord",

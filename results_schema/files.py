@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from results.errors import ResultsError, UnknownKind
-from results.io import read_json
-from results.kinds import BenchmarkRecord, record_from_dict
-from results.machine import MachineInfo
-from results.manifest import CellEntry, Manifest
-from results.upgrade import upgrade_manifest, upgrade_results
-from results.version import FORMAT, check_version
+from results_schema.errors import ResultsError, UnknownKind
+from results_schema.io import read_json
+from results_schema.kinds import BenchmarkRecord, record_from_dict
+from results_schema.machine import MachineInfo
+from results_schema.manifest import CellEntry, Manifest
+from results_schema.upgrade import upgrade_manifest, upgrade_results
+from results_schema.version import FORMAT, check_version
 
 RESULTS_WHAT = "pytest-benchmark JSON from the hvd-vs-ddp suites"
 

@@ -1,6 +1,6 @@
 """The format's name and version, and the version check every reader applies.
 
-    from results.version import FORMAT, FORMAT_VERSION, check_version
+    from results_schema.version import FORMAT, FORMAT_VERSION, check_version
 
 Version history (docs/results-format.md, "Versioning"):
 1. first format (2026-11-22).
@@ -8,14 +8,14 @@ Version history (docs/results-format.md, "Versioning"):
    became "horovodrun-gloo" / "horovodrun-mpi", the synthetic "local" became "single";
    memcpy benchmarks always carry backend "memcpy"; throughput step_times and
    samples_per_s are flat lists; convergence may carry reference_wall_times.
-   Version-1 files are upgraded in memory when read (results/upgrade.py).
+   Version-1 files are upgraded in memory when read (results_schema/upgrade.py).
 A newer version than FORMAT_VERSION is refused with one line.
 """
 from __future__ import annotations
 
 from typing import Any
 
-from results.errors import ResultsError
+from results_schema.errors import ResultsError
 
 FORMAT = "hvd-vs-ddp/run"
 FORMAT_VERSION = 2

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from results.fields import (
+from results_schema.fields import (
     Invalid,
     flag,
     integer,
@@ -27,7 +27,7 @@ from results.fields import (
     req,
     text,
 )
-from results.kinds.base import BenchmarkRecord, array
+from results_schema.kinds.base import BenchmarkRecord, array
 
 _losses = listof(number(), nonempty=True)
 _cumulative = listof(number(0))

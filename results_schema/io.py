@@ -6,7 +6,7 @@
   fsyncs it and renames it over `path` (`os.replace`), so a reader sees the old file
   or the new one, never half of one; the temporary file is removed on any failure.
 
-    from results.io import read_json, write_json_atomic
+    from results_schema.io import read_json, write_json_atomic
     write_json_atomic(Path("runs/x/manifest.json"), manifest.to_dict())
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from results.errors import ResultsError
+from results_schema.errors import ResultsError
 
 
 def read_json(path: Path, expected: str) -> Any:

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from results import summary
-from results.fields import (
+from results_schema import summary
+from results_schema.fields import (
     Invalid,
     integer,
     listof,
@@ -29,7 +29,7 @@ from results.fields import (
     req,
     text,
 )
-from results.kinds.base import BenchmarkRecord, array, as_json
+from results_schema.kinds.base import BenchmarkRecord, array, as_json
 
 _times = listof(number(0), nonempty=True)
 _per_rank = listof(nullable(number(0)))

@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from results.fields import Record, integer, mapping, opt, req, text
-from results.version import FORMAT_VERSION
+from results_schema.fields import Record, integer, mapping, opt, req, text
+from results_schema.version import FORMAT_VERSION
 
 
 @dataclass(kw_only=True)

@@ -8,7 +8,7 @@ this order: the benchmark's backend_meta.controller, the manifest cell's launche
 the HOROVOD_CONTROLLER recorded in machine_info's env, Gloo rendezvous variables.
 Where nothing tells, "horovodrun" is kept and a note says so.
 
-    from results.launchers import LAUNCHERS, resolve_legacy
+    from results_schema.launchers import LAUNCHERS, resolve_legacy
     resolve_legacy("horovodrun", controller="mpi")     # ("horovodrun-mpi", None)
 """
 from __future__ import annotations

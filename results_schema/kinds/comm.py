@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from results import summary
-from results.fields import (
+from results_schema import summary
+from results_schema.fields import (
     Record,
     flag,
     instance,
@@ -30,7 +30,7 @@ from results.fields import (
     req,
     text,
 )
-from results.kinds.base import BenchmarkRecord
+from results_schema.kinds.base import BenchmarkRecord
 
 OPS = ("allreduce", "broadcast", "allgather")
 

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from results.fields import Record, integer, mapping, opt, req, text
+from results_schema.fields import Record, integer, mapping, opt, req, text
 
 
 def as_json(x: Any) -> str:

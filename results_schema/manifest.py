@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from results.fields import (
+from results_schema.fields import (
     Invalid,
     Record,
     flag,
@@ -39,7 +39,7 @@ from results.fields import (
     strings,
     text,
 )
-from results.version import FORMAT, FORMAT_VERSION
+from results_schema.version import FORMAT, FORMAT_VERSION
 
 STATUSES = ("passed", "failed", "timeout", "pending", "running")
 _text_or_null = nullable(text)

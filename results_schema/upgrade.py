@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from results.launchers import resolve_legacy
-from results.version import FORMAT_VERSION
+from results_schema.launchers import resolve_legacy
+from results_schema.version import FORMAT_VERSION
 
 _MANIFEST_NULL = ("command", "preset", "git_commit", "started", "finished", "complete",
                   "versions", "hardware", "env", "workloads", "knob_set", "hosts")

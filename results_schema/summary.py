@@ -1,10 +1,10 @@
 """Median and inter-quartile range of raw measurements: the one implementation.
 
-Frame builders (results/kinds/) and reports/stats.py both use these, so every table,
+Frame builders (results_schema/kinds/) and reports/stats.py both use these, so every table,
 figure and check shows the same numbers. Non-finite values are left out; no finite
 value at all is a ValueError.
 
-    from results.summary import median, iqr
+    from results_schema.summary import median, iqr
     median([0.1, 0.2, 0.3]), iqr([1, 2, 3, 4, 5])      # 0.2, (2.0, 4.0)
 """
 from __future__ import annotations

@@ -3,18 +3,18 @@
 A new result kind is one record class (fields, checks, `rows()` frame builder) and
 one line in KINDS; the loader, the report frames and the doc test pick it up.
 
-    from results.kinds import KINDS, record_from_dict
+    from results_schema.kinds import KINDS, record_from_dict
     rec = record_from_dict(info, where="cells/a.json: benchmark 'x'")   # a typed record
 """
 from __future__ import annotations
 
 from typing import Any
 
-from results.errors import ResultsError, UnknownKind
-from results.kinds.base import BenchmarkRecord
-from results.kinds.comm import OPS, CollectiveRecord, CollectiveSize, MemcpyRecord
-from results.kinds.convergence import ConvergenceRecord, TimeToAccuracyRecord
-from results.kinds.training import ComputeOnlyRecord, ThroughputRecord
+from results_schema.errors import ResultsError, UnknownKind
+from results_schema.kinds.base import BenchmarkRecord
+from results_schema.kinds.comm import OPS, CollectiveRecord, CollectiveSize, MemcpyRecord
+from results_schema.kinds.convergence import ConvergenceRecord, TimeToAccuracyRecord
+from results_schema.kinds.training import ComputeOnlyRecord, ThroughputRecord
 
 KINDS: dict[str, type[BenchmarkRecord]] = {
     cls.KIND: cls for cls in (ThroughputRecord, ComputeOnlyRecord, ConvergenceRecord,
