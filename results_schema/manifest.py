@@ -46,9 +46,8 @@ _text_or_null = nullable(text)
 
 
 @dataclass(kw_only=True)
-class Repetition(Record):
-    """One run (one fresh process) of a cell."""
-    rep: int = req(integer(1))        # 1..repeat
+class RunStatus(Record):
+    """How one run of a cell went: shared by a cell entry and each of its repetitions."""
     status: str = req(one_of(*STATUSES), default="pending")
     error: str | None = req(_text_or_null, default=None)
     seconds: float | None = req(nullable(number(0)), default=None)
@@ -59,7 +58,17 @@ class Repetition(Record):
 
 
 @dataclass(kw_only=True)
-class CellEntry(Record):
+class _RepetitionId(Record):
+    rep: int = req(integer(1))        # 1..repeat
+
+
+@dataclass(kw_only=True)
+class Repetition(RunStatus, _RepetitionId):  # fields: rep, then the status
+    """One run (one fresh process) of a cell."""
+
+
+@dataclass(kw_only=True)
+class _CellId(Record):
     id: str = req(text)
     backend: str = req(text)          # a backend name, or "compute-only"
     launcher: str = req(text)
@@ -67,13 +76,10 @@ class CellEntry(Record):
     suites: list[str] = req(strings)
     pytest_args: list[str] = req(strings, default_factory=list)
     knob_set: str = req(text, default="default")
-    status: str = req(one_of(*STATUSES), default="pending")
-    error: str | None = req(_text_or_null, default=None)
-    seconds: float | None = req(nullable(number(0)), default=None)
-    results: str | None = req(_text_or_null, default=None)   # relative to the run directory
-    log: str | None = req(_text_or_null, default=None)
-    started: str | None = opt(text)
-    returncode: int | None = opt(integer())
+
+
+@dataclass(kw_only=True)
+class CellEntry(RunStatus, _CellId):  # fields: the cell, its status, its repetitions
     repeats: list[Repetition] | None = opt(listof(instance(Repetition)), nested=Repetition)
 
     def consistency(self) -> None:
