@@ -29,6 +29,7 @@ SUITES = {
     "collectives": "suites/test_collectives.py",
 }
 DEFAULT_WORKLOADS = ("resnet50", "gpt")
+COLLECTIVE_OPS = ("allreduce", "broadcast", "allgather")  # the collectives suite's ops
 
 
 def _opt(default: Any, help: str, **extra: Any) -> Any:
@@ -42,6 +43,8 @@ def _names(kind: str) -> list[str]:
     if kind == "workload":
         from workloads import registry as workloads
         return workloads.names()
+    if kind == "collective":
+        return list(COLLECTIVE_OPS)
     from harness.knobs import FULL, SETS
     return list(dict.fromkeys([*SETS, *(k.name for k in FULL)]))
 
@@ -66,6 +69,8 @@ class SuiteOptions:
                                 "cifar-10-batches-py: resnet50 trains on it (throughput, "
                                 "and a convergence cell); nothing is downloaded")
     max_bytes: int = _opt(64 * 2**20, "largest collective message in bytes", minimum=4)
+    collective_ops: tuple[str, ...] = _opt(COLLECTIVE_OPS, "comma-separated collectives "
+                                           "to sweep", csv="collective")
     collective_timeout: float = _opt(300.0, "process-group / Horovod timeout in seconds",
                                      minimum=1.0)
     threads: int = _opt(0, "intra-op threads per rank; 0: cores of the node / ranks on "

@@ -4,7 +4,12 @@ A cell is one pytest run of the suites for one backend, under one launcher, at
 one world size. Horovod runs under horovodrun (Gloo and MPI controllers are two
 cells), ddp-gloo under torchrun, ddp-mpi under mpirun, baselines in one process.
 The compute-only reference (for exposed communication) is its own cell per
-world size.
+world size above 1 (at one rank nothing is communicated, so nothing is exposed).
+On a machine without GPUs a preset leaves out `dp` (DataParallel there is the
+single process itself) and `ddp-nccl`; asked for by name, they run or fail clearly.
+The quick preset runs only `single` at one rank (the reference for scaling and
+convergence); the full preset runs every backend there too (framework overhead
+without communication).
 
     python -m hvd_vs_ddp.matrix quick      # lists the cells of a preset
 """
@@ -66,13 +71,15 @@ class Preset:
     knob_set: str = "default"
     options: SuiteOptions = field(default_factory=SuiteOptions)  # the suites' options
     repeat: int = 1       # repetitions per cell (fresh processes), `run --repeat`
+    all_at_one: bool = True  # every backend at world size 1, or only the baselines
 
 
 PRESETS = {
     "quick": Preset("quick", ("single", "dp", "ddp-gloo", "ddp-mpi", "horovod"), (1, 2),
                     ("resnet50", "gpt"), ("throughput", "compute", "convergence", "collectives"),
-                    options=SuiteOptions(rounds=5, steps_per_round=2, max_bytes=64 * 2**20),
-                    repeat=3),
+                    options=SuiteOptions(rounds=5, steps_per_round=2, max_bytes=16 * 2**20,
+                                         collective_ops=("allreduce",)),
+                    repeat=3, all_at_one=False),
     "full": Preset("full", ("single", "dp", "ddp-gloo", "ddp-nccl", "ddp-mpi", "horovod"),
                    (1, 2, 4), ("resnet50", "deeplabv3", "gpt", "mlp"),
                    ("throughput", "compute", "convergence", "collectives"), knob_set="full",
@@ -96,7 +103,8 @@ def cells(preset: Preset, backends: list[str] | None = None,
           world_sizes: list[int] | None = None) -> list[Cell]:
     gpus = _gpus()
     # A preset's GPU backend is left out where there is no GPU; asked for by name, it errors.
-    chosen = tuple(backends or (b for b in preset.backends if gpus or b != "ddp-nccl"))
+    chosen = tuple(backends or (b for b in preset.backends
+                                if gpus or b not in ("ddp-nccl", "dp")))
     sizes = tuple(world_sizes or preset.world_sizes)
     train_suites = tuple(s for s in preset.suites if s != "compute")
     # Horovod fixes its fusion threshold at init, so each knob set of a multi-set
@@ -121,6 +129,8 @@ def cells(preset: Preset, backends: list[str] | None = None,
                     raise MatrixError(f"{backend} at world size {n} needs {n} GPUs on this "
                                       f"host; {gpus} visible (use --hosts for more machines)")
                 continue  # a preset goes as far as this host's GPUs
+            if n == 1 and not (preset.all_at_one or backends or backend in BASELINES):
+                continue  # the quick preset: only the reference at one rank
             launchers_ = ("single",) if n == 1 else () if backend in BASELINES \
                 else matrix_launchers(backend, registry.get(backend).requires)
             for launcher in launchers_:
@@ -128,7 +138,7 @@ def cells(preset: Preset, backends: list[str] | None = None,
                     if backend in BASELINES and knob in comm_only:
                         continue  # one process: nothing to compress or bucket
                     out.append(Cell(backend, launcher, n, suites, knob_set=knob))
-        if "compute" in preset.suites:
+        if "compute" in preset.suites and n > 1:
             for knob in (k for k in knob_names if k not in comm_only):
                 out.append(Cell("compute-only", "single" if n == 1 else "torchrun", n,
                                 ("compute",), knob_set=knob))

@@ -22,10 +22,10 @@ from backends import registry
 from backends.base import BackendOptions
 from backends.env import detect
 from backends.launchers import mpi_ranks
+from harness.options import COLLECTIVE_OPS
 from results_schema import CollectiveRecord, CollectiveSize, MemcpyRecord
 
 BACKENDS = tuple(registry.distributed_names())  # every backend that runs on many ranks
-OPS = ("allreduce", "broadcast", "allgather")
 SIZES = [4 * 16**i for i in range(8)] + [256 * 2**20]   # 4 B, 64 B, ... 1 GiB capped below
 
 
@@ -45,7 +45,9 @@ def _iters(nbytes: int) -> tuple[int, int]:
 def pytest_generate_tests(metafunc):
     if "coll_cell" in metafunc.fixturenames:
         names = [b for b in BACKENDS if b in metafunc.config.hvd_selected_backends]
-        cells = [(b, op) for b in names for op in OPS]
+        chosen = metafunc.config.hvd_options.collective_ops
+        ops = [op for op in COLLECTIVE_OPS if op in chosen]
+        cells = [(b, op) for b in names for op in ops]
         metafunc.parametrize("coll_cell", cells, ids=[f"{b}-{op}" for b, op in cells])
 
 

@@ -35,3 +35,18 @@ def test_run_names_with_path_separators_are_refused():
         with pytest.raises(matrix.MatrixError):
             matrix.check_name(bad)
     assert matrix.check_name("2026-11-22_quick.v1") == "2026-11-22_quick.v1"
+
+
+@pytest.mark.skipif(matrix._gpus() > 0, reason="the CPU-machine matrix")
+def test_quick_on_a_cpu_machine_compares_at_two_ranks_with_single_as_the_reference():
+    quick = matrix.PRESETS["quick"]
+    ids = [c.id for c in matrix.cells(quick)]
+    assert [i for i in ids if i.endswith("np1")] == ["single-single-np1"]
+    assert not any(i.startswith("dp-") for i in ids)  # DataParallel on a CPU is `single`
+    assert "compute-only-torchrun-np2" in ids and "compute-only-single-np1" not in ids
+    assert quick.options.collective_ops == ("allreduce",)
+    # asked for by name, a backend runs at one rank even in quick; dp too
+    named = [c.id for c in matrix.cells(quick, ["dp", "horovod"], [1])]
+    assert named == ["dp-single-np1", "horovod-single-np1"]
+    full = [c.id for c in matrix.cells(matrix.PRESETS["full"], world_sizes=[1])]
+    assert "horovod-single-np1-default" in full or "horovod-single-np1" in full
