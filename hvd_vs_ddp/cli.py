@@ -7,6 +7,10 @@
     hvd-vs-ddp report runs/<name> [runs/<other>] -o reports-out/<name>/report.html \
         [--margin 0.05]                                # + report.md, verdicts.json
 
+Interrupted by SIGINT (Ctrl-C), SIGTERM or SIGHUP: `run` ends the cell in flight (its
+whole process tree), records it as interrupted and exits 130, 143 or 129 (128 + the
+signal); `run --resume` finishes the run. `report` leaves any earlier report whole.
+
 Bad input (unknown backend, workload or preset, a launcher that does not fit, a
 corrupt results file, an output path inside a results directory) prints one
 line starting with "hvd-vs-ddp: error:" and exits with code 2, changing nothing.
@@ -19,6 +23,7 @@ import datetime
 import sys
 from pathlib import Path
 
+from common import interrupt
 from common.errors import EXIT_BAD_INPUT, InputError
 from common.log import configure as configure_logging
 from common.log import log
@@ -144,10 +149,10 @@ def _run(args) -> int:
     log.info(f"{len(cells)} cells -> {run_dir}")
     try:
         manifest = runner.run(Progress())
-    except KeyboardInterrupt:
-        log.info(f"interrupted; finished cells are in {run_dir} "
+    except interrupt.Interrupted as stop:
+        log.info(f"interrupted by {stop.name}; finished cells are in {run_dir} "
                  f"(resume with: hvd-vs-ddp run --resume {run_dir})")
-        return 130
+        return stop.exit_code
     failed = [c for c in manifest.cells if c.status != "passed"]
     log.info(f"run finished: {len(cells) - len(failed)} passed, {len(failed)} failed "
              f"-> {run_dir}")
@@ -248,10 +253,15 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging()
     args = parser().parse_args(argv)
     try:
-        return args.fn(args)
+        with interrupt.raising():  # SIGINT/SIGTERM/SIGHUP: clean up, exit 128 + signal
+            return args.fn(args)
     except InputError as exc:  # one clear line for every input error
         print(f"hvd-vs-ddp: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except KeyboardInterrupt as exc:  # before or after a run's own handling
+        stop = interrupt.as_interrupted(exc)
+        print(f"hvd-vs-ddp: interrupted by {stop.name}", file=sys.stderr)
+        return stop.exit_code
 
 
 if __name__ == "__main__":

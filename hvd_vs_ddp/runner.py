@@ -9,6 +9,12 @@ readable and the manifest marked incomplete. A failed cell is recorded with its
 error and the next cell runs. `--resume RUN_DIR` reruns only unfinished or
 failed cells (repetitions).
 
+Interruption: SIGINT (Ctrl-C), SIGTERM (Slurm at a job's time limit) and SIGHUP end the
+running cell's whole process tree (every local process carrying the cell's
+HVD_VS_DDP_CELL marker), record that repetition as "interrupted", keep the manifest
+valid with `complete: false` and `interrupted` set, and end `hvd-vs-ddp run` with
+128 + the signal (130, 143, 129); `--resume` finishes the run.
+
 Repetitions (`--repeat N`): every cell runs N times, each time as a fresh process
 with its own results file and log (cells/<id>.r<k>.json, logs/<id>.r<k>.log; with
 N = 1 the names stay cells/<id>.json). The first repetition runs all of the cell's
@@ -33,9 +39,12 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 from backends import launchers
+from common import cpu_load, interrupt, processes
+from common.log import log
 from harness import versions
 from hvd_vs_ddp.matrix import TIMED_SUITES, Cell, Preset, pytest_argv
 from results_schema import CellEntry, Manifest, Repetition, load_manifest, write_json_atomic
@@ -115,7 +124,7 @@ def schedule(cells: list[Cell], repeat: int, seed: int) -> list[str]:
 def _aggregate(entry: CellEntry) -> None:
     """The cell's own fields from its repetitions: passed only when every one passed."""
     reps = entry.repeats or []
-    bad = [r for r in reps if r.status in ("failed", "timeout")]
+    bad = [r for r in reps if r.status in ("failed", "timeout", "interrupted")]
     entry.status = ("passed" if all(r.status == "passed" for r in reps) else
                     bad[0].status if bad else
                     "running" if any(r.status == "running" for r in reps) else "pending")
@@ -140,6 +149,7 @@ class Runner:
                            else random.SystemRandom().randrange(2**31))
         self.manifest_path = run_dir / "manifest.json"
         self.current: subprocess.Popen | None = None
+        self.marker: str | None = None  # HVD_VS_DDP_CELL of the cell in flight
         self.manifest = self._load_or_new(command)
 
     # -- manifest --------------------------------------------------------
@@ -177,53 +187,79 @@ class Runner:
         (self.run_dir / "cells").mkdir(parents=True, exist_ok=True)
         (self.run_dir / "logs").mkdir(exist_ok=True)
         self.save()
-        previous = {signal.SIGTERM: signal.getsignal(signal.SIGTERM)}
-        signal.signal(signal.SIGTERM, self._on_sigterm)
         try:
-            todo = []
-            for task in self.manifest.order or []:
-                cell_id, k = task.rsplit(".r", 1)
-                entry = self.manifest.cell(cell_id)
-                rep = (entry.repeats or [])[int(k) - 1]
-                if rep.status != "passed":
-                    todo.append((next(c for c in self.cells if c.id == cell_id), entry, rep))
-            for i, (cell, entry, rep) in enumerate(todo):
-                label = cell.id if len(entry.repeats or []) == 1 else f"{cell.id}.r{rep.rep}"
-                if progress:
-                    progress.start(i, len(todo), label)
-                self._run_cell(cell, entry, rep)
-                _aggregate(entry)
+            with interrupt.raising():
+                self._run_all(progress)
+        except KeyboardInterrupt as exc:  # SIGINT, SIGTERM, SIGHUP
+            stop = interrupt.as_interrupted(exc)
+            with interrupt.deferred():  # the cleanup is bounded; more signals are dropped
+                self._stop_current()
+                self._mark_interrupted(stop)
+                self.manifest.interrupted = now()
+                self.manifest.complete = False
                 self.save()
-                if progress:
-                    progress.done(label, rep)
-            self.manifest.finished = now()
-            self.manifest.complete = True
-        except KeyboardInterrupt:
-            self._stop_current()
-            self.manifest.interrupted = now()
-            raise
-        finally:
-            self.save()
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            raise stop from None
+        self.save()
         return self.manifest
 
-    def _on_sigterm(self, signum, frame) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
+    def _run_all(self, progress) -> None:
+        todo = []
+        for task in self.manifest.order or []:
+            cell_id, k = task.rsplit(".r", 1)
+            entry = self.manifest.cell(cell_id)
+            rep = (entry.repeats or [])[int(k) - 1]
+            if rep.status != "passed":
+                todo.append((next(c for c in self.cells if c.id == cell_id), entry, rep))
+        for i, (cell, entry, rep) in enumerate(todo):
+            label = cell.id if len(entry.repeats or []) == 1 else f"{cell.id}.r{rep.rep}"
+            if progress:
+                progress.start(i, len(todo), label)
+            self._run_cell(cell, entry, rep)
+            _aggregate(entry)
+            self.save()
+            if progress:
+                progress.done(label, rep)
+        self.manifest.finished = now()
+        self.manifest.complete = True
+
+    def _mark_interrupted(self, stop: interrupt.Interrupted) -> None:
+        """Every repetition caught running becomes "interrupted" (resume reruns it)."""
+        for entry in self.manifest.cells:
+            reps = entry.repeats or []
+            for rep in reps:
+                if rep.status == "running":
+                    rep.status = "interrupted"
+                    rep.error = f"{entry.id}: interrupted by {stop.name}; rerun with --resume"
+                    if rep.started and rep.seconds is None:
+                        began = datetime.datetime.fromisoformat(rep.started)
+                        rep.seconds = round(max(0.0, (datetime.datetime.now(
+                            datetime.timezone.utc) - began).total_seconds()), 1)
+            if any(r.status == "interrupted" for r in reps):
+                _aggregate(entry)
 
     def _stop_current(self) -> None:
+        """End the cell in flight: its process group, then every process left with its
+        marker (ranks a launcher put in sessions of their own)."""
         proc = self.current
         if proc is not None and proc.poll() is None:
             for sig in (signal.SIGTERM, signal.SIGKILL):
                 try:
                     os.killpg(proc.pid, sig)
                 except ProcessLookupError:
-                    return
+                    break
                 try:
                     proc.wait(timeout=10)
-                    return
+                    break
                 except subprocess.TimeoutExpired:
                     continue
+        self._end_leftovers()
+
+    def _end_leftovers(self) -> None:
+        if self.marker is None:
+            return
+        left = processes.end_marked("HVD_VS_DDP_CELL", self.marker)
+        if left:
+            log.info(f"ended {len(left)} process(es) left by the cell: {left}")
 
     def _run_cell(self, cell: Cell, entry: CellEntry, rep: Repetition) -> None:
         """Run one repetition of a cell as a fresh launch; record it in `rep`."""
@@ -243,7 +279,10 @@ class Runner:
         cmd = launchers.command(cell.launcher, cell.world_size, argv, hosts=self.hosts)
         env = launchers.env(launcher=cell.launcher)
         env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
+        self.marker = env["HVD_VS_DDP_CELL"] = f"{self.run_dir.name}/{stem}/{uuid.uuid4().hex}"
         start = time.monotonic()
+        meter = cpu_load.Meter()
+        meter.start()
         timed_out = False
         with open(log_path, "w") as log:
             log.write(f"$ {' '.join(cmd)}\n")
@@ -257,6 +296,9 @@ class Runner:
                 self._stop_current()
             returncode = self.current.returncode
             self.current = None
+        self._end_leftovers()
+        self.marker = None
+        rep.foreign_load = meter.stop()
         seconds = round(time.monotonic() - start, 1)
         text = log_path.read_text(errors="replace")
         status = "timeout" if timed_out else "passed" if returncode == 0 else "failed"

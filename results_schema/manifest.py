@@ -41,7 +41,7 @@ from results_schema.fields import (
 )
 from results_schema.version import FORMAT, FORMAT_VERSION
 
-STATUSES = ("passed", "failed", "timeout", "pending", "running")
+STATUSES = ("passed", "failed", "timeout", "interrupted", "pending", "running")
 _text_or_null = nullable(text)
 
 
@@ -65,6 +65,9 @@ class _RepetitionId(Record):
 @dataclass(kw_only=True)
 class Repetition(RunStatus, _RepetitionId):  # fields: rep, then the status
     """One run (one fresh process) of a cell."""
+    # CPU cores' worth of work done on this host by processes other than the cell's
+    # while it ran (common/cpu_load.py); the report leaves disturbed repetitions out.
+    foreign_load: float | None = opt(number(0))
 
 
 @dataclass(kw_only=True)
@@ -116,7 +119,7 @@ class Manifest(Record):
     cells: list[CellEntry] = req(listof(instance(CellEntry)), nested=CellEntry,
                                  default_factory=list)
     resumed: list[str] | None = opt(strings)        # once the run was resumed
-    interrupted: str | None = opt(text)             # when Ctrl-C / SIGTERM stopped it
+    interrupted: str | None = opt(text)             # when SIGINT/SIGTERM/SIGHUP stopped it
     repeat: int | None = opt(integer(1))            # repetitions per cell (--repeat)
     order_seed: int | None = opt(integer())         # seed of the shuffled round-robin order
     order: list[str] | None = opt(strings)          # "<cell id>.r<k>" in the order they ran

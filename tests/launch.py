@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from backends import launchers
+from common.processes import marked
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -57,14 +58,5 @@ def horovod_available() -> tuple[bool, str]:
 
 
 def leftovers(marker: str) -> list[int]:
-    """PIDs whose environment carries this run's marker."""
-    found = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit() or int(pid) == os.getpid():
-            continue
-        try:
-            if marker.encode() in Path(f"/proc/{pid}/environ").read_bytes():
-                found.append(int(pid))
-        except OSError:
-            continue
-    return found
+    """PIDs whose environment carries this run's marker (HVD_TEST_MARKER=marker)."""
+    return marked("HVD_TEST_MARKER", marker)

@@ -1,0 +1,50 @@
+"""common/interrupt.py: the three stop signals become Interrupted with 128 + signal as the
+exit status; deferred() holds them off and drops repeats; a signal the process ignores
+stays ignored.
+
+    python -m pytest tests/unit/test_interrupt.py -q
+"""
+from __future__ import annotations
+
+import os
+import signal
+
+import pytest
+
+from common.interrupt import Interrupted, as_interrupted, deferred, raising
+
+
+@pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143),
+                                      (signal.SIGHUP, 129)])
+def test_each_signal_raises_interrupted_with_its_exit_code(sig, code):
+    before = signal.getsignal(sig)
+    with pytest.raises(Interrupted) as caught:
+        with raising():
+            os.kill(os.getpid(), sig)  # the handler runs at the next bytecode
+            pytest.fail("no Interrupted raised")
+    assert caught.value.exit_code == code and caught.value.name == signal.Signals(sig).name
+    assert signal.getsignal(sig) == before  # handlers restored
+
+
+def test_deferred_holds_signals_off_and_drops_them():
+    with raising():
+        with deferred():
+            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGINT)
+            reached = True
+        reached_after = True  # nothing raised on leaving deferred()
+    assert reached and reached_after
+
+
+def test_an_ignored_signal_stays_ignored():
+    old = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with raising():
+            os.kill(os.getpid(), signal.SIGHUP)
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGHUP, old)
+
+
+def test_plain_keyboard_interrupt_counts_as_sigint():
+    assert as_interrupted(KeyboardInterrupt()).exit_code == 130
