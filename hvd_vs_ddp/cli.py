@@ -5,7 +5,7 @@
     hvd-vs-ddp run --preset quick [--name NAME] [--runs-dir runs] [--repeat N]
     hvd-vs-ddp run --resume runs/<name>                # rerun unfinished/failed cells
     hvd-vs-ddp report runs/<name> [runs/<other>] -o reports-out/<name>/report.html \
-        [--margin 0.05]                                # + report.md, verdicts.json
+        [--margin 0.05] [--keep-disturbed]             # + report.md, verdicts.json
 
 Interrupted by SIGINT (Ctrl-C), SIGTERM or SIGHUP: `run` ends the cell in flight (its
 whole process tree), records it as interrupted and exits 130, 143 or 129 (128 + the
@@ -193,7 +193,8 @@ def _report(args) -> int:
     if not 0 < margin < 1:
         raise CliError(f"--margin {args.margin!r}: expected a fraction between 0 and 1, "
                        "e.g. 0.05 for ±5%")
-    paths = build_report([Path(p) for p in args.run_dirs], Path(args.output), margin)
+    paths = build_report([Path(p) for p in args.run_dirs], Path(args.output), margin,
+                         keep_disturbed=args.keep_disturbed)
     for p in (paths.html, paths.markdown, paths.verdicts):
         print(p)
     return 0
@@ -245,6 +246,9 @@ def parser() -> argparse.ArgumentParser:
                      "(its .md and verdicts.json go beside it)")
     rep.add_argument("--margin", default="0.05", help="practical equivalence margin: "
                      "ratios within ±margin are 'equivalent' (default 0.05)")
+    rep.add_argument("--keep-disturbed", action="store_true", help="keep the timings of "
+                     "repetitions during which other processes used more than 10%% of "
+                     "the host's cores (left out by default; the notes list them)")
     rep.set_defaults(fn=_report)
     return ap
 

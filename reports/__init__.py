@@ -29,12 +29,13 @@ if TYPE_CHECKING:
 __all__ = ["ReportError", "ReportPaths", "build_report"]
 
 
-def build_report(run_dirs: list[Path], out: Path, margin: float = 0.05) -> "ReportPaths":
+def build_report(run_dirs: list[Path], out: Path, margin: float = 0.05,
+                 keep_disturbed: bool = False) -> "ReportPaths":
     """Read run_dirs (never modified); write out (.html), its .md, <stem>_figures/*.png and
     verdicts.json. Raises ReportError (a ValueError with a one-line message) on bad input,
     a bad margin (0 < margin < 1) or output path."""
     from reports.build import build_report as build  # lazy: `python -m reports.x` stays clean
-    return build(run_dirs, out, margin)
+    return build(run_dirs, out, margin, keep_disturbed)
 
 
 def __getattr__(name: str):

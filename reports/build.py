@@ -23,6 +23,7 @@ from pathlib import Path
 
 from reports import compare, tables, tails, verdicts
 from reports.answer import answers, verdicts_doc
+from reports.disturbed import leave_out_disturbed
 from reports.errors import ReportError
 from reports.figures import Figures, training_figures
 from reports.figures_comm import comm_figures
@@ -160,9 +161,11 @@ def _sections(data: Data, tp, cmp, ex, ba, ba_notes, figs: Figures,
 
 
 def build_report(run_dirs: list[Path], out: Path,
-                 margin: float = verdicts.DEFAULT_MARGIN) -> ReportPaths:
+                 margin: float = verdicts.DEFAULT_MARGIN,
+                 keep_disturbed: bool = False) -> ReportPaths:
     """Read run_dirs (never modified), write out (.html), out.md, out_figures/*.png and
-    verdicts.json beside them."""
+    verdicts.json beside them. Repetitions disturbed by other work on the host are left
+    out of the timings unless keep_disturbed (reports/disturbed.py)."""
     try:
         margin = verdicts.check_margin(margin)
     except ValueError as err:
@@ -173,6 +176,8 @@ def build_report(run_dirs: list[Path], out: Path,
                           "`hvd-vs-ddp run`.")
     html_path, md_path, figdir, vjson = output_paths(run_dirs, out)
     runs = [load_run(d, n) for d, n in zip(run_dirs, _names(run_dirs))]
+    for r in runs:
+        r.notes += leave_out_disturbed(r, keep=keep_disturbed)
     data = build_frames(runs)
     tp = compare.add_scaling(data.throughput)
     cmp = compare.hvd_vs_ddp(tp, margin)

@@ -59,3 +59,33 @@ def test_below_the_threshold_nothing_changes(tmp_path):
     run = load_run(_marked(tmp_path, {"ddp-gloo-torchrun-np2": {1: 0.19}}))  # < 10% of 2
     assert leave_out_disturbed(run) == []
     assert all(_timed_reps(c) == set(range(1, 7)) for c in run.cells)
+
+
+def test_the_report_leaves_a_disturbed_repetition_out_and_says_so(tmp_path):
+    """Through `hvd-vs-ddp report`: a wildly slow repetition marked as disturbed stays
+    out of the intervals (one repetition fewer); with --keep-disturbed it widens them."""
+    from hvd_vs_ddp.cli import main as cli
+
+    run = _marked(tmp_path, {"ddp-gloo-torchrun-np2": {3: 1.5}})
+    cell = run / "cells" / "ddp-gloo-torchrun-np2.r3.json"
+    doc = json.loads(cell.read_text())
+    for b in doc["benchmarks"]:  # repetition 3 ten times slower, as under foreign load
+        info = b["extra_info"]
+        if info.get("kind") == "throughput":
+            info["step_times"] = [t * 10 for t in info["step_times"]]
+            info["samples_per_s"] = [v / 10 for v in info["samples_per_s"]]
+            if info.get("rank_step_times"):
+                info["rank_step_times"] = [[t * 10 for t in r] for r in info["rank_step_times"]]
+    cell.write_text(json.dumps(doc))
+    widths = {}
+    for keep in (False, True):
+        out = tmp_path / f"out-{keep}" / "report.html"
+        assert cli(["report", str(run), "-o", str(out)] + ["--keep-disturbed"] * keep) == 0
+        pairs = [p for p in json.loads(out.with_name("verdicts.json").read_text())["pairs"]
+                 if p["b"].startswith("ddp-gloo") and p["world_size"] == 2]
+        assert {p["repetitions"] for p in pairs} == {6 if keep else 5}
+        gpt = next(p for p in pairs if p["case"] == "gpt" and p["a"] == "horovod (gloo)")
+        widths[keep] = gpt["hi"] / gpt["lo"]
+        md = out.with_suffix(".md").read_text()
+        assert ("r3 (1.5 cores)" in md) and (("left out" in md) != keep)
+    assert widths[True] > 1.5 * widths[False]
