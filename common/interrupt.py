@@ -4,7 +4,7 @@ carries the signal and the conventional exit status 128 + signal number (130, 14
 
 `hvd-vs-ddp run` and `report` catch these signals so that they can end what they
 started (a cell's whole process tree), record the run as interrupted and leave every
-file whole before they exit; `deferred()` holds further signals off while they do.
+file whole before they exit; `deferred()` drops further signals while they do.
 
     from common.interrupt import Interrupted, raising
     with raising():          # SIGINT/SIGTERM/SIGHUP raise Interrupted inside
@@ -55,17 +55,24 @@ def raising() -> Iterator[None]:
             signal.signal(s, handler)
 
 
+def _drop(signum, frame) -> None:
+    """A signal that arrives while the process is already stopping: nothing more to do."""
+
+
 @contextlib.contextmanager
 def deferred() -> Iterator[None]:
-    """Inside: the three signals are blocked; those that arrived meanwhile are dropped
-    (the process is already stopping; what runs inside is bounded in time)."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+    """Inside: the three signals are dropped (the process is already stopping; what runs
+    inside is bounded in time); the old handlers after. Handlers, not a signal mask: a
+    process-directed signal may be delivered to any thread, and a mask holds only one."""
+    previous = {s: signal.getsignal(s) for s in SIGNALS}
+    for s in SIGNALS:
+        if previous[s] != signal.SIG_IGN:
+            signal.signal(s, _drop)
     try:
         yield
     finally:
-        while pending := signal.sigpending() & set(SIGNALS):
-            signal.sigtimedwait(pending, 0)
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def as_interrupted(exc: KeyboardInterrupt) -> Interrupted:
