@@ -34,7 +34,6 @@ import dataclasses
 import datetime
 import os
 import random
-import re
 import signal
 import subprocess
 import sys
@@ -46,6 +45,7 @@ from backends import launchers
 from common import cpu_load, interrupt, processes
 from common.log import log
 from harness import versions
+from hvd_vs_ddp.cell_errors import error_line
 from hvd_vs_ddp.matrix import TIMED_SUITES, Cell, Preset, pytest_argv
 from results_schema import CellEntry, Manifest, Repetition, load_manifest, write_json_atomic
 
@@ -66,43 +66,6 @@ def git_commit() -> str | None:
                               capture_output=True, timeout=10).stdout.strip() or None
     except (OSError, subprocess.SubprocessError):
         return None
-
-
-_DEAD_RANK = (
-    # torchrun's "Root Cause" block
-    re.compile(r"Root Cause.*?rank\s*:\s*(\d+).*?exitcode\s*:\s*(-?\d+)[^\n]*", re.S),
-    # mpirun: "Process name: [[31639,1],1]" ... "Exit code: 1" / "on signal 9"
-    re.compile(r"Process name: \[\[\d+,\d+\],(\d+)\].*?(?:Exit code|signal)[: ]*(\d+)", re.S),
-    # horovodrun: "Process 1 exit with status code 137."
-    re.compile(r"Process (\d+) exit with status code (-?\d+)"),
-)
-
-
-def _dead_rank(log: str) -> str | None:
-    for pattern in _DEAD_RANK:
-        m = pattern.search(log)
-        if m:
-            return f"rank {m.group(1)} ended with exit code/signal {m.group(2)}"
-    return None
-
-
-def _error_line(log: str, returncode: int, timed_out: bool, limit: float) -> str:
-    if timed_out:
-        return f"cell exceeded its time limit of {limit:.0f}s and was killed"
-    lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
-    ours = [ln for ln in lines if "hvd-vs-ddp:" in ln]
-    if ours:
-        return ours[-1][:400]
-    dead = _dead_rank(log)
-    if dead:
-        return dead
-    for key in ("rank(s) ", "Error:", "FAILED ", "E  "):
-        hits = [ln for ln in lines if key in ln]
-        if hits:
-            return hits[-1][:400]
-    if returncode == 5:
-        return "pytest collected or ran no test"
-    return (lines[-1][:400] if lines else f"exit code {returncode}")
 
 
 def repetitions(cell: Cell, repeat: int) -> int:
@@ -306,7 +269,7 @@ class Runner:
         rep.log = str(log_path.relative_to(self.run_dir))
         rep.results = str(results.relative_to(self.run_dir)) if results.exists() else None
         rep.error = (None if status == "passed" else
-                     f"{stem}: {_error_line(text, returncode, timed_out, self.limit)}")
+                     f"{stem}: {error_line(text, returncode, timed_out, self.limit)}")
 
 
 class Progress:
