@@ -8,7 +8,9 @@ suites/conftest.py registers `CollectivePlugin`. On every rank it:
   test, dumps its stacks and exits, and the launcher ends the other ranks
   (a C-level faulthandler backstop fires even if the GIL is held);
 - lets only rank 0 write pytest-benchmark's JSON (atomically: temporary file,
-  then rename) and print; the other ranks run quietly.
+  then rename) and print; the other ranks run quietly;
+- has every rank say which process it is (harness/rank_started.py), so that a
+  launcher naming a dead process by PID can be read as a rank.
 
 Ranks talk through the job's TCPStore (backends.rendezvous.job_store), which
 exists independently of the backend under test.
@@ -34,6 +36,7 @@ from typing import Any
 import pytest
 
 from backends.env import LauncherEnv, detect
+from harness import rank_started
 from harness.process_exit import flush_streams, hard_exit
 
 DEFAULT_TIME_LIMIT_S = 900.0
@@ -290,5 +293,6 @@ def register(config: pytest.Config) -> CollectivePlugin:
     config.addinivalue_line("markers", "time_limit(seconds): per-test time limit")
     plugin = CollectivePlugin(config)
     plugin.configure()
+    rank_started.announce(plugin.env)  # "rank R of N started: pid P on host H"
     config.pluginmanager.register(plugin, "hvd_vs_ddp_collective")
     return plugin
