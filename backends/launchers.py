@@ -73,8 +73,11 @@ def _mpirun(n: int, argv: list[str], python: str, hosts: str | None) -> list[str
 
 
 def _mpiexec(n: int, argv: list[str], python: str, hosts: str | None) -> list[str]:
+    # Hydra names the lowest failed rank, not the first to die: each rank's guard says
+    # which died first (harness/rank_guard.py).
     extra = ["-hosts", hosts] if hosts else []
-    return [_bin("mpiexec"), "-n", str(n), *extra, python, *argv]
+    return [_bin("mpiexec"), "-n", str(n), *extra, python, "-m", "harness.rank_guard",
+            python, *argv]
 
 
 def _horovodrun(mode: str) -> Builder:

@@ -2,29 +2,31 @@
 
 `hvd-vs-ddp run` records every failed cell with one line (the manifest's `error`). When a
 rank died, that line names the rank that died first (the root cause, not the ranks the
-launcher ended afterwards) and its exit code or signal, under every launcher the project
-starts or documents. Each launcher says it its own way:
+launcher ended after it) with its signal or exit code, e.g. "rank 1 (pid 4242 on n1) was
+killed by signal 9 (SIGKILL)". Each launcher reports a death its own way:
 
-- Open MPI 4 and 5 (mpirun, PRRTE's prterun): "mpirun noticed that process rank 1 with
-  PID 4242 on node n1 exited on signal 9 (Killed)." (5 wraps it over two lines), or, for
-  an exit code, "The first process to do so was: Process name: [[31639,1],1] Exit code: 3";
-- MPICH's Hydra mpiexec: a "BAD TERMINATION" box, "RANK 1 PID 4242 RUNNING AT n1" (older
-  Hydra: "PID 4242 RUNNING AT n1" with no rank) and "KILLED BY SIGNAL: 9 (Killed)" or
-  "EXIT CODE: 3";
+- Open MPI 4 and 5 (mpirun; 5 is PRRTE's prterun and wraps the line): "mpirun noticed
+  that process rank 1 with PID 0 on node n1 exited on signal 9 (Killed).", or for an exit
+  code "The first process to do so was: Process name: [[31639,1],1] Exit code: 3";
+- MPICH's Hydra mpiexec: a "BAD TERMINATION" box, "PID 4242 RUNNING AT n1" and "EXIT
+  CODE: 9" (newer: "RANK 1 PID ..." and "KILLED BY SIGNAL: 9"), but for the lowest failed
+  rank, which after Hydra's clean-up is rank 0 whoever died first. So the `mpiexec` row
+  starts each rank under harness/rank_guard.py, whose line "hvd-vs-ddp: rank 1 of 2 (pid
+  4243 on host n1) was killed by signal 9 (SIGKILL)" is out before Hydra kills anyone else;
 - Slurm's srun: "srun: error: n1: task 1: Killed" / "... task 1: Exited with exit code 3";
-- torchrun: its "Root Cause (first observed failure)" block, rank and exitcode -9;
-- horovodrun --gloo: "Process 1 exit with status code 137." and "Terminating remaining
-  workers after failure of Process 1." (status 128+N: its shell saw signal N);
-- horovodrun --mpi: Open MPI 4's messages, as mpirun.
+- torchrun: its "Root Cause (first observed failure)" block (rank, exitcode -9);
+- horovodrun --gloo: "Terminating remaining workers after failure of Process 1." and
+  "Process 1 exit with status code 137." (its shell's status: 128+N is signal N);
+- horovodrun --mpi: Open MPI 4's lines, as mpirun.
 
-Where a launcher gives only a PID and host, the rank comes from the line every rank writes
-when it starts (harness/rank_started.py: "hvd-vs-ddp: rank 1 of 2 started: pid 4242 on
-host n1"). Result, e.g.: "rank 1 (pid 4242 on n1) was killed by signal 9 (SIGKILL)".
+A launcher's own "first failure" wins, else the first report in the log. The line every
+rank writes when it starts (harness/rank_started.py: "hvd-vs-ddp: rank 1 of 2 started:
+pid 4242 on host n1") turns a PID into a rank, and gives a rank its PID and host.
 
-A project line ("hvd-vs-ddp: error: ...", a watchdog's "... is stuck ...; aborting the
-job") still comes first: it says why. Start lines and warnings are never the error.
-tests/unit/test_cell_errors.py reads recorded launcher logs (tests/fixtures/dead_rank/);
-tests/system/test_dead_rank.py kills a real rank under each launcher.
+A project line that says why ("hvd-vs-ddp: error: ...", a watchdog's "... is stuck ...;
+aborting the job") still comes before the dead rank; start lines, rank guards' lines and
+warnings never count as one. tests/unit/test_cell_errors.py reads recorded launcher logs
+(tests/fixtures/dead_rank/); tests/system/test_dead_rank.py kills a real rank under each.
 
     python -m hvd_vs_ddp.cell_errors runs/<run>/logs/<cell>.log     # prints the line
 """
@@ -38,7 +40,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from common.errors import EXIT_BAD_INPUT
-from harness import rank_started
+from harness import rank_guard, rank_started
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,13 +62,14 @@ class DeadRank:
         else:
             who = (f"a process ({where}) that had not said its rank"
                    if where else "a process of unknown rank")
+        note = f"; {self.note}" if self.note else ""
         if self.signal is not None:
-            how = f"was killed by signal {self.signal} ({signal_name(self.signal)})"
+            how = f"was killed by signal {self.signal} ({signal_name(self.signal)}{note})"
         elif self.exit_code is not None:
-            how = f"exited with code {self.exit_code}"
+            how = f"exited with code {self.exit_code}" + (f" ({self.note})" if note else "")
         else:
-            how = "failed"
-        return f"{who} {how}" + (f" ({self.note})" if self.note else "")
+            how = "failed" + (f" ({self.note})" if note else "")
+        return f"{who} {how}"
 
 
 def signal_name(number: int) -> str:
@@ -118,7 +121,7 @@ def _shell_status(rank: int, code: int, via_shell: bool) -> DeadRank:
     if code < 0:
         return DeadRank(rank, None, -code)
     if via_shell and 128 < code <= 128 + 64:
-        return DeadRank(rank, None, code - 128, note=f"status {code}")
+        return DeadRank(rank, None, code - 128, note=f"horovodrun status {code}")
     return DeadRank(rank, code)
 
 
@@ -163,8 +166,18 @@ def _srun(log: str) -> Found:
                                          sig, host=m.group(1))
 
 
-READERS: tuple[Callable[[str], Found], ...] = (_torchrun, _open_mpi, _horovodrun, _hydra,
-                                               _srun)
+def _guard(log: str) -> Found:
+    # harness/rank_guard.py (mpiexec's ranks): "hvd-vs-ddp: rank 1 of 2 (pid 4243 on host
+    # n1) was killed by signal 9 (SIGKILL)", written before the launcher heard of it.
+    for m in rank_guard.PATTERN.finditer(log):
+        yield 0, m.start(), DeadRank(int(m.group(1)),
+                                     int(m.group(5)) if m.group(5) else None,
+                                     int(m.group(4)) if m.group(4) else None,
+                                     int(m.group(2)), m.group(3))
+
+
+READERS: tuple[Callable[[str], Found], ...] = (_guard, _torchrun, _open_mpi, _horovodrun,
+                                               _hydra, _srun)
 
 
 def _started(log: str) -> list[tuple[int, int, str]]:
@@ -178,8 +191,16 @@ def _short(host: str) -> str:
 
 
 def _with_rank(dead: DeadRank, started: list[tuple[int, int, str]]) -> DeadRank:
-    """The rank of a process known by PID (and host), from the ranks' start lines."""
-    if dead.rank is not None or dead.pid is None:
+    """The rank of a process known by PID (and host), or the PID and host of a rank,
+    from the ranks' start lines."""
+    if dead.rank is not None:
+        if dead.pid is not None:
+            return dead
+        known = [(pid, host) for r, pid, host in started if r == dead.rank]
+        if len(known) != 1:
+            return dead
+        return dataclasses.replace(dead, pid=known[0][0], host=dead.host or known[0][1])
+    if dead.pid is None:
         return dead
     ranks = {r for r, pid, host in started if pid == dead.pid and
              (dead.host is None or _short(host) == _short(dead.host))}
@@ -200,9 +221,10 @@ def dead_rank(log: str) -> DeadRank | None:
 
 
 def _says_why(line: str) -> bool:
-    """A project line that explains a failure: not a start line, not a warning."""
+    """A project line that explains a failure: not a start line, not a rank guard's
+    report (read as a dead rank: the first wins), not a warning."""
     return ("hvd-vs-ddp:" in line and not rank_started.PATTERN.search(line)
-            and "hvd-vs-ddp: warning:" not in line)
+            and not rank_guard.PATTERN.search(line) and "hvd-vs-ddp: warning:" not in line)
 
 
 def error_line(log: str, returncode: int, timed_out: bool, limit: float) -> str:
