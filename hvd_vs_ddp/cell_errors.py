@@ -76,7 +76,7 @@ def signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
     except ValueError:
-        return f"signal {number}"
+        return "unknown signal"
 
 
 # What srun (glibc's strsignal) prints for a signal: "Killed", "Terminated", ...
