@@ -8,8 +8,16 @@
         [--margin 0.05]                                # + report.md, verdicts.json
 
 Bad input (unknown backend, workload or preset, a launcher that does not fit, a
-corrupt results file, an output path inside a results directory) prints one
-line starting with "hvd-vs-ddp: error:" and exits with code 2, changing nothing.
+corrupt manifest, an output path inside a results directory) prints one line
+starting with "hvd-vs-ddp: error:" and exits with code 2, changing nothing.
+
+Exit status: 0 done; 1 `run`: some cells failed (0 with --allow-failures);
+2 bad input (one line, nothing started, nothing written); 3 `report`: the report
+was written, but some passed cells' results files could not be read: each is listed
+in the report as "unreadable" with the file and the reason, and in one line
+"hvd-vs-ddp: warning: ..." on stderr; 74 a file could not be written (a full disk):
+one line "hvd-vs-ddp: error: writing PATH: No space left on device", the previous
+file left as it was.
 """
 from __future__ import annotations
 
@@ -19,7 +27,7 @@ import datetime
 import sys
 from pathlib import Path
 
-from common.errors import EXIT_BAD_INPUT, InputError
+from common.errors import EXIT_BAD_INPUT, EXIT_PARTIAL_REPORT, EXIT_WRITE_FAILED, InputError
 from common.log import configure as configure_logging
 from common.log import log
 
@@ -191,7 +199,10 @@ def _report(args) -> int:
     paths = build_report([Path(p) for p in args.run_dirs], Path(args.output), margin)
     for p in (paths.html, paths.markdown, paths.verdicts):
         print(p)
-    return 0
+    for line in paths.unreadable:
+        print(f"hvd-vs-ddp: warning: unreadable, left out of the report: {line}",
+              file=sys.stderr)
+    return EXIT_PARTIAL_REPORT if paths.unreadable else 0
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -234,7 +245,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--allow-failures", action="store_true",
                      help="exit 0 even when some cells failed")
     run.set_defaults(fn=_run)
-    rep = sub.add_parser("report", help="HTML + Markdown report from run directories")
+    rep = sub.add_parser("report", help="HTML + Markdown report from run directories "
+                         "(exit 3: written, but some cells' results were unreadable)")
     rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
     rep.add_argument("-o", "--output", required=True, help="the HTML file to write "
                      "(its .md and verdicts.json go beside it)")
@@ -252,6 +264,21 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as exc:  # one clear line for every input error
         print(f"hvd-vs-ddp: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except OSError as exc:  # a full disk, a file we may not write: one line, not a traceback
+        if exc.errno is None:
+            raise
+        print(f"hvd-vs-ddp: error: {_os_error(exc)}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
+
+
+def _os_error(exc: OSError) -> str:
+    """'writing runs/x/manifest.json: No space left on device' (WriteError says it so),
+    else 'PATH: REASON'."""
+    from results_schema import WriteError
+
+    if isinstance(exc, WriteError) or not exc.filename:
+        return " ".join(str(exc).split())
+    return f"{exc.filename}: {exc.strerror}"
 
 
 if __name__ == "__main__":
