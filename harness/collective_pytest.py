@@ -18,6 +18,7 @@ exists independently of the backend under test.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import datetime
 import faulthandler
@@ -279,9 +280,20 @@ class CollectivePlugin:
         rep.outcome, rep.longrepr = "failed", f"ranks disagree on the outcome: {detail}"
 
 
+def _seconds(text: str) -> float:
+    """--test-time-limit's type: a finite number of seconds > 0 (nan and inf refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of seconds > 0")
+    return value
+
+
 def addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hvd-vs-ddp collective")
-    group.addoption("--test-time-limit", type=float, default=None,
+    group.addoption("--test-time-limit", type=_seconds, default=None,
                     help=f"seconds per test on every rank before the job is aborted "
                          f"(default {DEFAULT_TIME_LIMIT_S:.0f})")
 
