@@ -45,7 +45,8 @@ def read_json(path: Path, expected: str) -> Any:
     except UnicodeDecodeError:
         raise ResultsError(f"{path}: not JSON (not UTF-8 text); expected {expected}.") from None
     except json.JSONDecodeError as err:
-        if err.pos >= len(text.rstrip()):
+        # the text ended inside a value: cut off (a string left open runs to the end)
+        if err.pos >= len(text.rstrip()) or err.msg.startswith("Unterminated string"):
             raise ResultsError(f"{path}: truncated JSON (ends after {len(raw)} bytes); "
                                f"expected {expected}. Re-run the cell.") from None
         raise ResultsError(f"{path}: not JSON (line {err.lineno} column {err.colno}: "
