@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from common.log import log
 from hvd_vs_ddp import runner, selftest
 from hvd_vs_ddp.cli import main
 from tests.bad_inputs import CASES, Case, tree_hash
@@ -56,11 +57,14 @@ def workdir(tmp_path):
 
 @pytest.fixture
 def tripwire(monkeypatch):
-    """A refused command must never reach the runner or the selftest."""
+    """A refused command must never reach the runner or the selftest; and the project
+    logger writes to this test's captured stderr (configure() binds the stream once)."""
     def started(*args, **kwargs):
         raise AssertionError("a refused command started cells or selftest checks")
     monkeypatch.setattr(runner.Runner, "run", started)
     monkeypatch.setattr(selftest, "run_check", started)
+    monkeypatch.setattr(log, "handlers", [h for h in log.handlers
+                                          if not getattr(h, "_hvd_vs_ddp", False)])
 
 
 def assert_one_line_exit_2(code, err: str, *words):
