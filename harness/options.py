@@ -219,7 +219,7 @@ def parse_argv(argv: Sequence[str] | str) -> tuple[dict[str, Any], list[str]]:
     full = _from_values(lambda name: given.get(name, _pytest_default(name)))  # validates
     from harness import pytest_args
 
-    pytest_args.check(rest)  # the rest goes to pytest: pytest's parser checks it now
+    pytest_args.check(rest, add_to_pytest)  # the rest goes to pytest: its parser checks it
     return {name: getattr(full, name) for name in given}, rest
 
 

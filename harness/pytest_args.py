@@ -11,39 +11,42 @@ every cell later. File names are refused: every cell chooses its suites' files.
     from harness.pytest_args import check
     check(["-k", "mlp", "-x"])          # fine
     check(["--bogus"])                  # InputError: --suite-args: unrecognized arguments: --bogus
-    python -m harness.pytest_args -k mlp --test-time-limit nan
+    hvd-vs-ddp run --suite-args "-k mlp --test-time-limit nan"    # refused, one line
+
+harness.options.parse_argv calls it with the suites' own options (add_to_pytest).
 """
 from __future__ import annotations
 
-import sys
-from typing import Sequence
+from typing import Any, Callable, Sequence
 
 from common.errors import InputError
 
 
-def _parser():
+def _parser(add_options: Callable[[Any], None] | None):
     """pytest's parser with every option a cell's pytest knows (pytest internals: the
     same calls pytest.main makes before it parses; constraints.txt pins pytest)."""
     from _pytest.config import get_config
 
-    from harness import collective_pytest, options
+    from harness import collective_pytest
 
     config = get_config()
     config.pluginmanager.load_setuptools_entrypoints("pytest11")  # pytest-benchmark & co
     parser = config._parser
     collective_pytest.addoption(parser)  # as suites/conftest.py does
-    options.add_to_pytest(parser)
+    if add_options is not None:
+        add_options(parser)  # harness.options.add_to_pytest (passed in: no import cycle)
     return parser
 
 
-def check(rest: Sequence[str]) -> None:
-    """InputError (one line) if pytest would refuse `rest`, or it names files."""
+def check(rest: Sequence[str], add_options: Callable[[Any], None] | None = None) -> None:
+    """InputError (one line) if pytest would refuse `rest`, or it names files.
+    add_options adds the suites' own options (harness.options.add_to_pytest)."""
     import pytest
 
     if not rest:
         return
     try:
-        ns = _parser().parse(list(rest))
+        ns = _parser(add_options).parse(list(rest))
     except pytest.UsageError as err:
         lines = [ln for ln in str(err).splitlines() if ln.strip()]
         why = lines[-1].split("error: ", 1)[-1] if lines else "not valid pytest arguments"
@@ -53,10 +56,3 @@ def check(rest: Sequence[str]) -> None:
         raise InputError(f"--suite-args: {' '.join(map(repr, files))} is not an option; every "
                          "cell runs its own suites' files (choose tests with -k EXPR)")
 
-
-if __name__ == "__main__":
-    try:
-        check(sys.argv[1:])
-    except InputError as exc:
-        sys.exit(f"hvd-vs-ddp: error: {exc}")
-    print("ok")
