@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from common.log import log
 from hvd_vs_ddp.cli import main as cli
 from results_schema import WriteError, write_files_atomic, write_json_atomic
 from tests.launch import ROOT
@@ -56,6 +57,13 @@ def fill(disk: Path) -> None:
             assert err.errno == errno.ENOSPC, err
     st = os.statvfs(disk)
     assert st.f_bavail == 0, "the tmpfs still has room"
+
+
+@pytest.fixture(autouse=True)
+def fresh_log_handler(monkeypatch):
+    """The project logger binds sys.stderr once: let it bind this test's captured one."""
+    monkeypatch.setattr(log, "handlers", [h for h in log.handlers
+                                          if not getattr(h, "_hvd_vs_ddp", False)])
 
 
 @pytest.fixture
