@@ -41,7 +41,7 @@ from tests.launch import ROOT
 
 SMALL = ROOT / "tests" / "fixtures" / "runs" / "cpu-small"
 KEEP = ("ddp-gloo-torchrun-np2", "horovod-horovodrun-gloo-np2")  # every kind but compute
-FAST = settings(max_examples=150, deadline=None, derandomize=True,
+FAST = settings(max_examples=300, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
 FULL = settings(max_examples=12, deadline=None, derandomize=True,
@@ -141,8 +141,10 @@ def apply(run: Path, name: str, how: str, data) -> str:
         else:
             _parent(doc, at)[at[-1]] = each(_parent(doc, at)[at[-1]])
         what = f"numbers under {at} = {value!r}"
-    else:
-        at = data.draw(st.sampled_from(nodes[1:]), label="node")
+    else:  # often a node near the top (few of the thousands of nodes are)
+        depth = data.draw(st.sampled_from([1, 2, 3, 4, None]), label="depth")
+        at = data.draw(st.sampled_from([n for n in nodes[1:] if depth is None or
+                                        len(n) <= depth]), label="node")
         parent = _parent(doc, at)
         if how == "replace":
             value = data.draw(ODD_VALUES, label="value")
@@ -216,6 +218,18 @@ def test_report_of_a_damaged_run_is_a_report_or_one_line(one_cell, tmp_path_fact
     assert len(vj["unreadable"]) == len(lines), what
     assert out.read_text().rstrip().endswith("</html>")
     assert out.with_suffix(".md").read_text().startswith("# ")
+
+
+@pytest.mark.parametrize("value", [[1], "abc", 5, None])
+def test_machine_info_of_another_shape_is_an_unreadable_cell(pristine, tmp_path, value):
+    run = tmp_path / "run"
+    shutil.copytree(pristine, run)
+    path = run / "cells" / f"{KEEP[0]}.json"
+    doc = json.loads(path.read_text())
+    doc["machine_info"] = value
+    path.write_text(json.dumps(doc))
+    [cell] = load_run(run).unreadable
+    assert f"{path}: pytest-benchmark JSON without machine_info.hvd_vs_ddp" in cell.unreadable
 
 
 @pytest.mark.parametrize("damage, code", [
