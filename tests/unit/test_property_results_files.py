@@ -4,8 +4,9 @@ written (the manifest cannot be used), or in a valid report: exit 0, or exit 3 w
 the damaged cells listed as unreadable (one warning line each). The run directory is
 never changed.
 
-Hypothesis mutates copies of a real recorded run (tests/fixtures/runs/cpu-small, cut
-to two cells, and to one for the whole report, which then renders in about a second):
+Hypothesis mutates copies of real recorded runs (tests/fixtures/runs/cpu-small, format
+version 1, cut to two cells, and to one for the whole report, which then renders in
+about a second; cpu-repeats, version 2, two cells of two repetitions each):
 truncation at any byte, any JSON node replaced by a wrong type, NaN, +-inf, a huge or
 tiny number, unicode or an empty container, a key deleted, an unknown key added, a
 format version changed, bytes that are not UTF-8, in manifest.json and in
@@ -63,6 +64,28 @@ def _mini_run(dest: Path, keep: tuple[str, ...] = KEEP) -> Path:
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory) -> Path:
     return _mini_run(tmp_path_factory.mktemp("pristine") / "run")
+
+
+REPEATS = ROOT / "tests" / "fixtures" / "runs" / "cpu-repeats"
+KEEP_V2 = ("ddp-gloo-single-np1", "horovod-single-np1")
+
+
+@pytest.fixture(scope="module")
+def pristine_v2(tmp_path_factory) -> Path:
+    """A format-version-2 run with repetitions: two cells of cpu-repeats, 2 repetitions."""
+    dest = tmp_path_factory.mktemp("pristine-v2") / "run"
+    (dest / "cells").mkdir(parents=True)
+    man = json.loads((REPEATS / "manifest.json").read_text())
+    man["cells"] = [c for c in man["cells"] if c["id"] in KEEP_V2]
+    man["repeat"] = 2
+    man["order"] = [o for o in man["order"] if o.rsplit(".r", 1)[0] in KEEP_V2
+                    and int(o.rsplit(".r", 1)[1]) <= 2]
+    for c in man["cells"]:
+        c["repeats"] = c["repeats"][:2]
+        for r in c["repeats"]:
+            shutil.copy(REPEATS / r["results"], dest / r["results"])
+    (dest / "manifest.json").write_text(json.dumps(man, indent=1))
+    return dest
 
 
 @pytest.fixture(scope="module")
@@ -173,10 +196,13 @@ FILES = ["manifest.json"] + [f"cells/{k}.json" for k in KEEP]
 
 @FAST
 @given(st.data())
-def test_loading_a_damaged_run_is_a_run_or_one_line(pristine, tmp_path_factory, data):
+def test_loading_a_damaged_run_is_a_run_or_one_line(pristine, pristine_v2, tmp_path_factory,
+                                                    data):
     run = tmp_path_factory.mktemp("m") / "run"
-    shutil.copytree(pristine, run)
-    apply(run, *mutation(data, FILES))
+    v2 = data.draw(st.booleans(), label="version 2 with repetitions")
+    shutil.copytree(pristine_v2 if v2 else pristine, run)
+    files = ["manifest.json"] + sorted(f"cells/{p.name}" for p in (run / "cells").iterdir())
+    apply(run, *mutation(data, files))
     try:
         loaded = load_run(run)
     except ReportError as err:
@@ -185,7 +211,7 @@ def test_loading_a_damaged_run_is_a_run_or_one_line(pristine, tmp_path_factory, 
         return
     event(f"{len(loaded.unreadable)} unreadable")
     for cell in loaded.unreadable:
-        assert "\n" not in cell.unreadable and cell.id in KEEP
+        assert "\n" not in cell.unreadable and cell.id in KEEP + KEEP_V2
     data = build_frames([loaded])  # the tabulating stages must cope with what loaded
     cmp = hvd_vs_ddp(add_scaling(data.throughput))
     _strict_json(json.dumps(verdicts_doc(data, cmp, 0.05)))
