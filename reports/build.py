@@ -22,6 +22,7 @@ lists those cells, and the CLI then exits 3.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -183,15 +184,22 @@ def build_report(run_dirs: list[Path], out: Path,
                               [a["sentence"] for a in answers(data, cmp, margin)])
     sub = _subtitle(runs)
 
-    html_path.parent.mkdir(parents=True, exist_ok=True)
-    figdir.mkdir(exist_ok=True)
     written = [figdir / f"{f.name}.png" for f in figs.items]
     rel = {f.name: f"{figdir.name}/{f.name}.png" for f in figs.items}
     files = {p: f.png for p, f in zip(written, figs.items)}
     files[md_path] = render_markdown(TITLE, sub, heads, sections, rel).encode()
     files[html_path] = render_html(TITLE, sub, heads, sections).encode()
     files[vjson] = json.dumps(verdicts_doc(data, cmp, margin), indent=1).encode()
-    write_files_atomic(files)  # all or nothing: WriteError leaves the old report as it was
+    made = [d for d in (*reversed(html_path.parents), figdir) if not d.exists()]
+    try:
+        html_path.parent.mkdir(parents=True, exist_ok=True)
+        figdir.mkdir(exist_ok=True)
+        write_files_atomic(files)  # all or nothing: WriteError leaves the old report as it was
+    except BaseException:
+        for d in reversed(made):  # the directories this call made, if still empty
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
     for stale in figdir.glob("*.png"):
         if stale not in written and _OURS.match(stale.name):
             stale.unlink()  # a figure an earlier report wrote at this path

@@ -211,6 +211,7 @@ def test_report_subprocess_onto_a_full_disk(tmpfs):
     line = one_error_line(proc.stderr)
     assert line.startswith("hvd-vs-ddp: error: ") and ENOSPC_TEXT in line
     assert "Traceback" not in proc.stderr and not temp_files(disk)
+    assert not (disk / "out").exists()  # the directories it made for the report: removed
 
 
 def test_fresh_run_on_a_full_disk_starts_nothing(tmpfs, capsys):
