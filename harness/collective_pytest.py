@@ -8,7 +8,8 @@ suites/conftest.py registers `CollectivePlugin`. On every rank it:
   test, dumps its stacks and exits, and the launcher ends the other ranks
   (a C-level faulthandler backstop fires even if the GIL is held);
 - lets only rank 0 write pytest-benchmark's JSON (atomically: temporary file,
-  then rename) and print; the other ranks run quietly.
+  then rename; a write that fails, e.g. on a full disk, renames nothing, so the
+  previous file stays) and print; the other ranks run quietly.
 
 Ranks talk through the job's TCPStore (backends.rendezvous.job_store), which
 exists independently of the backend under test.
@@ -203,8 +204,13 @@ class CollectivePlugin:
         if self.final_json is not None:
             partial = self.config.option.benchmark_json
             partial = Path(partial.name if hasattr(partial, "write") else partial)
-            if partial.exists():
-                os.replace(partial, self.final_json)
+            if partial.exists() and self.exitstatus is not None:
+                os.replace(partial, self.final_json)  # the session ended: the JSON is whole
+            elif partial.exists():
+                # pytest-benchmark's write failed (a full disk: the hook raised before
+                # pytest_sessionfinish got here) or no session ran: never publish a
+                # half-written file over the previous one
+                partial.unlink()
         if self.exitstatus is not None:
             # Rank 0 has printed the session's summary by now: push it out, and let no
             # rank leave before every rank got here, or the launcher, seeing one rank end
