@@ -8,6 +8,13 @@
   presets, launchers); the message lists the known names.
 - "Can this run here?" is not an error: backends answer with `backends.base.Availability`.
 
+Exit statuses of the `hvd-vs-ddp` command (also in its --help and the README):
+0 done; 1 `run`: some cells failed; 2 (`EXIT_BAD_INPUT`) bad input, one line, nothing
+written; 3 (`EXIT_PARTIAL_REPORT`) `report` wrote its report but some passed cells'
+results files were unreadable (each listed in it, and one warning line each on
+stderr); 74 (`EXIT_WRITE_FAILED`, sysexits' EX_IOERR) a file could not be written (a
+full disk): one line naming the file, the previous file left as it was.
+
     raise UnknownName("backend", "ddp-foo", ["single", "ddp-gloo"])
 """
 from __future__ import annotations
@@ -15,6 +22,8 @@ from __future__ import annotations
 from typing import Iterable
 
 EXIT_BAD_INPUT = 2
+EXIT_PARTIAL_REPORT = 3
+EXIT_WRITE_FAILED = 74
 
 
 class InputError(Exception):

@@ -4,7 +4,8 @@ carries the signal and the conventional exit status 128 + signal number (130, 14
 
 `hvd-vs-ddp run` and `report` catch these signals so that they can end what they
 started (a cell's whole process tree), record the run as interrupted and leave every
-file whole before they exit; `deferred()` drops further signals while they do.
+file whole before they exit; `deferred()` holds signals off while a set of files is
+renamed into place, and `deferred(drop=True)` drops them during that clean-up.
 
     from common.interrupt import Interrupted, raising
     with raising():          # SIGINT/SIGTERM/SIGHUP raise Interrupted inside
@@ -60,19 +61,27 @@ def _drop(signum, frame) -> None:
 
 
 @contextlib.contextmanager
-def deferred() -> Iterator[None]:
-    """Inside: the three signals are dropped (the process is already stopping; what runs
-    inside is bounded in time); the old handlers after. Handlers, not a signal mask: a
-    process-directed signal may be delivered to any thread, and a mask holds only one."""
+def deferred(drop: bool = False) -> Iterator[None]:
+    """Inside: SIGINT, SIGTERM and SIGHUP cannot interrupt. A signal that arrives is
+    raised as Interrupted once the block is done, or dropped with `drop=True` (for the
+    clean-up of a process already stopping, which is bounded in time). Handlers, not a
+    signal mask: a process-directed signal may be delivered to any thread, and a mask
+    holds only one. Inside a dropping block, an inner block drops too."""
+    if signal.getsignal(signal.SIGTERM) is _drop:
+        yield
+        return
+    caught: list[int] = []
     previous = {s: signal.getsignal(s) for s in SIGNALS}
     for s in SIGNALS:
         if previous[s] != signal.SIG_IGN:
-            signal.signal(s, _drop)
+            signal.signal(s, _drop if drop else (lambda signum, frame: caught.append(signum)))
     try:
         yield
     finally:
         for s, handler in previous.items():
             signal.signal(s, handler)
+    if caught:
+        raise Interrupted(caught[0])
 
 
 def as_interrupted(exc: KeyboardInterrupt) -> Interrupted:

@@ -8,7 +8,8 @@ suites/conftest.py registers `CollectivePlugin`. On every rank it:
   test, dumps its stacks and exits, and the launcher ends the other ranks
   (a C-level faulthandler backstop fires even if the GIL is held);
 - lets only rank 0 write pytest-benchmark's JSON (atomically: temporary file,
-  then rename) and print; the other ranks run quietly;
+  then rename; a write that fails, e.g. on a full disk, renames nothing, so the
+  previous file stays) and print; the other ranks run quietly;
 - has every rank say which process it is (harness/rank_started.py), so that a
   launcher naming a dead process by PID can be read as a rank.
 
@@ -20,6 +21,7 @@ exists independently of the backend under test.
 """
 from __future__ import annotations
 
+import argparse
 import contextlib
 import datetime
 import faulthandler
@@ -205,8 +207,13 @@ class CollectivePlugin:
         if self.final_json is not None:
             partial = self.config.option.benchmark_json
             partial = Path(partial.name if hasattr(partial, "write") else partial)
-            if partial.exists():
-                os.replace(partial, self.final_json)
+            if partial.exists() and self.exitstatus is not None:
+                os.replace(partial, self.final_json)  # the session ended: the JSON is whole
+            elif partial.exists():
+                # pytest-benchmark's write failed (a full disk: the hook raised before
+                # pytest_sessionfinish got here) or no session ran: never publish a
+                # half-written file over the previous one
+                partial.unlink()
         if self.exitstatus is not None:
             # Rank 0 has printed the session's summary by now: push it out, and let no
             # rank leave before every rank got here, or the launcher, seeing one rank end
@@ -282,9 +289,20 @@ class CollectivePlugin:
         rep.outcome, rep.longrepr = "failed", f"ranks disagree on the outcome: {detail}"
 
 
+def _seconds(text: str) -> float:
+    """--test-time-limit's type: a finite number of seconds > 0 (nan and inf refused)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of seconds > 0")
+    return value
+
+
 def addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hvd-vs-ddp collective")
-    group.addoption("--test-time-limit", type=float, default=None,
+    group.addoption("--test-time-limit", type=_seconds, default=None,
                     help=f"seconds per test on every rank before the job is aborted "
                          f"(default {DEFAULT_TIME_LIMIT_S:.0f})")
 

@@ -203,7 +203,8 @@ def parse_argv(argv: Sequence[str] | str) -> tuple[dict[str, Any], list[str]]:
     """Check a user's extra suite arguments (a string is split like a shell would).
 
     Returns (the options they set, as SuiteOptions field values; the other pytest
-    arguments). Raises InputError for a bad value, an unknown name or bad quoting."""
+    arguments). Raises InputError for a bad value, an unknown name or bad quoting, and
+    for other arguments pytest would refuse (harness/pytest_args.py)."""
     if isinstance(argv, str):
         try:
             argv = shlex.split(argv)
@@ -221,6 +222,9 @@ def parse_argv(argv: Sequence[str] | str) -> tuple[dict[str, Any], list[str]]:
     known, rest = parser.parse_known_args(list(argv))
     given = vars(known)
     full = _from_values(lambda name: given.get(name, _pytest_default(name)))  # validates
+    from harness import pytest_args
+
+    pytest_args.check(rest, add_to_pytest)  # the rest goes to pytest: its parser checks it
     return {name: getattr(full, name) for name in given}, rest
 
 

@@ -12,8 +12,16 @@ whole process tree), records it as interrupted and exits 130, 143 or 129 (128 + 
 signal); `run --resume` finishes the run. `report` leaves any earlier report whole.
 
 Bad input (unknown backend, workload or preset, a launcher that does not fit, a
-corrupt results file, an output path inside a results directory) prints one
-line starting with "hvd-vs-ddp: error:" and exits with code 2, changing nothing.
+corrupt manifest, an output path inside a results directory) prints one line
+starting with "hvd-vs-ddp: error:" and exits with code 2, changing nothing.
+
+Exit status: 0 done; 1 `run`: some cells failed (0 with --allow-failures);
+2 bad input (one line, nothing started, nothing written); 3 `report`: the report
+was written, but some passed cells' results files could not be read: each is listed
+in the report as "unreadable" with the file and the reason, and in one line
+"hvd-vs-ddp: warning: ..." on stderr; 74 a file could not be written (a full disk):
+one line "hvd-vs-ddp: error: writing PATH: No space left on device", the previous
+file left as it was; 130, 143, 129: interrupted by SIGINT, SIGTERM, SIGHUP.
 """
 from __future__ import annotations
 
@@ -24,7 +32,7 @@ import sys
 from pathlib import Path
 
 from common import interrupt
-from common.errors import EXIT_BAD_INPUT, InputError
+from common.errors import EXIT_BAD_INPUT, EXIT_PARTIAL_REPORT, EXIT_WRITE_FAILED, InputError
 from common.log import configure as configure_logging
 from common.log import log
 
@@ -56,6 +64,62 @@ def _positive(text: str) -> float:
     return value
 
 
+def _given(text: str) -> str:
+    """argparse type of a name or path option: an empty value is refused, not taken as
+    'not given' (`--name ""` would silently mean the default name)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("expected a value, got an empty string")
+    return text
+
+
+# Without --hosts every rank runs on this host; beyond this many ranks per core a run is
+# a typo (--world-sizes 100000), not a measurement (ranks on a 2-core machine: 1-4).
+RANKS_PER_CORE_LIMIT = 4
+_RESUME_KEEPS = ("preset", "backends", "workloads", "world_sizes", "name", "suite_args",
+                 "data_dir", "order_seed")
+
+
+def _check_run_args(args) -> None:
+    """What `_run` does not refuse itself, before anything starts: options a resumed
+    run would ignore, a --runs-dir that is not a directory, more ranks than this host
+    holds without --hosts, a backend asked for by name that gets no cell."""
+    import os
+
+    if args.resume:
+        ignored = [f"--{k.replace('_', '-')}" for k in _RESUME_KEEPS
+                   if getattr(args, k) is not None]
+        if ignored:
+            raise CliError(f"--resume {args.resume}: {', '.join(ignored)} cannot change a "
+                           "resumed run (it keeps its cells and options); drop "
+                           f"{'it' if len(ignored) == 1 else 'them'}")
+        return
+    args.preset = args.preset or "quick"
+    runs = Path(args.runs_dir)
+    if runs.exists() and not runs.is_dir():
+        raise CliError(f"--runs-dir {args.runs_dir}: not a directory")
+    try:
+        sizes = [int(x) for x in _csv(args.world_sizes) or []]
+    except ValueError:
+        return  # _run says so
+    cores = os.cpu_count() or 1
+    limit = RANKS_PER_CORE_LIMIT * cores
+    if not args.hosts and sizes and max(sizes) > limit:
+        raise CliError(f"--world-sizes {args.world_sizes}: {max(sizes)} ranks on this host "
+                       f"({cores} cores; at most {limit} ranks without --hosts, which names "
+                       "the machines and their slots)")
+    backends = _csv(args.backends)
+    if backends and sizes and min(sizes) >= 1:
+        from hvd_vs_ddp import matrix
+
+        cells = matrix.cells(matrix.preset(args.preset), backends, sizes)
+        for b in backends:
+            if not any(c.backend == b for c in cells):
+                raise CliError(f"--backends {b} at --world-sizes {args.world_sizes}: no cell "
+                               f"({b} runs at world size 1 only)" if b in matrix.BASELINES
+                               else f"--backends {b}: no cell at --world-sizes "
+                               f"{args.world_sizes}")
+
+
 def _csv(text: str | None) -> list[str] | None:
     return [x.strip() for x in text.split(",") if x.strip()] if text else None
 
@@ -81,6 +145,7 @@ def _run(args) -> int:
     from results_schema import ResultsError, load_manifest
     from workloads import registry as workloads
 
+    _check_run_args(args)
     repeat = _positive_int("--repeat", args.repeat)
     seed = None
     if args.order_seed is not None:
@@ -197,7 +262,10 @@ def _report(args) -> int:
                          keep_disturbed=args.keep_disturbed)
     for p in (paths.html, paths.markdown, paths.verdicts):
         print(p)
-    return 0
+    for line in paths.unreadable:
+        print(f"hvd-vs-ddp: warning: unreadable, left out of the report: {line}",
+              file=sys.stderr)
+    return EXIT_PARTIAL_REPORT if paths.unreadable else 0
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -216,23 +284,25 @@ def parser() -> argparse.ArgumentParser:
     doc = sub.add_parser("doctor", help="what can run here, and why not")
     doc.add_argument("--selftest", action="store_true", help="run every path this machine "
                      "supports for a few steps; pass/fail/skip table, exit 1 on a failure")
-    doc.add_argument("--only", help="with --selftest: comma-separated check ids")
+    doc.add_argument("--only", type=_given, help="with --selftest: comma-separated check ids")
     doc.set_defaults(fn=_doctor)
     run = sub.add_parser("run", help="run a comparison matrix into a fresh run directory")
-    run.add_argument("--preset", default="quick", help="quick (default) or full")
-    run.add_argument("--backends", help="comma-separated subset of the preset's backends")
-    run.add_argument("--workloads", help="comma-separated workloads for throughput")
-    run.add_argument("--world-sizes", help="comma-separated world sizes, e.g. 1,2,4")
-    run.add_argument("--name", help="run directory name (default: <time>-<preset>)")
-    run.add_argument("--runs-dir", default="runs", help="where run directories go")
-    run.add_argument("--resume", metavar="RUN_DIR", help="rerun the unfinished cells of RUN_DIR")
+    run.add_argument("--preset", type=_given, help="quick (default) or full")
+    run.add_argument("--backends", type=_given,
+                     help="comma-separated subset of the preset's backends")
+    run.add_argument("--workloads", type=_given, help="comma-separated workloads for throughput")
+    run.add_argument("--world-sizes", type=_given, help="comma-separated world sizes, e.g. 1,2,4")
+    run.add_argument("--name", type=_given, help="run directory name (default: <time>-<preset>)")
+    run.add_argument("--runs-dir", type=_given, default="runs", help="where run directories go")
+    run.add_argument("--resume", type=_given, metavar="RUN_DIR",
+                     help="rerun the unfinished cells of RUN_DIR")
     run.add_argument("--cell-time-limit", type=_positive, default=1200.0,
                      help="seconds per cell before it is killed (default 1200)")
     run.add_argument("--suite-args", help="extra pytest arguments for every cell, quoted, "
                      "e.g. \"--rounds 3 --workload-param resnet50:image_size=224\"")
-    run.add_argument("--data-dir", help="a local ImageFolder or CIFAR-10 folder: resnet50 "
-                     "trains on real images (throughput and convergence)")
-    run.add_argument("--hosts", help="hosts for mpirun/horovodrun, e.g. h1:4,h2:4")
+    run.add_argument("--data-dir", type=_given, help="a local ImageFolder or CIFAR-10 "
+                     "folder: resnet50 trains on real images (throughput and convergence)")
+    run.add_argument("--hosts", type=_given, help="hosts for mpirun/horovodrun, e.g. h1:4,h2:4")
     run.add_argument("--repeat", help="repetitions per cell, each a fresh process, "
                      "interleaved across cells (default: the preset's; quick: 3)")
     run.add_argument("--order-seed", help="seed of the shuffled order of repetitions "
@@ -240,9 +310,10 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--allow-failures", action="store_true",
                      help="exit 0 even when some cells failed")
     run.set_defaults(fn=_run)
-    rep = sub.add_parser("report", help="HTML + Markdown report from run directories")
-    rep.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
-    rep.add_argument("-o", "--output", required=True, help="the HTML file to write "
+    rep = sub.add_parser("report", help="HTML + Markdown report from run directories "
+                         "(exit 3: written, but some cells' results were unreadable)")
+    rep.add_argument("run_dirs", nargs="+", type=_given, metavar="RUN_DIR")
+    rep.add_argument("-o", "--output", type=_given, required=True, help="the HTML file to write "
                      "(its .md and verdicts.json go beside it)")
     rep.add_argument("--margin", default="0.05", help="practical equivalence margin: "
                      "ratios within ±margin are 'equivalent' (default 0.05)")
@@ -266,6 +337,21 @@ def main(argv: list[str] | None = None) -> int:
         stop = interrupt.as_interrupted(exc)
         print(f"hvd-vs-ddp: interrupted by {stop.name}", file=sys.stderr)
         return stop.exit_code
+    except OSError as exc:  # a full disk, a file we may not write: one line, not a traceback
+        if exc.errno is None:
+            raise
+        print(f"hvd-vs-ddp: error: {_os_error(exc)}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
+
+
+def _os_error(exc: OSError) -> str:
+    """'writing runs/x/manifest.json: No space left on device' (WriteError says it so),
+    else 'PATH: REASON'."""
+    from results_schema import WriteError
+
+    if isinstance(exc, WriteError) or not exc.filename:
+        return " ".join(str(exc).split())
+    return f"{exc.filename}: {exc.strerror}"
 
 
 if __name__ == "__main__":

@@ -147,15 +147,25 @@ class Runner:
 
     # -- running ---------------------------------------------------------
     def run(self, progress=None) -> Manifest:
+        fresh = not self.run_dir.exists()
         (self.run_dir / "cells").mkdir(parents=True, exist_ok=True)
         (self.run_dir / "logs").mkdir(exist_ok=True)
-        self.save()
+        try:
+            self.save()
+        except OSError:  # a full disk: leave no empty run directory behind a fresh run
+            if fresh:
+                for d in (self.run_dir / "cells", self.run_dir / "logs", self.run_dir):
+                    try:
+                        d.rmdir()
+                    except OSError:
+                        pass
+            raise
         try:
             with interrupt.raising():
                 self._run_all(progress)
         except KeyboardInterrupt as exc:  # SIGINT, SIGTERM, SIGHUP
             stop = interrupt.as_interrupted(exc)
-            with interrupt.deferred():  # the cleanup is bounded; more signals are dropped
+            with interrupt.deferred(drop=True):  # bounded clean-up; more signals dropped
                 self._stop_current()
                 self._mark_interrupted(stop)
                 self.manifest.interrupted = now()

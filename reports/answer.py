@@ -6,7 +6,8 @@ Horovod (highest median samples/s) to the best DDP with its interval and verdict
 (reports.verdicts: faster / equivalent within the margin / inconclusive; indicative
 with one repetition; framework overhead without communication at 1 rank); and whether
 both trained to the same losses (their per-step losses in the throughput cells, else
-the convergence check). The same answers, with every pairwise verdict, are written as
+the convergence check). The same answers, with every pairwise verdict and the passed
+cells whose results could not be read (left out of every answer), are written as
 verdicts.json beside report.html; its format is docs/verdicts-format.md.
 
     from reports.answer import answers, verdicts_doc
@@ -119,7 +120,9 @@ def verdicts_doc(data: Data, cmp: pd.DataFrame, margin: float) -> dict[str, Any]
             "level": 0.95, "runs": [{"name": r.name, "path": str(r.path),
                                      "repeat": r.manifest.get("repeat") or 1}
                                     for r in data.runs],
-            "answers": answers(data, cmp, margin), "pairs": pairs}
+            "answers": answers(data, cmp, margin), "pairs": pairs,
+            "unreadable": [{"run": r.name, "cell": c.id, "reason": c.unreadable}
+                           for r in data.runs for c in r.unreadable]}
 
 
 if __name__ == "__main__":

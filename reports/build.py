@@ -5,8 +5,15 @@ The Markdown is written beside the HTML with the same stem (report.html ->
 report.md) and references its figures as PNG files in <stem>_figures/ beside it.
 verdicts.json (docs/verdicts-format.md) is written beside them: the answer per case
 and world size and every pairwise verdict, for other tools and CI.
-Run directories are only read: an output path inside one of them is refused, and
-every output is written to a temporary file first and moved into place (os.replace).
+Run directories are only read: an output path inside one of them is refused.
+The outputs are written together (results_schema.io.write_files_atomic): every file
+to a temporary sibling first, and only when all of them are written are they moved
+into place (os.replace), so a full disk or an interruption never leaves a half-written
+report or a report whose figures belong to another; a failed write raises WriteError
+("writing PATH: No space left on device") and the previous report stays as it was.
+A passed cell whose results file cannot be read is listed as "unreadable" (Failed
+cells, the answer box, verdicts.json) and the rest is reported; ReportPaths.unreadable
+lists those cells, and the CLI then exits 3.
 
     from reports import build_report
     paths = build_report([Path("runs/a"), Path("runs/b")], Path("out/report.html"),
@@ -15,9 +22,9 @@ every output is written to a temporary file first and moved into place (os.repla
 """
 from __future__ import annotations
 
-import os
+import contextlib
+import json
 import re
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,7 +37,7 @@ from reports.figures_comm import comm_figures
 from reports.frames import Data, build_frames
 from reports.load import Run, load_run
 from reports.render import Block, Notes, Section, render_html, render_markdown
-from results_schema import write_json_atomic
+from results_schema import write_files_atomic
 
 TITLE = "Horovod or DDP? Benchmark report"
 _OURS = re.compile(r"^(throughput|scaling_efficiency|step_times|loss|busbw|exposed_comm|"
@@ -44,6 +51,7 @@ class ReportPaths:
     figures_dir: Path
     figures: list[Path] = field(default_factory=list)
     verdicts: Path | None = None
+    unreadable: list[str] = field(default_factory=list)  # "run: cell: reason", one each
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -75,18 +83,6 @@ def _names(run_dirs: list[Path]) -> list[str]:
     if len(set(names)) < len(names):
         names = [f"{n}#{i + 1}" for i, n in enumerate(names)]
     return names
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write a sibling temp file (mode from the umask, like any new file), then os.replace."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(tmp, "xb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def _subtitle(runs: list[Run]) -> list[str]:
@@ -193,18 +189,24 @@ def build_report(run_dirs: list[Path], out: Path,
                               [a["sentence"] for a in answers(data, cmp, margin)])
     sub = _subtitle(runs)
 
-    html_path.parent.mkdir(parents=True, exist_ok=True)
-    figdir.mkdir(exist_ok=True)
-    written = []
-    for f in figs.items:
-        p = figdir / f"{f.name}.png"
-        atomic_write(p, f.png)
-        written.append(p)
+    written = [figdir / f"{f.name}.png" for f in figs.items]
+    rel = {f.name: f"{figdir.name}/{f.name}.png" for f in figs.items}
+    files = {p: f.png for p, f in zip(written, figs.items)}
+    files[md_path] = render_markdown(TITLE, sub, heads, sections, rel).encode()
+    files[html_path] = render_html(TITLE, sub, heads, sections).encode()
+    files[vjson] = json.dumps(verdicts_doc(data, cmp, margin), indent=1).encode()
+    made = [d for d in (*reversed(html_path.parents), figdir) if not d.exists()]
+    try:
+        html_path.parent.mkdir(parents=True, exist_ok=True)
+        figdir.mkdir(exist_ok=True)
+        write_files_atomic(files)  # all or nothing: WriteError leaves the old report as it was
+    except BaseException:
+        for d in reversed(made):  # the directories this call made, if still empty
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
     for stale in figdir.glob("*.png"):
         if stale not in written and _OURS.match(stale.name):
             stale.unlink()  # a figure an earlier report wrote at this path
-    rel = {f.name: f"{figdir.name}/{f.name}.png" for f in figs.items}
-    atomic_write(md_path, render_markdown(TITLE, sub, heads, sections, rel).encode())
-    atomic_write(html_path, render_html(TITLE, sub, heads, sections).encode())
-    write_json_atomic(vjson, verdicts_doc(data, cmp, margin))
-    return ReportPaths(html_path, md_path, figdir, written, vjson)
+    unreadable = [f"{r.name}: cell {c.id!r}: {c.unreadable}" for r in runs for c in r.unreadable]
+    return ReportPaths(html_path, md_path, figdir, written, vjson, unreadable)

@@ -23,7 +23,7 @@ import pandas as pd
 
 from reports import stats, verdicts
 from reports.frames import CASE_KEY, Data, build_frames
-from reports.load import load_run
+from reports.load import UNREADABLE, load_run
 from reports.theme import is_ddp, is_horovod, order
 
 MATCH_KEY = ["suite", "label", "launcher", "world_size", "workload", "workload_params",
@@ -172,10 +172,16 @@ def headlines(data: Data, cmp: pd.DataFrame, ba: pd.DataFrame | None = None,
                    f"{n.get(verdicts.EQUIVALENT, 0)} equivalent within "
                    f"±{margin * 100:g}%, {n.get(verdicts.INCONCLUSIVE, 0)} inconclusive.")
     st = data.cells["status"].value_counts() if not data.cells.empty else pd.Series(dtype=int)
-    bad, pending = int(st.get("failed", 0) + st.get("timeout", 0)), int(st.get("pending", 0))
+    bad = int(st.get("failed", 0) + st.get("timeout", 0) + st.get("interrupted", 0))
+    pending, unreadable = int(st.get("pending", 0)), int(st.get(UNREADABLE, 0))
     if bad or pending:
-        out.append(f"{bad} cell(s) failed or timed out and {pending} never ran (pending); "
-                   "they are left out of every comparison (see Failed cells).")
+        out.append(f"{bad} cell(s) failed, timed out or were interrupted and {pending} never "
+                   "ran (pending); they are left out of every comparison (see Failed cells).")
+    if unreadable:
+        who = ", ".join(data.cells.loc[data.cells["status"] == UNREADABLE, "cell_id"])
+        out.append(f"{unreadable} passed cell(s) have a results file that cannot be read "
+                   f"(unreadable: {who}); they are left out of every comparison (see Failed "
+                   "cells for the file and the reason).")
     return out
 
 

@@ -104,7 +104,7 @@ def build_frames(runs: list[Run]) -> Data:
                 "run": run.name, "cell_id": cell.id, "suite": ",".join(e.get("suites") or []),
                 "backend": e.get("backend", ""), "launcher": e.get("launcher", ""),
                 "world_size": e.get("world_size"), "status": cell.status,
-                "error": e.get("error") or "", "seconds": e.get("seconds"),
+                "error": cell.error, "seconds": e.get("seconds"),
                 "log": e.get("log") or "", "env": cell.machine.get("env") or {},
                 "versions": cell.machine.get("versions") or {},
                 "benchmarks": len(cell.benchmarks)})

@@ -64,7 +64,7 @@ details summary{cursor:pointer;font-weight:600;margin:10px 0}
 _NUM = re.compile(r"^-?[\d.]+(e[-+]?\d+)?( ✗)?$|^[\d.]+–[\d.]+$|^-?\d+%$")
 _CLASS = {"faster: horovod": "hvd", "faster: ddp": "ddp", "B faster": "up", "A faster": "down",
           "equivalent": "nsd", "inconclusive": "nsd", "NO": "bad", "YES": "bad",
-          "failed": "bad", "timeout": "bad"}
+          "failed": "bad", "timeout": "bad", "interrupted": "bad", "unreadable": "bad"}
 
 
 def _e(s) -> str:

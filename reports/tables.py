@@ -202,7 +202,10 @@ def failed_table(cells: pd.DataFrame) -> Table:
              "error": r["error"] or ("not run" if r["status"] == "pending" else "(no message)"),
              "log": r["log"]} for _, r in bad.iterrows()]
     return Table("Cells that did not pass", pd.DataFrame(rows),
-                 "Not used in any comparison. 'pending' cells never ran (incomplete run).")
+                 "Not used in any comparison. 'pending' cells never ran (incomplete run); "
+                 "'interrupted' cells were stopped by Ctrl-C or a signal (resume the run); "
+                 "'unreadable' cells passed, but a results file of theirs cannot be used "
+                 "(the error names the file and the field).")
 
 
 def run_meta_table(data: Data) -> Table:

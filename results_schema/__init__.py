@@ -8,15 +8,15 @@ and pandas-free (numpy only, for the frame builders' medians).
     benchmark.extra_info.update(ThroughputRecord(...).to_dict())   # a suite
     man, notes = load_manifest(Path("runs/x"))                     # a reader
 
-Modules: version (FORMAT, FORMAT_VERSION, check_version), errors (ResultsError),
-io (read_json, write_json_atomic), fields (the record base and its checks), kinds/
-(one record per benchmark kind + the KINDS registry), machine (MachineInfo), manifest
-(Manifest, CellEntry), launchers (the launcher vocabulary), upgrade (v1 -> v2),
-files (load a run directory), summary (median, iqr).
+Modules: version (FORMAT, FORMAT_VERSION, check_version), errors (ResultsError,
+WriteError), io (read_json, write_json_atomic, write_files_atomic), fields (the record
+base and its checks), kinds/ (one record per benchmark kind + the KINDS registry),
+machine (MachineInfo), manifest (Manifest, CellEntry), launchers (the launcher
+vocabulary), upgrade (v1 -> v2), files (load a run directory), summary (median, iqr).
 """
 from __future__ import annotations
 
-from results_schema.errors import ResultsError, UnknownKind
+from results_schema.errors import ResultsError, UnknownKind, WriteError
 from results_schema.files import (
                            CellResults,
                            NamedRecord,
@@ -26,7 +26,7 @@ from results_schema.files import (
                            results_from_json,
                            results_path,
 )
-from results_schema.io import read_json, write_json_atomic
+from results_schema.io import read_json, write_files_atomic, write_json_atomic
 from results_schema.kinds import (
                            KINDS,
                            OPS,
@@ -50,5 +50,6 @@ __all__ = [
     "CellEntry", "CellResults", "CollectiveRecord", "CollectiveSize", "ComputeOnlyRecord",
     "ConvergenceRecord", "MachineInfo", "Manifest", "MemcpyRecord", "NamedRecord",
     "Repetition", "ResultsError", "ThroughputRecord", "TimeToAccuracyRecord", "UnknownKind",
-    "check_version", "load_cell_results", "load_manifest", "manifest_from_json", "read_json",
-    "record_from_dict", "results_from_json", "results_path", "write_json_atomic"]
+    "WriteError", "check_version", "load_cell_results", "load_manifest", "manifest_from_json",
+    "read_json", "record_from_dict", "results_from_json", "results_path", "write_files_atomic",
+    "write_json_atomic"]

@@ -86,7 +86,8 @@ def results_from_json(doc: Any, path: Path, cell: CellEntry | None = None) -> Ce
     if not isinstance(doc, dict) or not isinstance(doc.get("benchmarks"), list):
         raise ResultsError(f"{path}: JSON of another tool (no 'benchmarks' list); expected "
                            f"{RESULTS_WHAT}.")
-    machine = (doc.get("machine_info") or {}).get("hvd_vs_ddp")
+    info = doc.get("machine_info")
+    machine = info.get("hvd_vs_ddp") if isinstance(info, dict) else None
     if not isinstance(machine, dict):
         raise ResultsError(f"{path}: pytest-benchmark JSON without machine_info.hvd_vs_ddp; "
                            "it was not written by the hvd-vs-ddp suites.")

@@ -1,5 +1,5 @@
 """common/interrupt.py: the three stop signals become Interrupted with 128 + signal as the
-exit status; deferred() drops them; a signal the process ignores
+exit status; deferred() holds them off (then raises) or drops them; a signal the process ignores
 stays ignored.
 
     python -m pytest tests/unit/test_interrupt.py -q
@@ -33,13 +33,34 @@ def test_deferred_drops_signals_even_with_other_threads_running():
     other = threading.Thread(target=stop.wait, daemon=True)  # a signal may land here
     other.start()
     with raising():
-        with deferred():
+        with deferred(drop=True):
             os.kill(os.getpid(), signal.SIGTERM)
             os.kill(os.getpid(), signal.SIGINT)
             reached = True
         reached_after = True  # nothing raised on leaving deferred()
     stop.set()
     assert reached and reached_after
+
+
+def test_deferred_raises_a_held_signal_after_the_block():
+    done = []
+    with pytest.raises(Interrupted) as caught:
+        with raising():
+            with deferred():
+                os.kill(os.getpid(), signal.SIGHUP)
+                for _ in range(1000):  # the handler has run by now; nothing raised yet
+                    pass
+                done.append(True)
+    assert done == [True] and caught.value.exit_code == 129
+
+
+def test_inside_a_dropping_block_an_inner_block_drops_too():
+    with raising():
+        with deferred(drop=True):
+            with deferred():
+                os.kill(os.getpid(), signal.SIGINT)
+            after = True
+    assert after
 
 
 def test_an_ignored_signal_stays_ignored():

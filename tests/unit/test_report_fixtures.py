@@ -84,15 +84,27 @@ def test_before_after_from_two_real_runs(tmp_path):
     assert paths.html.is_file()
 
 
-def test_cli_report_refuses_corrupt_results_and_changes_nothing(tmp_path, capsys):
+def test_cli_report_lists_a_corrupt_cell_as_unreadable_and_changes_nothing(tmp_path, capsys):
     run = tmp_path / "run"
     shutil.copytree(SMALL, run)
     victim = next((run / "cells").glob("*.json"))
     victim.write_text(victim.read_text()[:200])  # truncated
     before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
     out = tmp_path / "out" / "report.html"
+    assert cli(["report", str(run), "-o", str(out)]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("hvd-vs-ddp: warning: unreadable")
+    assert victim.name in err[0] and "truncated JSON" in err[0]
+    assert out.is_file() and f"| {victim.stem} | unreadable |" in out.with_suffix(".md").read_text()
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
+
+
+def test_cli_report_refuses_a_corrupt_manifest_and_writes_nothing(tmp_path, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(SMALL, run)
+    (run / "manifest.json").write_text((run / "manifest.json").read_text()[:300])
+    out = tmp_path / "out" / "report.html"
     assert cli(["report", str(run), "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("hvd-vs-ddp: error:")
-    assert not out.exists()
-    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == before
+    assert len(err) == 1 and err[0].startswith("hvd-vs-ddp: error:") and "manifest.json" in err[0]
+    assert not (tmp_path / "out").exists()

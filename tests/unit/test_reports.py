@@ -350,6 +350,25 @@ def _first_results(run: Path) -> Path:
     return run / next(c["results"] for c in man["cells"] if c["status"] == "passed")
 
 
+def _assert_unreadable(run: Path, out: Path, path: Path, *words: str) -> None:
+    """The report is written; the cell of `path` is listed as unreadable, with a reason
+    that names the file and holds `words`, in the Markdown, the HTML and verdicts.json."""
+    before = _digest(run)
+    paths = build_report([run], out)
+    assert _digest(run) == before
+    assert len(paths.unreadable) == 1 and path.name in paths.unreadable[0], paths.unreadable
+    reason = paths.unreadable[0].split(": ", 2)[2]
+    assert "\n" not in reason
+    for w in words:
+        assert w in reason, reason
+    vj = json.loads(paths.verdicts.read_text())
+    assert [u["reason"] for u in vj["unreadable"]] == [reason]
+    for text in (paths.markdown.read_text(), paths.html.read_text()):
+        assert "unreadable" in text and path.name in text
+    cell = vj["unreadable"][0]["cell"]
+    assert f"| {cell} | unreadable |" in paths.markdown.read_text()
+
+
 @pytest.mark.parametrize("mutate, words", [
     (lambda t: "", ["empty"]),
     (lambda t: t[: len(t) // 2], ["truncated"]),
@@ -363,9 +382,7 @@ def test_bad_cell_results(tmp_path, mutate, words):
     run = write_run(tmp_path / "run", minimal=True)
     path = _first_results(run)
     path.write_text(mutate(path.read_text()))
-    with pytest.raises(ReportError) as e:
-        build_report([run], tmp_path / "r.html")
-    _one_line_error(e, path.name, *words)
+    _assert_unreadable(run, tmp_path / "r.html", path, *words)
 
 
 def _drop_field(text: str) -> str:
@@ -378,9 +395,43 @@ def test_benchmark_missing_a_needed_field(tmp_path):
     run = write_run(tmp_path / "run", minimal=True)
     path = _first_results(run)
     path.write_text(_drop_field(path.read_text()))
+    _assert_unreadable(run, tmp_path / "r.html", path, "lacks samples_per_s")
+
+
+def test_missing_results_file(tmp_path):
+    run = write_run(tmp_path / "run", minimal=True)
+    path = _first_results(run)
+    path.unlink()
+    _assert_unreadable(run, tmp_path / "r.html", path, "missing", "passed")
+
+
+def _set_status(run: Path, status: str, error: str | None) -> str:
+    man = json.loads((run / "manifest.json").read_text())
+    cell = next(c for c in man["cells"] if c["status"] == "passed")
+    cell.update(status=status, error=error)
+    (run / "manifest.json").write_text(json.dumps(man))
+    return cell["id"]
+
+
+def test_interrupted_cell_is_reported_like_a_failed_one(tmp_path):
+    from results_schema import STATUSES
+    if "interrupted" not in STATUSES:
+        pytest.skip("the manifest format has no 'interrupted' status on this branch yet")
+    run = write_run(tmp_path / "run", minimal=True)
+    cell = _set_status(run, "interrupted", "interrupted by SIGTERM (constructed)")
+    paths = build_report([run], tmp_path / "r.html")
+    md = paths.markdown.read_text()
+    assert f"| {cell} | interrupted | interrupted by SIGTERM (constructed) |" in md
+    assert "failed, timed out or were interrupted" in md and not paths.unreadable
+
+
+def test_running_cell_is_refused_with_the_way_out(tmp_path):
+    run = write_run(tmp_path / "run", minimal=True)
+    cell = _set_status(run, "running", None)
     with pytest.raises(ReportError) as e:
         build_report([run], tmp_path / "r.html")
-    _one_line_error(e, path.name, "lacks samples_per_s")
+    _one_line_error(e, "manifest.json", cell, "'running'", "--resume")
+    assert not (tmp_path / "r.html").exists()
 
 
 @pytest.mark.parametrize("rel", ["report.html", "sub/dir/report.html", "cells/x.html"])

@@ -250,7 +250,9 @@ def _one_line_exit_2(proc: subprocess.CompletedProcess, *words: str) -> None:
         assert w in lines[0], lines[0]
 
 
-def test_cli_report_on_a_corrupted_cell_is_one_line(tmp_path):
+def test_cli_report_on_a_corrupted_cell_names_file_and_field(tmp_path):
+    """A NaN in one cell: the report is written without that cell (exit 3) and one
+    warning line names the file and the field."""
     run = tmp_path / "run"
     shutil.copytree(SMALL, run)
     cell = run / "cells" / GLOO_CELL.name
@@ -258,8 +260,12 @@ def test_cli_report_on_a_corrupted_cell_is_one_line(tmp_path):
     _bench(doc, "throughput")["extra_info"]["samples_per_s"][0] = math.nan
     cell.write_text(json.dumps(doc))
     proc = _cli("report", str(run), "-o", str(tmp_path / "out" / "r.html"), cwd=tmp_path)
-    _one_line_exit_2(proc, GLOO_CELL.name, "samples_per_s[0]", "finite")
-    assert not (tmp_path / "out").exists()
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 3 and len(lines) == 1, proc.stderr[-2000:]
+    assert lines[0].startswith("hvd-vs-ddp: warning: unreadable")
+    for word in (GLOO_CELL.name, "samples_per_s[0]", "finite"):
+        assert word in lines[0], lines[0]
+    assert (tmp_path / "out" / "r.html").is_file()
 
 
 def test_cli_resume_of_an_invalid_manifest_is_one_line(tmp_path):
