@@ -4,7 +4,10 @@ A cell is one pytest run of the suites for one backend, under one launcher, at
 one world size. Horovod runs under horovodrun (Gloo and MPI controllers are two
 cells), ddp-gloo under torchrun, ddp-mpi under mpirun, baselines in one process.
 The compute-only reference (for exposed communication) is its own cell per
-world size.
+world size. Each Horovod cell at 2 or more ranks gets an instrumented twin
+(`<cell>-timeline`, suite `timeline`): the throughput test once more, a few rounds,
+with Horovod's timeline on (harness/horovod_timeline.py says why never in the timed
+cell); a preset with `timeline=False` leaves them out.
 
     python -m hvd_vs_ddp.matrix quick      # lists the cells of a preset
 """
@@ -42,6 +45,7 @@ class Cell:
     @property
     def id(self) -> str:
         tail = "" if self.knob_set == "default" else f"-{self.knob_set}"
+        tail += "-timeline" if "timeline" in self.suites else ""
         return f"{self.backend}-{self.launcher}-np{self.world_size}{tail}"
 
     def as_dict(self) -> dict:
@@ -66,6 +70,10 @@ class Preset:
     knob_set: str = "default"
     options: SuiteOptions = field(default_factory=SuiteOptions)  # the suites' options
     repeat: int = 1       # repetitions per cell (fresh processes), `run --repeat`
+    timeline: bool = True  # an instrumented Horovod timeline cell per Horovod cell (np >= 2)
+
+
+TIMELINE_ROUNDS = 3  # rounds of an instrumented timeline cell (at most the preset's)
 
 
 PRESETS = {
@@ -128,6 +136,10 @@ def cells(preset: Preset, backends: list[str] | None = None,
                     if backend in BASELINES and knob in comm_only:
                         continue  # one process: nothing to compress or bucket
                     out.append(Cell(backend, launcher, n, suites, knob_set=knob))
+                    if backend == "horovod" and n > 1 and preset.timeline \
+                            and "throughput" in suites:
+                        out.append(Cell(backend, launcher, n, ("timeline",),
+                                        knob_set=knob))
         if "compute" in preset.suites:
             for knob in (k for k in knob_names if k not in comm_only):
                 out.append(Cell("compute-only", "single" if n == 1 else "torchrun", n,
@@ -141,6 +153,9 @@ def pytest_argv(cell: Cell, preset: Preset, json_path: str,
     backend = cell.backend if cell.backend != "compute-only" else "single"
     opts = preset.options.replace(backends=(backend,), knob_set=cell.knob_set,
                                   workloads=tuple(workloads or preset.workloads))
+    if "timeline" in cell.suites:
+        opts = opts.replace(horovod_timeline="auto",
+                            rounds=min(TIMELINE_ROUNDS, opts.rounds))
     return ["-m", "pytest", *(SUITES[s] for s in cell.suites), "-p", "no:cacheprovider",
             "-q", *opts.to_argv(), *cell.pytest_args, "--benchmark-json", json_path]
 
