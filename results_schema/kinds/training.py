@@ -157,4 +157,5 @@ class ComputeOnlyRecord(BenchmarkRecord):
         ranks = self.concurrent_ranks if self.concurrent_ranks is not None else self.world_size
         return [{**self.common_row(), "workload": self.workload, "knobs": as_json(self.knobs),
                  "ranks": int(ranks), "per_rank_batch": int(self.per_rank_batch),
+                 "steps": array(self.step_times),
                  "step_median": summary.median(array(self.step_times))}]
