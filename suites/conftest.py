@@ -46,8 +46,9 @@ def pytest_configure(config: pytest.Config) -> None:
     # Before the collective plugin hides --benchmark-json from ranks other than 0.
     json_path = getattr(config.option, "benchmark_json", None)
     try:
-        timeline = horovod_timeline.target(opts.horovod_timeline,
-                                           getattr(json_path, "name", json_path))
+        if hasattr(json_path, "write"):  # pytest-benchmark < 5.3 gives an open file
+            json_path = json_path.name
+        timeline = horovod_timeline.target(opts.horovod_timeline, json_path)
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.hvd_timeline, config.hvd_timeline_ref = timeline or (None, None)
