@@ -10,8 +10,9 @@ every tensor is a "process" (pid, named by a metadata event) with, in order,
                                  vector and only the span is written)
   ALLREDUCE            B ... E   the operation, from the background thread taking up the
                                  response to the end; inside it the activities
-    INIT_FUSION_BUFFER, MEMCPY_IN_FUSION_BUFFER, GLOO_ALLREDUCE | MPI_ALLREDUCE |
-    NCCL_ALLREDUCE, MEMCPY_OUT_FUSION_BUFFER (B ... E each; WAIT_FOR_DATA and QUEUE on GPUs)
+    WAIT_FOR_DATA, WAIT_FOR_OTHER_TENSOR_DATA (one tensor after the other), then for the
+    whole response INIT_FUSION_BUFFER, MEMCPY_IN_FUSION_BUFFER, GLOO_ALLREDUCE |
+    MPI_ALLREDUCE | NCCL_ALLREDUCE, MEMCPY_OUT_FUSION_BUFFER (B ... E each; QUEUE on GPUs)
 and, with HOROVOD_TIMELINE_MARK_CYCLES=1, instant "CYCLE_START" markers. Timestamps are
 microseconds since the timeline started; the first metadata event carries
 `start_time_since_epoch_in_micros`, which puts them on the wall clock of the steps the
@@ -42,6 +43,9 @@ import numpy as np
 ALLREDUCE_OPS = ("GLOO_ALLREDUCE", "MPI_ALLREDUCE", "NCCL_ALLREDUCE", "CCL_ALLREDUCE",
                  "MPI_ADASUM_ALLREDUCE")
 MEMCPY_IN, MEMCPY_OUT = "MEMCPY_IN_FUSION_BUFFER", "MEMCPY_OUT_FUSION_BUFFER"
+# activities Horovod writes one tensor after the other (ops/collective_operations.cc); the
+# others are written for all tensors of a response at once (ActivityStartAll)
+PER_TENSOR = ("WAIT_FOR_DATA", "WAIT_FOR_OTHER_TENSOR_DATA")
 DTYPE_BYTES = {"float16": 2, "bfloat16": 2, "float32": 4, "float64": 8, "int32": 4,
                "int64": 8, "uint8": 1, "int8": 1, "bool": 1}
 
@@ -174,7 +178,9 @@ def parse(events: list[dict[str, Any]], complete: bool = True) -> Timeline:
             resp = current.get(tensor)
             if resp is None:
                 continue
-            if stack:  # an activity inside the operation: the same for all its tensors
+            if stack and what in PER_TENSOR:
+                resp.activities[what] = resp.activities.get(what, 0.0) + (ts - t0) / 1e6
+            elif stack:  # an activity inside the operation: the same for all its tensors
                 resp.activities.setdefault(what, (ts - t0) / 1e6)
             else:
                 resp.end_us = np.nanmax([resp.end_us, ts])

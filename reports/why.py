@@ -230,7 +230,7 @@ def where_step_goes(data: Data) -> Why:
                            "largest_group_bytes": h["max_response_bytes"],
                            "detail": f"cycle {h['cycle_time_ms']:g} ms set, "
                                      f"{h['cycle_ms']:.2f} ms measured; largest response "
-                                     + (f"{h['max_response_bytes'] / fusion * 100:.0f}% of "
+                                     + (f"{h['max_response_bytes'] / fusion * 100:.2g}% of "
                                         "the fusion buffer" if fusion else "")})
         base["disagreement"] = disagreement(base)
         rows.append(base)

@@ -3,9 +3,10 @@
 One DDP model per workload; after warm-up (beyond DDP's always-sampled first 10
 iterations), blocks of steps alternate ABBA... between "on" (harness/ddp_stats.py with
 sample rate 1: DDP times every iteration and a forward hook reads the values) and
-"off" (sample rate 10**9, no hook). A step's time is the slowest rank's; each block
-gives a median; the overhead is the median over pairs of median(on)/median(off) - 1,
-with the pairs' range. The suites record the statistics in the timed rounds only if
+"off" (sample rate 10**9, no hook). A step's time is the slowest rank's. The overhead
+is median(on steps)/median(off steps) - 1 with the 95% interval of reports.stats'
+two-level bootstrap, blocks taking the place of repetitions (so the interval covers
+the drift between blocks). The suites record the statistics in the timed rounds only if
 this stays within 3%.
 
     torchrun --standalone --nproc-per-node 2 scripts/ddp_stats_overhead.py \
@@ -23,6 +24,7 @@ from backends import registry as backends
 from backends.base import BackendOptions
 from harness import threads
 from harness.ddp_stats import DDPStats
+from reports.stats import ratio_ci
 from workloads import registry as workloads
 from workloads.loop import TrainConfig, Trainer
 
@@ -55,24 +57,19 @@ def main() -> None:
         for name in args.workloads.split(","):
             trainer = Trainer(workloads.get(name), be, TrainConfig(steps=1))
             trainer.run(args.warmup)
-            ratios, on_all, off_all = [], [], []
+            blocks: dict[bool, list[list[float]]] = {True: [], False: []}
             for p in range(args.pairs):
-                order = (True, False) if p % 2 == 0 else (False, True)  # ABBA
-                med = {}
-                for on in order:
-                    t = block(trainer, args.steps, on)
-                    med[on] = float(np.median(t))
-                    (on_all if on else off_all).extend(t)
-                ratios.append(med[True] / med[False])
+                for on in ((True, False) if p % 2 == 0 else (False, True)):  # ABBA
+                    blocks[on].append(block(trainer, args.steps, on))
             if be.rank == 0:
+                ci = ratio_ci(blocks[True], blocks[False])
                 print(json.dumps({
                     "workload": name, "world_size": be.world_size, "pairs": args.pairs,
                     "steps_per_block": args.steps,
-                    "median_step_on_s": float(np.median(on_all)),
-                    "median_step_off_s": float(np.median(off_all)),
-                    "overhead_pct": (float(np.median(ratios)) - 1) * 100,
-                    "pair_range_pct": [(min(ratios) - 1) * 100, (max(ratios) - 1) * 100]}),
-                    flush=True)
+                    "median_step_on_s": float(np.median(np.concatenate(blocks[True]))),
+                    "median_step_off_s": float(np.median(np.concatenate(blocks[False]))),
+                    "overhead_pct": (ci.ratio - 1) * 100,
+                    "interval_pct": [(ci.lo - 1) * 100, (ci.hi - 1) * 100]}), flush=True)
 
 
 if __name__ == "__main__":

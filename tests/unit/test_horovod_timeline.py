@@ -53,8 +53,9 @@ def test_every_fused_response_is_found(trace):
     started = sum(1 for e in events if e.get("ph") == "B" and e.get("name") == "ALLREDUCE")
     assert sum(len(r.tensors) for r in allreduce) == started
     shapes = [e["args"] for e in events if e.get("ph") == "E" and "shape" in (e.get("args") or {})]
+    size = {"float32": 4, "float64": 8, "int32": 4, "int64": 8, "uint8": 1}
     want = sum(int(np.prod([int(x) for x in a["shape"].strip("[]").split(",") if x.strip()]))
-               * 4 for a in shapes if a["dtype"] == "float32")
+               * size[a["dtype"]] for a in shapes)
     assert sum(r.bytes for r in tl.responses) == want
     controller = "GLOO_ALLREDUCE" if "gloo" in trace.name else "MPI_ALLREDUCE"
     ops = {k for r in allreduce for k in r.activities if k in ALLREDUCE_OPS}

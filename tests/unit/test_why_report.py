@@ -65,7 +65,7 @@ def test_ddp_figures_are_the_medians_of_its_raw_statistics(why, cell, label):
 
 def test_ddp_stragglers_wait_for_the_last_rank(why):
     st = _raw("ddp-gloo-torchrun-np2")["ddp_stats"]
-    ends = np.array([r["backward_compute_end_ns"] for r in st["ranks"]], dtype=float)
+    ends = np.array([r["backward_compute_end_ns"] for r in st["ranks"]], dtype=np.int64)
     want = np.median((ends.max(axis=0) - ends) / 1e9, axis=1)  # per rank
     got = why.stragglers[why.stragglers["series"].str.startswith("ddp-gloo")]
     assert list(got["rank"]) == [0, 1]
