@@ -59,7 +59,7 @@ def why_figure(steps: pd.DataFrame, figs: Figures, multi_run: bool) -> None:
                            edgecolor="white")
                     ax.bar(x + 1, rest, bottom=compute + exposed, color="white", width=0.9,
                            edgecolor=GREY, hatch="..")
-                else:  # Horovod: rest | exposed tail (timeline)
+                else:  # Horovod: rest | exposed (timeline)
                     ax.bar(x + 1, max(step - exposed, 0), color="white", width=0.9,
                            edgecolor=GREY, hatch="..")
                     ax.bar(x + 1, exposed, bottom=max(step - exposed, 0), color=c, width=0.9,
@@ -88,6 +88,6 @@ def why_figure(steps: pd.DataFrame, figs: Figures, multi_run: bool) -> None:
                  "step) with its 95% two-level bootstrap interval. own: the library's own "
                  "account of the median step: DDP's forward+backward compute and "
                  "communication after backward (backward comm - overlap), the rest; "
-                 "Horovod's timeline tail from the first rank's last gradient to the end "
-                 "of the last allreduce (measured in the instrumented timeline run). "
+                 "Horovod's timeline: from the last rank's last gradient to the end of the "
+                 "last allreduce (measured in the instrumented timeline run). "
                  "hidden: communication that ran under backward compute.")

@@ -64,7 +64,6 @@ class Response:
     activities: dict[str, float] = field(default_factory=dict)  # name -> seconds
     bytes: int = 0
     ready_us: float = np.nan     # the last tensor's negotiation end (all ranks ready)
-    first_ready_us: float = np.nan  # the last tensor's negotiation start (one rank ready)
     negotiate_s: float = 0.0     # its longest negotiation (first to last rank ready)
     last_rank: int | None = None  # who reported last (uncached negotiation only)
     rank_wait_s: dict[int, float] = field(default_factory=dict)  # rank -> its wait
@@ -158,7 +157,6 @@ def parse(events: list[dict[str, Any]], complete: bool = True) -> Timeline:
                 nego = negotiation.pop(tensor, None)
                 if nego is not None:
                     run.ready_us = np.nanmax([run.ready_us, nego[1]])
-                    run.first_ready_us = np.nanmax([run.first_ready_us, nego[0]])
                     run.negotiate_s = max(run.negotiate_s, (nego[1] - nego[0]) / 1e6)
                     _last_rank(run, nego[2])
             else:
@@ -232,8 +230,8 @@ def per_step(tl: Timeline, starts: list[float], durations: list[float]) -> list[
             "negotiate_last_s": last.negotiate_s if last is not None else np.nan,
             "last_rank": last.last_rank if last is not None else None,
             "rank_wait_s": waits,
-            # from the first rank's last gradient (its backward is over) to the end of
-            # the last response: communication no computation hides, waits included
+            # from the last rank's last gradient (all ranks ready: every backward is over)
+            # to the end of the last response: communication no computation hides
             "tail_s": _tail(ar),
             "cycles": int(cyc.size),
             "cycle_ms": float(np.median(np.diff(cyc)) / 1e3) if cyc.size > 1 else np.nan,
@@ -242,7 +240,7 @@ def per_step(tl: Timeline, starts: list[float], durations: list[float]) -> list[
 
 
 def _tail(ar: list[Response]) -> float:
-    ready = [r.first_ready_us for r in ar if np.isfinite(r.first_ready_us)]
+    ready = [r.ready_us for r in ar if np.isfinite(r.ready_us)]
     ends = [r.end_us for r in ar if np.isfinite(r.end_us)]
     return max(0.0, (max(ends) - max(ready)) / 1e6) if ready and ends else np.nan
 

@@ -6,12 +6,14 @@ Three views of the same step, per case, world size and backend:
   bootstrap as the verdicts (reports.stats: repetitions, then steps; each median
   resampled on its own);
 - DDP's own statistics (ddp_stats in the throughput results, harness/ddp_stats.py): per
-  rank and step forward and backward compute, backward communication, its overlap with
-  backward compute; exposed = communication - overlap (the part after backward ends);
+  step, on the rank that finished backward last (the step waits for it), forward and
+  backward compute, backward communication, its overlap with backward compute; exposed
+  = communication - overlap (the part after backward ends);
 - Horovod's own timeline (horovod_timeline results + the trace file,
   reports/horovod_timeline.py): per step the background thread's allreduce, copies into
-  and out of the fusion buffer, negotiation and queueing, and the tail from the first
-  rank's last gradient to the end of the last response (exposed communication). Those
+  and out of the fusion buffer, negotiation (for the last tensor: how long the first
+  rank waited for the last) and queueing, and exposed communication: from the last
+  rank's last gradient (all ranks ready) to the end of the last response. Those
   steps ran in an instrumented job (Horovod's timeline writer busy-polls a core), so
   their seconds are inflated; the table says by how much.
 A library's own exposed figure outside the subtraction's interval is a disagreement,
@@ -81,11 +83,13 @@ def _compute_reps(data: Data, r: pd.Series) -> tuple[list, int] | None:
 
 
 def _ddp(reps: pd.DataFrame) -> tuple[dict[str, float], list[dict], dict[str, Any]] | None:
-    """DDP's own medians over every rank and step of a cell's repetitions, the per-rank
-    straggler waits and the bucket layout."""
-    parts: dict[str, list[float]] = {k: [] for k in ("forward_compute_s",
-                                                     "backward_compute_s",
-                                                     "backward_comm_s", "overlap_s")}
+    """DDP's own medians over the timed steps of a cell's repetitions, each step seen on
+    its last rank (the one that finished backward compute last: the step ends when it
+    does, and its communication after backward is the exposed part; the other ranks'
+    longer communication is their wait for it), the per-rank straggler waits and the
+    bucket layout."""
+    keys = ("forward_compute_s", "backward_compute_s", "backward_comm_s", "overlap_s")
+    parts: dict[str, list[float]] = {k: [] for k in keys}
     exposed: list[float] = []
     waits: dict[int, list[float]] = {}
     layout: dict[str, Any] = {}
@@ -94,21 +98,21 @@ def _ddp(reps: pd.DataFrame) -> tuple[dict[str, float], list[dict], dict[str, An
             continue
         layout = st
         ranks = [x for x in st.get("ranks") or [] if x]
-        for rk in ranks:
-            for k in parts:
-                parts[k] += list(rk.get(k, []))
-            exposed += [max(0.0, c - o) for c, o in zip(rk.get("backward_comm_s", []),
-                                                         rk.get("overlap_s", []))]
-        # stragglers: per DDP iteration present on every rank, the last rank's end of
-        # backward compute minus each rank's own
-        common = set.intersection(*(set(rk.get("iterations", [])) for rk in ranks)) \
-            if ranks else set()
-        ends = {rk["rank"]: dict(zip(rk["iterations"], rk["backward_compute_end_ns"]))
-                for rk in ranks}
+        if not ranks:
+            continue
+        # per DDP iteration present on every rank
+        rows = {rk["rank"]: {it: i for i, it in enumerate(rk["iterations"])} for rk in ranks}
+        common = sorted(set.intersection(*(set(r) for r in rows.values())))
+        by_rank = {rk["rank"]: rk for rk in ranks}
         for it in common:
-            last = max(e[it] for e in ends.values())
-            for rank, e in ends.items():
-                waits.setdefault(rank, []).append((last - e[it]) / 1e9)
+            ends = {r: by_rank[r]["backward_compute_end_ns"][rows[r][it]] for r in by_rank}
+            last = max(ends, key=lambda r: ends[r])
+            rk, i = by_rank[last], rows[last][it]
+            for k in keys:
+                parts[k].append(rk[k][i])
+            exposed.append(max(0.0, rk["backward_comm_s"][i] - rk["overlap_s"][i]))
+            for r, e in ends.items():
+                waits.setdefault(r, []).append((ends[last] - e) / 1e9)
     if not exposed:
         return None
     med = {k: float(np.median(v)) for k, v in parts.items()}
@@ -161,6 +165,7 @@ def _horovod(data: Data, notes: list[str]) -> pd.DataFrame:
             "allreduce_s", "memcpy_s", "op_s", "queue_s", "negotiate_last_s",
             "negotiate_max_s", "tail_s", "responses", "tensors_per_response",
             "max_response_bytes", "cycle_ms")}
+        med["negotiate_last_max_s"] = float(np.nanmax(steps["negotiate_last_s"]))
         rows.append({**{k: r[k] for k in MATCH}, "cell": r["cell_id"],
                      "timeline": str(path), "timeline_step_s": float(np.median(r["steps"])),
                      "fusion_bytes": meta.get("fusion_threshold_bytes"),
@@ -213,11 +218,17 @@ def where_step_goes(data: Data) -> Why:
             base.update(source="Horovod's timeline", own_comm_s=h["op_s"],
                         own_exposed_s=h["tail_s"],
                         own_hidden_s=max(0.0, h["op_s"] - h["tail_s"]),
+                        negotiate_max_s=h["negotiate_max_s"],
                         allreduce_s=h["allreduce_s"], memcpy_s=h["memcpy_s"],
                         negotiate_s=h["negotiate_last_s"], queue_s=h["queue_s"],
                         instrumented_step_s=h["timeline_step_s"], own_steps=h["steps_read"])
-            strag += [{**{k: base[k] for k in ("run", "case", "series", "world_size")},
-                       "rank": rank, "wait_s": float(np.median(w)),
+            key = {k: base[k] for k in ("run", "case", "series", "world_size")}
+            strag.append({**key, "rank": "first to arrive", "wait_s": h["negotiate_last_s"],
+                          "wait_max_s": h["negotiate_last_max_s"], "steps": h["steps_read"],
+                          "source": "Horovod timeline: negotiation of the step's last tensor "
+                                    "(instrumented run; which rank is not written once "
+                                    "the tensor is in Horovod's response cache)"})
+            strag += [{**key, "rank": rank, "wait_s": float(np.median(w)),
                        "wait_max_s": float(np.max(w)), "steps": len(w),
                        "source": "Horovod timeline: ranks' ready reports (uncached "
                                  "negotiations only)"}

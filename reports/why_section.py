@@ -58,7 +58,7 @@ def steps_table(w: Why) -> Table:
 
 def stragglers_table(w: Why) -> Table:
     rows = [{"run": r["run"], "case": r["case"], "backend": r["series"],
-             "world size": r["world_size"], "rank": r["rank"],
+             "world size": r["world_size"], "rank": str(r["rank"]),
              "waited for the last rank, median (ms)": ms(r["wait_s"]),
              "max (ms)": ms(r["wait_max_s"]), "steps": r["steps"], "source": r["source"]}
             for _, r in w.stragglers.iterrows()]
