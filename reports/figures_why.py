@@ -78,7 +78,8 @@ def why_figure(steps: pd.DataFrame, figs: Figures, multi_run: bool) -> None:
                    Patch(color=GREY, label="forward + backward compute (DDP's own)"),
                    Patch(color="#555555", label="exposed comm, library's own (backend colour)"),
                    Patch(facecolor="white", edgecolor=GREY, hatch="..",
-                         label="rest of the step (optimizer, data, framework)"),
+                         label="rest of the step (optimizer, data, framework;\n"
+                               "Horovod: its compute too, not split)"),
                    Patch(facecolor="white", edgecolor="#555555", hatch=HATCH,
                          label="comm hidden under backward (library's own)")]
         fig.legend(handles=handles, loc="outside right upper", fontsize=8)

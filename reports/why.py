@@ -276,10 +276,20 @@ def disagreement(row: dict[str, Any]) -> str:
     who = row.get("source", "")
     span = f"{own * 1e3:.1f} ms vs the subtraction's [{lo * 1e3:.1f}, {hi * 1e3:.1f}] ms"
     if own < lo:
+        evidence = ""
+        comp, base = row.get("own_compute_s"), row.get("compute_s")
+        if comp is not None and base and np.isfinite(comp):
+            evidence = (f"; DDP's own forward+backward compute alone takes "
+                        f"{comp * 1e3:.1f} ms, {comp / base:.1f}x the whole compute-only step")
+        hidden = row.get("own_hidden_s")
+        if "Horovod" in who and hidden is not None and np.isfinite(hidden):
+            evidence = (f"; {hidden * 1e3:.1f} ms of Horovod's communication ran while "
+                        "backward was computing")
         return (f"{who} counts less exposed communication ({span}): the rest of the step's "
                 "excess over compute-only is computation slowed while communication runs "
                 "(on a CPU the collective's threads take cores from the model) and framework "
-                "work outside the library's timers (optimizer step, gradient hooks, copies)")
+                f"work outside the library's timers (optimizer step, gradient hooks, copies)"
+                f"{evidence}")
     return (f"{who} counts more exposed communication ({span}): its timer includes waiting "
             "for the slowest rank and communication the compute-only run's own contention "
             "already absorbs" + (", and the instrumented run (timeline writer busy-polling a "

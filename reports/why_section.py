@@ -24,6 +24,12 @@ def _ms_range(r: pd.Series) -> str:
     return f"{ms(r['sub_exposed_s'])} [{ms(r['sub_lo'])}, {ms(r['sub_hi'])}]"
 
 
+def _short(text) -> str:
+    if not isinstance(text, str) or text in ("", "agrees"):
+        return text if isinstance(text, str) else ""
+    return "disagrees: " + text[text.index("(") + 1:text.index(")")]
+
+
 def steps_table(w: Why) -> Table:
     rows = []
     for _, r in w.steps.iterrows():
@@ -43,17 +49,21 @@ def steps_table(w: Why) -> Table:
             "own figures from": own if isinstance(own, str) else "",
             "comm (ms)": ms(r.get("own_comm_s")), "hidden under backward (ms)":
                 ms(r.get("own_hidden_s")), "exposed (ms)": ms(r.get("own_exposed_s")),
-            "details (ms)": extra, "agreement": r.get("disagreement") or ""})
+            "details (ms)": extra, "agreement": _short(r.get("disagreement"))})
     df = pd.DataFrame(rows)
     if not df.empty and df["run"].nunique() == 1:
         df = df.drop(columns="run")
     return Table("Where the step goes: subtraction vs each library's own figures", df,
                  "Subtraction: median step - median compute-only step, 95% two-level "
-                 "bootstrap interval. DDP: medians over every rank and timed step of its "
-                 "own statistics (exposed = backward comm - its overlap with backward "
-                 "compute). Horovod: medians over the steps of the instrumented timeline run "
-                 "(comm = the background thread's operations; exposed = the first rank's last "
-                 "gradient to the end of the last allreduce; hidden = comm - exposed).")
+                 "bootstrap interval. DDP: medians over the timed steps of its own "
+                 "statistics, each step read on the rank that finished backward last (the "
+                 "step waits for it); exposed = backward comm - its overlap with backward "
+                 "compute. Horovod: medians over the steps of the instrumented timeline run "
+                 "(comm = the background thread's operations; exposed = from the last rank's "
+                 "last gradient to the end of the last allreduce; hidden = comm - exposed; "
+                 "negotiation of the last tensor = how long the first rank waited for the "
+                 "last). Agreement: whether the library's exposed figure lies inside the "
+                 "subtraction's interval; the notes below say why where it does not.")
 
 
 def stragglers_table(w: Why) -> Table:
