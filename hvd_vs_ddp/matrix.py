@@ -4,10 +4,10 @@ A cell is one pytest run of the suites for one backend, under one launcher, at
 one world size. Horovod runs under horovodrun (Gloo and MPI controllers are two
 cells), ddp-gloo under torchrun, ddp-mpi under mpirun, baselines in one process.
 The compute-only reference (for exposed communication) is its own cell per
-world size. Each Horovod cell at 2 or more ranks gets an instrumented twin
-(`<cell>-timeline`, suite `timeline`): the throughput test once more, a few rounds,
-with Horovod's timeline on (harness/horovod_timeline.py says why never in the timed
-cell); a preset with `timeline=False` leaves them out.
+world size. Each Horovod cell at 2 or more ranks (of the first knob set) gets an
+instrumented twin (`<cell>-timeline`, suite `timeline`): the throughput test once
+more, a few rounds, with Horovod's timeline on (harness/horovod_timeline.py says why
+never in the timed cell); a preset with `timeline=False` leaves them out.
 
     python -m hvd_vs_ddp.matrix quick      # lists the cells of a preset
 """
@@ -137,7 +137,7 @@ def cells(preset: Preset, backends: list[str] | None = None,
                         continue  # one process: nothing to compress or bucket
                     out.append(Cell(backend, launcher, n, suites, knob_set=knob))
                     if backend == "horovod" and n > 1 and preset.timeline \
-                            and "throughput" in suites:
+                            and "throughput" in suites and knob == knob_names[0]:
                         out.append(Cell(backend, launcher, n, ("timeline",),
                                         knob_set=knob))
         if "compute" in preset.suites:
