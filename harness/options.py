@@ -27,6 +27,8 @@ SUITES = {
     "compute": "suites/test_throughput.py::test_compute_only",
     "convergence": "suites/test_convergence.py",
     "collectives": "suites/test_collectives.py",
+    # the throughput test again, run with --horovod-timeline (an instrumented cell)
+    "timeline": "suites/test_throughput.py::test_throughput",
 }
 DEFAULT_WORKLOADS = ("resnet50", "gpt")
 COLLECTIVE_OPS = ("allreduce", "broadcast", "allgather")  # the collectives suite's ops
@@ -73,6 +75,12 @@ class SuiteOptions:
                                            "to sweep", csv="collective")
     collective_timeout: float = _opt(300.0, "process-group / Horovod timeout in seconds",
                                      minimum=1.0)
+    ddp_sample_rate: int = _opt(1, "DDP's own runtime statistics (compute, communication, "
+                                "overlap) on every Nth step of the throughput suite; 0: off",
+                                minimum=0)
+    horovod_timeline: str | None = _opt(None, "write Horovod's timeline (HOROVOD_TIMELINE, "
+                                        "cycles marked) to this file; 'auto': beside "
+                                        "--benchmark-json, as <stem>.horovod-timeline.json")
     threads: int = _opt(0, "intra-op threads per rank; 0: cores of the node / ranks on "
                         "it, at least 1, the same under every launcher", minimum=0)
 

@@ -10,6 +10,10 @@ single process itself) and `ddp-nccl`; asked for by name, they run or fail clear
 The quick preset runs only `single` at one rank (the reference for scaling and
 convergence); the full preset runs every backend there too (framework overhead
 without communication).
+Each Horovod cell at 2 or more ranks (of the first knob set) gets an
+instrumented twin (`<cell>-timeline`, suite `timeline`): the throughput test once
+more, a few rounds, with Horovod's timeline on (harness/horovod_timeline.py says why
+never in the timed cell); a preset with `timeline=False` leaves them out.
 
     python -m hvd_vs_ddp.matrix quick      # lists the cells of a preset
 """
@@ -47,6 +51,7 @@ class Cell:
     @property
     def id(self) -> str:
         tail = "" if self.knob_set == "default" else f"-{self.knob_set}"
+        tail += "-timeline" if "timeline" in self.suites else ""
         return f"{self.backend}-{self.launcher}-np{self.world_size}{tail}"
 
     def as_dict(self) -> dict:
@@ -72,6 +77,10 @@ class Preset:
     options: SuiteOptions = field(default_factory=SuiteOptions)  # the suites' options
     repeat: int = 1       # repetitions per cell (fresh processes), `run --repeat`
     all_at_one: bool = True  # every backend at world size 1, or only the baselines
+    timeline: bool = True  # an instrumented Horovod timeline cell per Horovod cell (np >= 2)
+
+
+TIMELINE_ROUNDS = 3  # rounds of an instrumented timeline cell (at most the preset's)
 
 
 PRESETS = {
@@ -138,6 +147,10 @@ def cells(preset: Preset, backends: list[str] | None = None,
                     if backend in BASELINES and knob in comm_only:
                         continue  # one process: nothing to compress or bucket
                     out.append(Cell(backend, launcher, n, suites, knob_set=knob))
+                    if backend == "horovod" and n > 1 and preset.timeline \
+                            and "throughput" in suites and knob == knob_names[0]:
+                        out.append(Cell(backend, launcher, n, ("timeline",),
+                                        knob_set=knob))
         if "compute" in preset.suites and n > 1:
             for knob in (k for k in knob_names if k not in comm_only):
                 out.append(Cell("compute-only", "single" if n == 1 else "torchrun", n,
@@ -151,6 +164,9 @@ def pytest_argv(cell: Cell, preset: Preset, json_path: str,
     backend = cell.backend if cell.backend != "compute-only" else "single"
     opts = preset.options.replace(backends=(backend,), knob_set=cell.knob_set,
                                   workloads=tuple(workloads or preset.workloads))
+    if "timeline" in cell.suites:
+        opts = opts.replace(horovod_timeline="auto",
+                            rounds=min(TIMELINE_ROUNDS, opts.rounds))
     return ["-m", "pytest", *(SUITES[s] for s in cell.suites), "-p", "no:cacheprovider",
             "-q", *opts.to_argv(), *cell.pytest_args, "--benchmark-json", json_path]
 

@@ -37,11 +37,12 @@ from reports.figures_comm import comm_figures
 from reports.frames import Data, build_frames
 from reports.load import Run, load_run
 from reports.render import Block, Notes, Section, render_html, render_markdown
+from reports.why_section import why_section
 from results_schema import write_files_atomic
 
 TITLE = "Horovod or DDP? Benchmark report"
 _OURS = re.compile(r"^(throughput|scaling_efficiency|step_times|loss|busbw|exposed_comm|"
-                   r"monitor_\d+)\.png$")
+                   r"where_step_goes|monitor_\d+)\.png$")
 
 
 @dataclass
@@ -184,7 +185,11 @@ def build_report(run_dirs: list[Path], out: Path,
     multi = len(runs) > 1
     training_figures(tp, data.convergence, figs, multi)
     comm_figures(data.collective, data.memcpy, ex, tp, figs, multi)
+    why = why_section(data, figs, multi)
     sections = _sections(data, tp, cmp, ex, ba, ba_notes, figs, margin)
+    if why is not None:  # after "Communication"
+        at = next((i + 1 for i, s in enumerate(sections) if s.title == "Communication"), 1)
+        sections.insert(at, why)
     heads = compare.headlines(data, cmp, ba, margin,
                               [a["sentence"] for a in answers(data, cmp, margin)])
     sub = _subtitle(runs)

@@ -25,7 +25,7 @@ from backends.base import BackendOptions
 from backends.env import detect
 from common.errors import InputError
 from common.log import configure as configure_logging
-from harness import collective_pytest, options, threads, versions
+from harness import collective_pytest, horovod_timeline, options, threads, versions
 from results_schema import MachineInfo
 from workloads import registry as workload_registry
 
@@ -43,6 +43,17 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     configure_logging()  # the project logger's records (e.g. threads warnings) to stderr
     config.hvd_options = opts
+    # Before the collective plugin hides --benchmark-json from ranks other than 0.
+    json_path = getattr(config.option, "benchmark_json", None)
+    try:
+        if hasattr(json_path, "write"):  # pytest-benchmark < 5.3 gives an open file
+            json_path = json_path.name
+        timeline = horovod_timeline.target(opts.horovod_timeline, json_path)
+    except InputError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    config.hvd_timeline, config.hvd_timeline_ref = timeline or (None, None)
+    if timeline:
+        horovod_timeline.enable(timeline[0])
     config.hvd_selected_backends = list(opts.backends)
     config.hvd_selected_workloads = list(opts.workloads)
     config.hvd_workload_params = opts.workload_params

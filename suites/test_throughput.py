@@ -4,22 +4,28 @@ Per (backend, workload, knob set): warm-up steps, then --rounds rounds of
 --steps-per-round steps under benchmark.pedantic (fixed rounds: every rank runs
 the same number). A step's time is the slowest rank's; samples/s = global batch
 / that time. Every rank's raw step times, the backend's metadata and the knobs
-go into extra_info. Also the compute-only step time of the same per-rank batch
-(single process per rank, no communication) for exposed communication.
+go into extra_info, and for DDP its own runtime statistics of the timed steps
+(harness/ddp_stats.py, --ddp-sample-rate). Also the compute-only step time of the
+same per-rank batch (single process per rank, no communication) for exposed
+communication.
 
     torchrun --standalone --nproc-per-node 2 -m pytest suites/test_throughput.py \
         --benchmark-json out.json
 """
 from __future__ import annotations
 
+import time
+from typing import NamedTuple
+
 import numpy as np
 import pytest
 import torch
 
 from backends.env import SINGLE
+from harness.ddp_stats import DDPStats
 from harness.knobs import SETS, by_name
 from harness.monitor import Monitor
-from results_schema import ComputeOnlyRecord, ThroughputRecord
+from results_schema import ComputeOnlyRecord, HorovodTimelineRecord, ThroughputRecord
 from workloads.loop import Trainer
 
 
@@ -47,21 +53,39 @@ def _skip_gpu_only(knobs):
         pytest.skip(f"knob set {knobs.name} needs a GPU")
 
 
-def _timed(benchmark, trainer, backend, request, plugin):
-    """Warm up, then fixed rounds; returns (per-rank step times, monitor series)."""
+class Timed(NamedTuple):
+    times: list[float]               # this rank's seconds per timed step
+    series: dict                     # monitor samples
+    cuda_mb: float | None            # peak CUDA memory
+    window: tuple[int, int] | None   # stats.mark() before and after the timed rounds
+    starts: list[float]              # each timed step's start, seconds since the epoch
+
+
+def _timed(benchmark, trainer, backend, request, plugin, stats=None) -> Timed:
+    """Warm up, then fixed rounds."""
     cfg = request.config
     warmup, rounds = cfg.getoption("warmup_steps"), cfg.getoption("rounds")
     per_round = cfg.getoption("steps_per_round")
     trainer.run(warmup)
     times: list[float] = []
+    round_starts: list[float] = []
+
+    def one_round() -> None:
+        round_starts.append(time.time())
+        times.extend(trainer.run(per_round))
+
+    start = stats.mark() if stats is not None else 0
     gpu = backend.device.index if backend.device.type == "cuda" else None
     if gpu is not None:
         torch.cuda.reset_peak_memory_stats(backend.device)
     with Monitor(backend.rank, gpu) as mon:
-        benchmark.pedantic(lambda: times.extend(trainer.run(per_round)),
-                           rounds=rounds, warmup_rounds=0, iterations=1)
+        benchmark.pedantic(one_round, rounds=rounds, warmup_rounds=0, iterations=1)
+    window = (start, stats.mark()) if stats is not None else None
     cuda_mb = (torch.cuda.max_memory_allocated(backend.device) / 2**20) if gpu is not None else None
-    return times, mon.series, cuda_mb
+    # steps follow each other inside a round: a step starts when the one before ends
+    starts = [t0 + float(sum(times[r * per_round:r * per_round + i]))
+              for r, t0 in enumerate(round_starts) for i in range(per_round)]
+    return Timed(times, mon.series, cuda_mb, window, starts)
 
 
 def _slowest(rank_times: list[list[float]], per_round: int):
@@ -93,15 +117,42 @@ def test_throughput(benchmark, request, plugin, open_backend, make_workload, thr
     backend = open_backend(name, knobs.backend_options(timeout))
     workload = make_workload(workload_name)
     trainer = Trainer(workload, backend, knobs.train_config(steps=1))
-    times, series, cuda_mb = _timed(benchmark, trainer, backend, request, plugin)
+    stats = DDPStats(trainer.model, request.config.getoption("ddp_sample_rate"))
+    timed = _timed(benchmark, trainer, backend, request, plugin, stats)
+    stats.close()
     per_round = request.config.getoption("steps_per_round")
-    gathered = backend.all_gather_object({"times": times, "series": series, "cuda_mb": cuda_mb,
-                                          "rss": max(series["rss_mb"], default=None)})
+    gathered = backend.all_gather_object({
+        "times": timed.times, "series": timed.series, "cuda_mb": timed.cuda_mb,
+        "rss": max(timed.series["rss_mb"], default=None),
+        "ddp": stats.rank_summary(*timed.window, backend.rank), "starts": timed.starts})
     losses = trainer.global_losses()
     rank_times = [g["times"] for g in gathered]
     per_step, round_times = _slowest(rank_times, per_round)
     _replace_stats(benchmark, round_times)
+    if name == "horovod" and request.config.hvd_timeline:
+        benchmark.group = f"horovod timeline {workload_name} {knobs.name}"
+        benchmark.extra_info.update(HorovodTimelineRecord(
+            backend=name, world_size=backend.world_size, launcher=backend.env.launcher,
+            backend_meta=backend.metadata(), workload=workload_name,
+            workload_params=workload.hyperparameters(), knobs=knobs.as_dict(),
+            knob_set=knobs.name, per_rank_batch=workload.batch_size,
+            global_batch=trainer.global_batch, timeline=request.config.hvd_timeline_ref,
+            step_times=per_step.tolist(), rank_step_times=rank_times,
+            rank_step_starts=[g["starts"] for g in gathered]).to_dict())
+    else:
+        _record_throughput(benchmark, request, backend, workload, knobs, trainer, gathered,
+                           per_step, losses, stats)
+    finite = all(np.isfinite(losses))
+    assert finite, f"{name}: non-finite loss during throughput run: {losses}"
+
+
+def _record_throughput(benchmark, request, backend, workload, knobs, trainer, gathered,
+                       per_step, losses, stats: DDPStats) -> None:
+    name, workload_name = backend.name, workload.name
+    per_round = request.config.getoption("steps_per_round")
+    rank_times = [g["times"] for g in gathered]
     sps = (trainer.global_batch / per_step).tolist()
+    ddp = [g["ddp"] for g in gathered]
     benchmark.group = f"throughput {workload_name} {knobs.name}"
     benchmark.extra_info.update(ThroughputRecord(
         backend=name, world_size=backend.world_size,
@@ -117,11 +168,11 @@ def test_throughput(benchmark, request, plugin, open_backend, make_workload, thr
         losses=losses,
         memory={"max_rss_mb": [g["rss"] for g in gathered],
                 "cuda_max_allocated_mb": [g["cuda_mb"] for g in gathered]
-                if cuda_mb is not None else None},
+                if gathered[0]["cuda_mb"] is not None else None},
         monitor={"interval_s": 0.5, "ranks": [g["series"] for g in gathered]},
+        ddp_stats=({"sample_rate": stats.sample_rate, **stats.layout(), "ranks": ddp}
+                   if stats.active else None),
     ).to_dict())
-    finite = all(np.isfinite(losses))
-    assert finite, f"{name}: non-finite loss during throughput run: {losses}"
 
 
 def test_compute_only(benchmark, request, plugin, make_workload, compute_cell):
@@ -138,7 +189,7 @@ def test_compute_only(benchmark, request, plugin, make_workload, compute_cell):
         torch.cuda.set_device(backend.device)  # else every rank's context lands on GPU 0
     workload = make_workload(workload_name)
     trainer = Trainer(workload, backend, knobs.train_config(steps=1))
-    times, _, _ = _timed(benchmark, trainer, backend, request, plugin)
+    times = _timed(benchmark, trainer, backend, request, plugin).times
     rank_times = [t for t in plugin.coord.gather(times, "compute-only times")]
     per_round = request.config.getoption("steps_per_round")
     per_step, round_times = _slowest(rank_times, per_round)

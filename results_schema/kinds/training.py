@@ -3,8 +3,9 @@
 throughput: one (backend, workload, knob set) timed over fixed rounds. step_times and
 samples_per_s have one value per timed step (the slowest rank's), rank_step_times one
 row per rank with every timed step's seconds, so all three have equal lengths.
-compute_only: the same per-rank step with no communication, run by `concurrent_ranks`
-processes at once (for exposed communication).
+ddp_stats (DDP only): DDP's own runtime statistics of the timed steps, per rank
+(harness/ddp_stats.py). compute_only: the same per-rank step with no communication,
+run by `concurrent_ranks` processes at once (for exposed communication).
 
     rec = ThroughputRecord(backend="ddp-gloo", world_size=2, launcher="torchrun", ...)
     benchmark.extra_info.update(rec.to_dict())
@@ -53,6 +54,30 @@ def _monitor(v: Any, name: str, finite: bool) -> None:
                 numbers(series, f"{name}.ranks[{i}].{key}", finite)
 
 
+_DDP_SERIES = ("forward_compute_s", "backward_compute_s", "backward_comm_s", "overlap_s",
+               "backward_compute_end_ns", "backward_comm_end_ns")
+
+
+def _ddp_stats(v: Any, name: str, finite: bool) -> None:
+    """{"sample_rate", "bucket_cap_bytes", "bucket_sizes", ..., "ranks": [{"rank",
+    "iterations", <series>...} or null]}: every rank's series as long as its iterations."""
+    mapping(v, name, finite)
+    integer(0)(v.get("sample_rate", 0), f"{name}.sample_rate", finite)
+    listof(integer(0))(v.get("bucket_sizes", []), f"{name}.bucket_sizes", finite)
+    ranks = v.get("ranks", [])
+    listof(nullable(mapping))(ranks, f"{name}.ranks", finite)
+    for i, r in enumerate(ranks):
+        if r is None:
+            continue
+        n = len(r.get("iterations", []))
+        for key in _DDP_SERIES:
+            series = r.get(key, [])
+            listof(number(0))(series, f"{name}.ranks[{i}].{key}", finite)
+            if len(series) != n:
+                raise Invalid(f"{name}.ranks[{i}].{key}", f"has {len(series)} values; "
+                              f"expected {n} (one per iteration)")
+
+
 def _equal_rows(step_times: list, rank_step_times: list | None, name: str) -> None:
     for i, row in enumerate(rank_step_times or []):
         if len(row) != len(step_times):
@@ -81,6 +106,7 @@ class ThroughputRecord(BenchmarkRecord):
     losses: list[float] | None = opt(numbers)
     memory: dict[str, Any] | None = opt(_memory)
     monitor: dict[str, Any] | None = opt(_monitor)
+    ddp_stats: dict[str, Any] | None = opt(_ddp_stats)
 
     def consistency(self) -> None:
         if len(self.samples_per_s) != len(self.step_times):
@@ -106,7 +132,8 @@ class ThroughputRecord(BenchmarkRecord):
                  "rank_steps": (np.asarray(self.rank_step_times, dtype=float)
                                 if self.rank_step_times else None),
                  "losses": list(self.losses) if self.losses else None,
-                 "cuda_max_mb": max(cuda) if cuda else np.nan, "monitor": self.monitor}]
+                 "cuda_max_mb": max(cuda) if cuda else np.nan, "monitor": self.monitor,
+                 "ddp_stats": self.ddp_stats}]
 
 
 @dataclass(kw_only=True)
@@ -130,4 +157,5 @@ class ComputeOnlyRecord(BenchmarkRecord):
         ranks = self.concurrent_ranks if self.concurrent_ranks is not None else self.world_size
         return [{**self.common_row(), "workload": self.workload, "knobs": as_json(self.knobs),
                  "ranks": int(ranks), "per_rank_batch": int(self.per_rank_batch),
+                 "steps": array(self.step_times),
                  "step_median": summary.median(array(self.step_times))}]

@@ -50,3 +50,19 @@ def test_quick_on_a_cpu_machine_compares_at_two_ranks_with_single_as_the_referen
     assert named == ["dp-single-np1", "horovod-single-np1"]
     full = [c.id for c in matrix.cells(matrix.PRESETS["full"], world_sizes=[1])]
     assert "horovod-single-np1-default" in full or "horovod-single-np1" in full
+
+
+@pytest.mark.parametrize("preset", sorted(matrix.PRESETS))
+def test_every_horovod_cell_with_ranks_has_one_timeline_twin(preset):
+    p = matrix.PRESETS[preset]
+    cells = matrix.cells(p, world_sizes=[1, 2])
+    twins = [c for c in cells if c.suites == ("timeline",)]
+    first = matrix.SETS[p.knob_set][0].name
+    timed = [c for c in cells if c.backend == "horovod" and c.world_size > 1
+             and "throughput" in c.suites and c.knob_set == first]
+    assert sorted(c.id for c in twins) == sorted(f"{c.id}-timeline" for c in timed)
+    assert timed and all(c.backend == "horovod" and c.world_size > 1 for c in twins)
+    argv = matrix.pytest_argv(twins[0], p, "out.json")
+    assert argv[argv.index("--horovod-timeline") + 1] == "auto"
+    assert all(c.suites != ("timeline",) for c in
+               matrix.cells(dataclasses.replace(p, timeline=False), world_sizes=[1, 2]))

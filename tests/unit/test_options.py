@@ -68,7 +68,10 @@ def test_every_preset_cell_writes_options_the_suites_read(preset):
         given_, _rest = parse_argv(argv[argv.index("-q") + 1:])
         got = SuiteOptions().replace(**given_)
         assert got.backends == (cell.backend if cell.backend != "compute-only" else "single",)
-        assert (got.rounds, got.max_bytes) == (p.options.rounds, p.options.max_bytes)
+        timeline = "timeline" in cell.suites
+        rounds = min(matrix.TIMELINE_ROUNDS, p.options.rounds) if timeline else p.options.rounds
+        assert (got.rounds, got.max_bytes) == (rounds, p.options.max_bytes)
+        assert got.horovod_timeline == ("auto" if timeline else None)
         assert got.knob_set == cell.knob_set
 
 

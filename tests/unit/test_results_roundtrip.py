@@ -67,7 +67,42 @@ def throughput(draw) -> dict:
                           ("monitor", st.fixed_dictionaries(
                               {"interval_s": seconds, "ranks": st.lists(st.fixed_dictionaries(
                                   {"rank": st.integers(0, 3), "t": st.lists(seconds, max_size=3),
-                                   "gpu_util": st.none()}), max_size=2)}))):
+                                   "gpu_util": st.none()}), max_size=2)})),
+                          ("ddp_stats", ddp_stats())):
+        _optional(draw, d, key, strategy)
+    d.update(draw(extras))
+    return d
+
+
+@st.composite
+def ddp_rank(draw) -> dict:
+    n = draw(st.integers(0, 4))
+    d = {"rank": draw(st.integers(0, 3)), "iterations": _series(draw, n, st.integers(1, 99))}
+    for key in ("forward_compute_s", "backward_compute_s", "backward_comm_s", "overlap_s"):
+        d[key] = _series(draw, n)
+    for key in ("backward_compute_end_ns", "backward_comm_end_ns"):
+        d[key] = _series(draw, n, st.integers(0, 2**62))
+    return d
+
+
+@st.composite
+def ddp_stats(draw) -> dict:
+    return {"sample_rate": draw(st.integers(0, 100)),
+            "bucket_sizes": draw(st.lists(st.integers(0, 2**30), max_size=3)),
+            "bucket_cap_bytes": draw(st.integers(0, 2**30)),
+            "ranks": draw(st.lists(st.one_of(st.none(), ddp_rank()), max_size=2))}
+
+
+@st.composite
+def horovod_timeline(draw) -> dict:
+    d = draw(common("horovod_timeline"))
+    n = draw(st.integers(1, 4))
+    d.update(workload=draw(names), knobs=draw(small_dicts), per_rank_batch=draw(counts),
+             timeline=draw(names), step_times=_series(draw, n),
+             rank_step_starts=[_series(draw, n) for _ in range(d["world_size"])],
+             rank_step_times=[_series(draw, n) for _ in range(d["world_size"])])
+    for key, strategy in (("workload_params", small_dicts), ("knob_set", names),
+                          ("global_batch", counts)):
         _optional(draw, d, key, strategy)
     d.update(draw(extras))
     return d
@@ -202,7 +237,8 @@ def manifest(draw) -> dict:
 
 STRATEGIES = {"throughput": throughput(), "compute_only": compute_only(),
               "convergence": convergence(), "time_to_accuracy": time_to_accuracy(),
-              "collective": collective(), "memcpy": memcpy()}
+              "collective": collective(), "memcpy": memcpy(),
+              "horovod_timeline": horovod_timeline()}
 OTHERS = {results.CollectiveSize: size_row(), results.MachineInfo: machine_info(),
           results.CellEntry: cell_entry(), results.Manifest: manifest()}
 

@@ -276,3 +276,18 @@ def test_cli_resume_of_an_invalid_manifest_is_one_line(tmp_path):
     (run / "manifest.json").write_text(json.dumps(man))
     proc = _cli("run", "--resume", "runs/earlier", cwd=tmp_path)
     _one_line_exit_2(proc, "not a readable", "cells[2]", "world_size")
+
+
+def test_ddp_stats_series_must_match_their_iterations(tmp_path):
+    doc = _doc()
+    b = _bench(doc, "throughput")
+    b["extra_info"]["ddp_stats"] = {
+        "sample_rate": 1, "bucket_sizes": [100],
+        "ranks": [{"rank": 0, "iterations": [3, 4], "forward_compute_s": [0.1, 0.1],
+                   "backward_compute_s": [0.2, 0.2], "backward_comm_s": [0.05],
+                   "overlap_s": [0.04, 0.04], "backward_compute_end_ns": [1, 2],
+                   "backward_comm_end_ns": [1, 2]}]}
+    _refused(tmp_path, doc, b["name"], "ddp_stats.ranks[0].backward_comm_s",
+             "one per iteration")
+    b["extra_info"]["ddp_stats"]["ranks"][0]["backward_comm_s"] = [0.05, math.nan]
+    _refused(tmp_path, doc, b["name"], "ddp_stats.ranks[0].backward_comm_s[1]", "finite")

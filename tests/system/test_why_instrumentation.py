@@ -1,0 +1,69 @@
+"""Each library's own instrumentation on real ranks: DDP's statistics in the throughput
+results, Horovod's timeline beside them (both controllers), read back by the report.
+
+    python -m pytest tests/system/test_why_instrumentation.py -q
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from reports.horovod_timeline import parse, per_step, read_events
+from results_schema import load_cell_results
+from tests.launch import TINY_SUITE_ARGS, explain, horovod_available, launched
+
+pytestmark = [pytest.mark.multiproc]
+SUITE = ["-m", "pytest", "suites/test_throughput.py::test_throughput", *TINY_SUITE_ARGS,
+         "--rounds", "2", "--steps-per-round", "2"]
+
+
+def test_ddp_statistics_per_rank_and_timed_step(tmp_path):
+    out = tmp_path / "ddp.json"
+    proc = launched("torchrun", 2, [*SUITE, "--backends", "ddp-gloo",
+                                    "--benchmark-json", str(out)])
+    assert proc.returncode == 0, explain(proc)
+    rec = load_cell_results(out).benchmarks[0].record
+    st = rec.ddp_stats
+    assert st is not None and st["sample_rate"] == 1
+    assert st["bucket_sizes"] and st["bucket_cap_bytes"] == 25 * 2**20
+    assert sum(st["bucket_sizes"]) == st["total_parameter_size_bytes"]
+    steps = len(rec.step_times)
+    for rank, row in enumerate(st["ranks"]):
+        assert row["rank"] == rank
+        # the last timed step's values would be written at the next forward pass
+        assert len(row["iterations"]) == steps - 1, row
+        assert all(c >= o >= 0 for c, o in zip(row["backward_comm_s"], row["overlap_s"]))
+        assert all(0 < f < t for f, t in zip(row["forward_compute_s"], rec.step_times))
+
+
+def test_ddp_statistics_off(tmp_path):
+    out = tmp_path / "off.json"
+    proc = launched("torchrun", 2, [*SUITE, "--backends", "ddp-gloo", "--ddp-sample-rate",
+                                    "0", "--benchmark-json", str(out)])
+    assert proc.returncode == 0, explain(proc)
+    assert load_cell_results(out).benchmarks[0].record.ddp_stats is None
+
+
+@pytest.mark.horovod
+@pytest.mark.parametrize("launcher, op", [("horovodrun-gloo", "GLOO_ALLREDUCE"),
+                                          ("horovodrun-mpi", "MPI_ALLREDUCE")])
+def test_horovod_timeline_beside_the_results(tmp_path, launcher, op):
+    ok, why = horovod_available()
+    if not ok:
+        pytest.skip(f"horovod: {why}")
+    out = tmp_path / "hvd.json"
+    proc = launched(launcher, 2, [*SUITE, "--backends", "horovod", "--horovod-timeline",
+                                  "auto", "--benchmark-json", str(out)])
+    assert proc.returncode == 0, explain(proc)
+    rec = load_cell_results(out).benchmarks[0].record
+    assert rec.KIND == "horovod_timeline" and rec.timeline == "hvd.horovod-timeline.json"
+    trace = tmp_path / rec.timeline
+    json.loads(trace.read_text())  # a complete file: valid JSON as written
+    events, complete = read_events(trace)
+    tl = parse(events, complete)
+    assert complete and tl.start_epoch_us is not None and tl.cycles_us
+    steps = per_step(tl, rec.rank_step_starts[0], rec.rank_step_times[0])
+    assert len(steps) == len(rec.step_times)
+    assert all(s["responses"] >= 1 and s["allreduce_s"] > 0 for s in steps), steps
+    assert any(op in r.activities for r in tl.responses)
