@@ -26,6 +26,16 @@ EXIT_PARTIAL_REPORT = 3
 EXIT_WRITE_FAILED = 74
 
 
+def one_line(text: object) -> str:
+    """`text` as one line: every character that would break it (newlines, and what
+    str.splitlines also breaks at: \\v, \\f, \\x1c-\\x1e, \\x85, \\u2028, \\u2029)
+    is written as its escape, so a message quoting a user's odd value stays one line."""
+    s = str(text).rstrip("\n")
+    if len(s.splitlines()) <= 1 and "\r" not in s:
+        return s
+    return "".join(repr(c)[1:-1] if (c + "x").splitlines()[0] != c + "x" else c for c in s)
+
+
 class InputError(Exception):
     """Bad input the user can fix; shown as one line, exit code 2."""
 

@@ -32,7 +32,13 @@ import sys
 from pathlib import Path
 
 from common import interrupt
-from common.errors import EXIT_BAD_INPUT, EXIT_PARTIAL_REPORT, EXIT_WRITE_FAILED, InputError
+from common.errors import (
+    EXIT_BAD_INPUT,
+    EXIT_PARTIAL_REPORT,
+    EXIT_WRITE_FAILED,
+    InputError,
+    one_line,
+)
 from common.log import configure as configure_logging
 from common.log import log
 
@@ -263,7 +269,7 @@ def _report(args) -> int:
     for p in (paths.html, paths.markdown, paths.verdicts):
         print(p)
     for line in paths.unreadable:
-        print(f"hvd-vs-ddp: warning: unreadable, left out of the report: {line}",
+        print(f"hvd-vs-ddp: warning: unreadable, left out of the report: {one_line(line)}",
               file=sys.stderr)
     return EXIT_PARTIAL_REPORT if paths.unreadable else 0
 
@@ -273,7 +279,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str):
         where = self.prog.removeprefix("hvd-vs-ddp").strip()
-        print(f"hvd-vs-ddp: error: {where + ': ' if where else ''}{message}; "
+        print(f"hvd-vs-ddp: error: {where + ': ' if where else ''}{one_line(message)}; "
               f"see `{self.prog} --help`", file=sys.stderr)
         sys.exit(EXIT_BAD_INPUT)
 
@@ -331,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         with interrupt.raising():  # SIGINT/SIGTERM/SIGHUP: clean up, exit 128 + signal
             return args.fn(args)
     except InputError as exc:  # one clear line for every input error
-        print(f"hvd-vs-ddp: error: {exc}", file=sys.stderr)
+        print(f"hvd-vs-ddp: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt as exc:  # before or after a run's own handling
         stop = interrupt.as_interrupted(exc)
@@ -340,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # a full disk, a file we may not write: one line, not a traceback
         if exc.errno is None:
             raise
-        print(f"hvd-vs-ddp: error: {_os_error(exc)}", file=sys.stderr)
+        print(f"hvd-vs-ddp: error: {one_line(_os_error(exc))}", file=sys.stderr)
         return EXIT_WRITE_FAILED
 
 

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from backends import launchers
-from common.errors import EXIT_BAD_INPUT, InputError, UnknownName
+from common.errors import EXIT_BAD_INPUT, InputError, UnknownName, one_line
 
 RANK = ["-m", "hvd_vs_ddp.selftest_rank"]
 CPU_TRAIN = ["train", "--device", "cpu", "--backend"]
@@ -263,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run(only, args.time_limit)
     except InputError as exc:
-        print(f"hvd-vs-ddp: error: {exc}", file=sys.stderr)
+        print(f"hvd-vs-ddp: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common.errors import EXIT_BAD_INPUT
+from common.errors import EXIT_BAD_INPUT, one_line
 from results_schema import ResultsError, read_json
 
 FORMAT = "hvd-vs-ddp/verdicts"
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             raise ResultsError("give at least two verdicts.json files, one per run.")
         docs = [load(p) for p in args.verdicts]
     except ResultsError as err:
-        print(f"hvd-vs-ddp: error: {err}", file=sys.stderr)
+        print(f"hvd-vs-ddp: error: {one_line(err)}", file=sys.stderr)
         return EXIT_BAD_INPUT
     table = rows(docs)
     if not table:
