@@ -44,13 +44,21 @@ def _rank_pids(marker: str, runner: int) -> list[int]:
     return pids
 
 
-def _start(runs: Path, marker: str, preexec=None) -> subprocess.Popen:
+def _default_signals(ignore: tuple[int, ...] = ()) -> None:
+    """In the child, before exec: the stop signals at their defaults, whatever this test
+    process inherited (a CI job started under nohup, or in the background, ignores
+    SIGHUP or SIGINT, and an ignored signal stays ignored across exec)."""
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_IGN if s in ignore else signal.SIG_DFL)
+
+
+def _start(runs: Path, marker: str, ignore: tuple[int, ...] = ()) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "hvd_vs_ddp.cli", "run", "--backends", "ddp-gloo",
            "--world-sizes", "2", "--workloads", "mlp", "--runs-dir", str(runs), "--name",
            "int", "--repeat", "1", "--order-seed", "1", "--suite-args", TINY]
     return subprocess.Popen(cmd, cwd=ROOT, env=_env(marker), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=preexec)
+                            preexec_fn=lambda: _default_signals(ignore))
 
 
 def _wait_for_ranks(proc: subprocess.Popen, marker: str, timeout: float = 120) -> None:
@@ -111,7 +119,7 @@ def test_a_signal_started_ignored_stays_ignored(tmp_path):
     """`nohup hvd-vs-ddp run ...`: SIGHUP (ignored from the start) does not stop it."""
     marker = f"hvd-int-{uuid.uuid4().hex}"
     runs = tmp_path / "runs"
-    proc = _start(runs, marker, preexec=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    proc = _start(runs, marker, ignore=(signal.SIGHUP,))
     _wait_for_ranks(proc, marker)
     os.kill(proc.pid, signal.SIGHUP)
     time.sleep(2.0)

@@ -11,7 +11,20 @@ import signal
 
 import pytest
 
-from common.interrupt import Interrupted, as_interrupted, deferred, raising
+from common.interrupt import SIGNALS, Interrupted, as_interrupted, deferred, raising
+
+
+@pytest.fixture(autouse=True)
+def default_signals():
+    """The stop signals at their defaults during each test: a CI job started under nohup
+    (or in the background) ignores SIGHUP (or SIGINT), and raising() keeps an ignored
+    signal ignored, as it should."""
+    before = {s: signal.getsignal(s) for s in SIGNALS}
+    for s in SIGNALS:
+        signal.signal(s, signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL)
+    yield
+    for s, handler in before.items():
+        signal.signal(s, handler)
 
 
 @pytest.mark.parametrize("sig,code", [(signal.SIGINT, 130), (signal.SIGTERM, 143),
