@@ -1,8 +1,10 @@
 """Samples utilisation and memory of this rank while a benchmark runs.
 
 psutil for the process (CPU percent, resident memory); NVML (nvidia-ml-py) for
-this rank's GPU when there is one: utilisation and memory used. A daemon thread
-samples every `interval_s`; `stop()` takes a last sample and returns the series.
+this rank's GPU when there is one: utilisation and memory used, and the energy the GPU
+used between start() and stop() (`gpu_energy_j`, from NVML's total-energy counter; None
+without a GPU or on a GPU without the counter). A daemon thread samples every
+`interval_s`; `stop()` takes a last sample and returns the series.
 
 `gpu_index` is the CUDA device index of this process (torch.device("cuda", i)).
 NVML numbers every GPU of the host in PCI order and ignores CUDA_VISIBLE_DEVICES,
@@ -29,8 +31,10 @@ class Monitor:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.series: dict[str, Any] = {"rank": rank, "t": [], "cpu_percent": [], "rss_mb": [],
-                                       "gpu_util": None, "gpu_mem_mb": None}
+                                       "gpu_util": None, "gpu_mem_mb": None,
+                                       "gpu_energy_j": None}
         self._nvml = self._gpu_handle(gpu_index)
+        self._energy0: int | None = None
 
     def _gpu_handle(self, gpu_index: int | None):
         if gpu_index is None:
@@ -59,6 +63,17 @@ class Monitor:
             s["gpu_mem_mb"].append(round(pynvml.nvmlDeviceGetMemoryInfo(self._nvml).used
                                          / 2**20, 1))
 
+    def _energy_mj(self) -> int | None:
+        """NVML's total energy counter of this GPU (mJ since the driver loaded), or None."""
+        if self._nvml is None:
+            return None
+        try:
+            import pynvml
+
+            return int(pynvml.nvmlDeviceGetTotalEnergyConsumption(self._nvml))
+        except Exception:  # a GPU without the counter (before Volta), or NVML gone
+            return None
+
     def _run(self) -> None:
         self.proc.cpu_percent(None)
         while not self._stop.wait(self.interval_s):
@@ -66,6 +81,7 @@ class Monitor:
 
     def start(self) -> "Monitor":
         self._t0 = time.monotonic()
+        self._energy0 = self._energy_mj()
         self._thread = threading.Thread(target=self._run, daemon=True, name="hvd-vs-ddp-monitor")
         self._thread.start()
         return self
@@ -77,6 +93,9 @@ class Monitor:
             if not self._thread.is_alive():  # the end state: even a short run has a sample
                 self._sample(self._t0)
             self._thread = None
+            end = self._energy_mj()
+            if self._energy0 is not None and end is not None and end >= self._energy0:
+                self.series["gpu_energy_j"] = (end - self._energy0) / 1000.0
         return self.series
 
     def __enter__(self) -> "Monitor":

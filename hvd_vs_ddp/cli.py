@@ -6,6 +6,7 @@
     hvd-vs-ddp run --resume runs/<name>                # rerun unfinished/failed cells
     hvd-vs-ddp report runs/<name> [runs/<other>] -o reports-out/<name>/report.html \
         [--margin 0.05] [--keep-disturbed]             # + report.md, verdicts.json
+        [--price-per-device-hour 2.5] [--epoch-samples 1281167]   # the Cost section
 
 Interrupted by SIGINT (Ctrl-C), SIGTERM or SIGHUP: `run` ends the cell in flight (its
 whole process tree), records it as interrupted and exits 130, 143 or 129 (128 + the
@@ -256,6 +257,7 @@ def _runnable(cells, explicit: bool):
 
 def _report(args) -> int:
     from reports import build_report
+    from reports.cost import check_epoch_samples, check_price
 
     try:
         margin = float(args.margin)
@@ -264,8 +266,14 @@ def _report(args) -> int:
     if not 0 < margin < 1:
         raise CliError(f"--margin {args.margin!r}: expected a fraction between 0 and 1, "
                        "e.g. 0.05 for ±5%")
+    try:
+        price = check_price(args.price_per_device_hour)
+        epoch = check_epoch_samples(args.epoch_samples)
+    except ValueError as err:
+        raise CliError(str(err)) from None
     paths = build_report([Path(p) for p in args.run_dirs], Path(args.output), margin,
-                         keep_disturbed=args.keep_disturbed)
+                         keep_disturbed=args.keep_disturbed, price_per_device_hour=price,
+                         epoch_samples=epoch)
     for p in (paths.html, paths.markdown, paths.verdicts):
         print(p)
     for line in paths.unreadable:
@@ -326,6 +334,12 @@ def parser() -> argparse.ArgumentParser:
     rep.add_argument("--keep-disturbed", action="store_true", help="keep the timings of "
                      "repetitions during which other processes used more than 10%% of "
                      "the host's cores (left out by default; the notes list them)")
+    rep.add_argument("--price-per-device-hour", default=None, metavar="PRICE",
+                     help="price of one device (a GPU; on a CPU machine a rank) for one "
+                     "hour: the Cost section adds the cost per million samples")
+    rep.add_argument("--epoch-samples", default="1281167", metavar="N",
+                     help="samples per epoch for device-hours per epoch (default 1281167, "
+                     "ImageNet-1k's training set)")
     rep.set_defaults(fn=_report)
     return ap
 

@@ -30,12 +30,13 @@ __all__ = ["ReportError", "ReportPaths", "build_report"]
 
 
 def build_report(run_dirs: list[Path], out: Path, margin: float = 0.05,
-                 keep_disturbed: bool = False) -> "ReportPaths":
+                 keep_disturbed: bool = False, price_per_device_hour: float | None = None,
+                 epoch_samples: int = 1_281_167) -> "ReportPaths":
     """Read run_dirs (never modified); write out (.html), its .md, <stem>_figures/*.png and
     verdicts.json. Raises ReportError (a ValueError with a one-line message) on bad input,
-    a bad margin (0 < margin < 1) or output path."""
+    a bad margin (0 < margin < 1), price, epoch size or output path."""
     from reports.build import build_report as build  # lazy: `python -m reports.x` stays clean
-    return build(run_dirs, out, margin, keep_disturbed)
+    return build(run_dirs, out, margin, keep_disturbed, price_per_device_hour, epoch_samples)
 
 
 def __getattr__(name: str):

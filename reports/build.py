@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reports import compare, tables, tails, verdicts
+from reports import compare, cost, tables, tails, verdicts
 from reports.answer import answers, verdicts_doc
 from reports.disturbed import leave_out_disturbed
 from reports.errors import ReportError
@@ -159,12 +159,16 @@ def _sections(data: Data, tp, cmp, ex, ba, ba_notes, figs: Figures,
 
 def build_report(run_dirs: list[Path], out: Path,
                  margin: float = verdicts.DEFAULT_MARGIN,
-                 keep_disturbed: bool = False) -> ReportPaths:
+                 keep_disturbed: bool = False, price_per_device_hour: float | None = None,
+                 epoch_samples: int = cost.IMAGENET_1K_TRAIN) -> ReportPaths:
     """Read run_dirs (never modified), write out (.html), out.md, out_figures/*.png and
     verdicts.json beside them. Repetitions disturbed by other work on the host are left
-    out of the timings unless keep_disturbed (reports/disturbed.py)."""
+    out of the timings unless keep_disturbed (reports/disturbed.py). The Cost section
+    (reports/cost.py) prices device-hours when price_per_device_hour is given."""
     try:
         margin = verdicts.check_margin(margin)
+        price = cost.check_price(price_per_device_hour)
+        epoch_samples = cost.check_epoch_samples(epoch_samples)
     except ValueError as err:
         raise ReportError(str(err)) from None
     run_dirs = [Path(d) for d in run_dirs]
@@ -187,6 +191,11 @@ def build_report(run_dirs: list[Path], out: Path,
     comm_figures(data.collective, data.memcpy, ex, tp, figs, multi)
     why = why_section(data, figs, multi)
     sections = _sections(data, tp, cmp, ex, ba, ba_notes, figs, margin)
+    cf = cost.cost_frame(tp, data.throughput_reps, price, epoch_samples)
+    if not cf.empty:  # after "Throughput and scaling"
+        at = next((i + 1 for i, s in enumerate(sections)
+                   if s.title == "Throughput and scaling"), 1)
+        sections.insert(at, Section("Cost", [cost.cost_table(cf)]))
     if why is not None:  # after "Communication"
         at = next((i + 1 for i, s in enumerate(sections) if s.title == "Communication"), 1)
         sections.insert(at, why)
@@ -199,7 +208,8 @@ def build_report(run_dirs: list[Path], out: Path,
     files = {p: f.png for p, f in zip(written, figs.items)}
     files[md_path] = render_markdown(TITLE, sub, heads, sections, rel).encode()
     files[html_path] = render_html(TITLE, sub, heads, sections).encode()
-    files[vjson] = json.dumps(verdicts_doc(data, cmp, margin), indent=1).encode()
+    files[vjson] = json.dumps({**verdicts_doc(data, cmp, margin), "cost": cost.records(cf)},
+                              indent=1).encode()
     made = [d for d in (*reversed(html_path.parents), figdir) if not d.exists()]
     try:
         html_path.parent.mkdir(parents=True, exist_ok=True)

@@ -150,6 +150,10 @@ CASES: list[Case] = [
     _c(["report", "", "-o", "out/report.html"], "RUN_DIR", "empty"),
     *[_c(["report", "runs/earlier", "-o", "out/report.html", "--margin", m], "--margin",
          "between 0 and 1") for m in ("0", "1", "-0.1", "nan", "inf", "abc", "")],
+    *[_c(["report", "runs/earlier", "-o", "out/report.html", "--price-per-device-hour", p],
+         "--price-per-device-hour", "> 0") for p in ("0", "-2.5", "nan", "inf", "two", "")],
+    *[_c(["report", "runs/earlier", "-o", "out/report.html", "--epoch-samples", n],
+         "--epoch-samples", "whole number") for n in ("0", "-5", "1.5", "1e6", "many", "")],
     # -- doctor and the command itself
     _c(["doctor", "--only", "ddp-gloo"], "--only", "--selftest"),
     _c(["doctor", "--selftest", "--only", "nope"], "unknown selftest check 'nope'"),

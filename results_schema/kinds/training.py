@@ -44,11 +44,13 @@ def _memory(v: Any, name: str, finite: bool) -> None:
 
 def _monitor(v: Any, name: str, finite: bool) -> None:
     """{"interval_s", "ranks": [{"rank", "t", "cpu_percent", "rss_mb", "gpu_util",
-    "gpu_mem_mb"}]}: every series a list of finite numbers or null."""
+    "gpu_mem_mb", "gpu_energy_j"}]}: every series a list of finite numbers or null;
+    gpu_energy_j (the GPU's energy over the timed rounds) a number >= 0 or null."""
     mapping(v, name, finite)
     ranks = v.get("ranks", [])
     listof(mapping)(ranks, f"{name}.ranks", finite)
     for i, r in enumerate(ranks):
+        nullable(number(0))(r.get("gpu_energy_j"), f"{name}.ranks[{i}].gpu_energy_j", finite)
         for key, series in r.items():
             if isinstance(series, list):
                 numbers(series, f"{name}.ranks[{i}].{key}", finite)
