@@ -34,7 +34,6 @@ from reports import stats
 from reports.compare import _reps
 from reports.frames import POOL_KEY
 from reports.tables import DASH, Table
-from reports.tables import sps as fmt_sps
 
 IMAGENET_1K_TRAIN = 1_281_167
 LEVEL_TAIL = (1 - stats.LEVEL) / 2 * 100
@@ -134,7 +133,6 @@ def cost_table(cf: pd.DataFrame) -> Table:
     for _, r in cf.sort_values(["run", "case", "world_size", "series"]).iterrows():
         row = {"run": r["run"], "case": r["case"], "backend": r["series"],
                "world size": r["world_size"], "devices": r["devices"],
-               "median samples/s": fmt_sps(r["sps"]),
                "device-hours per epoch [95%]": _range(r["device_hours_epoch"],
                                                       r["device_hours_epoch_lo"],
                                                       r["device_hours_epoch_hi"], ".3g")}
@@ -156,8 +154,8 @@ def cost_table(cf: pd.DataFrame) -> Table:
                  "(report --price-per-device-hour). ")
     else:
         note += "Give report --price-per-device-hour P for the cost per million samples. "
-    note += ("Intervals: the 95% two-level bootstrap interval of the median samples/s "
-             "(repetitions, then steps). ")
+    note += ("Samples/s: the throughput table's medians; intervals: the 95% two-level "
+             "bootstrap interval of the median samples/s (repetitions, then steps). ")
     note += ("Energy: NVML's total-energy counter of each rank's GPU over the timed rounds, "
              "summed over ranks, per sample; median over repetitions." if energy else
              "Energy per sample: not shown, no cell recorded GPU energy (no GPU, or no "
