@@ -192,7 +192,10 @@ class HorovodBackend(Backend):
         torch.optim.Optimizer.zero_grad(optimizer, set_to_none=set_to_none)
 
     def step(self, optimizer, scaler=None, before_step: Callable[[], None] | None = None):
-        optimizer.synchronize()  # gradients averaged across ranks from here on
+        # gradients averaged across ranks from here on; the training thread's wait for
+        # Horovod's background thread, named for torch.profiler (harness/profiling.py)
+        with torch.profiler.record_function("horovod:synchronize"):
+            optimizer.synchronize()
         if scaler is not None:
             scaler.unscale_(optimizer)
         if before_step is not None:

@@ -81,6 +81,10 @@ class SuiteOptions:
     horovod_timeline: str | None = _opt(None, "write Horovod's timeline (HOROVOD_TIMELINE, "
                                         "cycles marked) to this file; 'auto': beside "
                                         "--benchmark-json, as <stem>.horovod-timeline.json")
+    profile_steps: int = _opt(0, "after the timed rounds of each throughput test, this many "
+                              "more steps under torch.profiler, one Chrome trace per rank "
+                              "beside --benchmark-json (harness/profiling.py); 0: off",
+                              minimum=0)
     threads: int = _opt(0, "intra-op threads per rank; 0: cores of the node / ranks on "
                         "it, at least 1, the same under every launcher", minimum=0)
 

@@ -4,6 +4,7 @@
     hvd-vs-ddp doctor --selftest                       # ... and run it all, ~1 minute
     hvd-vs-ddp run --preset quick [--name NAME] [--runs-dir runs] [--repeat N]
     hvd-vs-ddp run --resume runs/<name>                # rerun unfinished/failed cells
+    hvd-vs-ddp run --preset quick --profile            # + torch.profiler traces per rank
     hvd-vs-ddp report runs/<name> [runs/<other>] -o reports-out/<name>/report.html \
         [--margin 0.05] [--keep-disturbed]             # + report.md, verdicts.json
         [--price-per-device-hour 2.5] [--epoch-samples 1281167]   # the Cost section
@@ -76,6 +77,8 @@ def _given(text: str) -> str:
     'not given' (`--name ""` would silently mean the default name)."""
     if not text.strip():
         raise argparse.ArgumentTypeError("expected a value, got an empty string")
+    if "\x00" in text:  # no file or run name can hold one (only reachable in process)
+        raise argparse.ArgumentTypeError("expected a value without a NUL character")
     return text
 
 
@@ -83,7 +86,8 @@ def _given(text: str) -> str:
 # a typo (--world-sizes 100000), not a measurement (ranks on a 2-core machine: 1-4).
 RANKS_PER_CORE_LIMIT = 4
 _RESUME_KEEPS = ("preset", "backends", "workloads", "world_sizes", "name", "suite_args",
-                 "data_dir", "order_seed")
+                 "data_dir", "order_seed", "profile")
+PROFILE_STEPS = 3  # run --profile: steps per throughput test under torch.profiler
 
 
 def _check_run_args(args) -> None:
@@ -205,6 +209,8 @@ def _run(args) -> int:
         given, rest = options.parse_argv(args.suite_args or "")
         if args.data_dir:
             given["data_dir"] = str(Path(args.data_dir).expanduser().resolve())
+        if args.profile:  # --suite-args "--profile-steps N" says how many
+            given.setdefault("profile_steps", PROFILE_STEPS)
         checked = preset.options.replace(**given)  # validates the values together
         extra = tuple(checked.to_argv(base=preset.options)) + tuple(rest)
         cells = [dataclasses.replace(c, pytest_args=extra)
@@ -323,6 +329,10 @@ def parser() -> argparse.ArgumentParser:
                      "(default: random; recorded in the manifest)")
     run.add_argument("--allow-failures", action="store_true",
                      help="exit 0 even when some cells failed")
+    run.add_argument("--profile", action="store_true", default=None, help="after the timed "
+                     f"rounds, {PROFILE_STEPS} more steps of each throughput test under "
+                     "torch.profiler: one Chrome trace per rank beside the cell's results, "
+                     "and the report's profiler ruler (never timed)")
     run.set_defaults(fn=_run)
     rep = sub.add_parser("report", help="HTML + Markdown report from run directories "
                          "(exit 3: written, but some cells' results were unreadable)")

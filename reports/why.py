@@ -124,7 +124,9 @@ def _ddp(reps: pd.DataFrame) -> tuple[dict[str, float], list[dict], dict[str, An
     return med, strag, layout
 
 
-def _timeline_path(run: Run, cell_id: str, ref: str) -> Path:
+def beside_results(run: Run, cell_id: str, ref: str) -> Path:
+    """A file a cell's results name (a timeline, a profiler trace): relative to the folder
+    of the cell's results file."""
     p = Path(ref)
     if p.is_absolute():
         return p
@@ -139,7 +141,7 @@ def _horovod(data: Data, notes: list[str]) -> pd.DataFrame:
     rows = []
     runs = {r.name: r for r in data.runs}
     for _, r in tl.iterrows():
-        path = _timeline_path(runs[r["run"]], r["cell_id"], r["timeline"])
+        path = beside_results(runs[r["run"]], r["cell_id"], r["timeline"])
         try:
             events, complete = read_events(path)
             parsed = parse(events, complete)

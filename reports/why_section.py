@@ -14,6 +14,7 @@ from reports.frames import Data
 from reports.render import Block, Notes, Section
 from reports.tables import Table, human_bytes, ms
 from reports.why import Why, where_step_goes
+from reports.why_profile import KEYS, agreement, profiler_frame
 
 TITLE = "Where the step goes"
 
@@ -94,6 +95,36 @@ def layout_table(w: Why) -> Table:
                  "allreduces) per step from the timeline, and how full the largest ran.")
 
 
+def profiler_table(w: Why, prof: pd.DataFrame) -> Table:
+    """The same ruler for both: torch.profiler's account beside the subtraction."""
+    sub = w.steps[[*KEYS, "sub_lo", "sub_hi", "sub_exposed_s"]] \
+        if "sub_lo" in w.steps else pd.DataFrame(columns=[*KEYS, "sub_lo", "sub_hi"])
+    merged = prof.merge(sub, on=list(KEYS), how="left")
+    rows = [{"run": r["run"], "case": r["case"], "backend": r["series"],
+             "world size": r["world_size"], "profiled step (ms)": ms(r["prof_wall_s"]),
+             "computation (ms)": ms(r["prof_compute_s"]),
+             "communication (ms)": ms(r["prof_comm_s"]),
+             "overlap (ms)": ms(r["prof_overlap_s"]),
+             "exposed comm (ms)": ms(r["prof_exposed_comm_s"]),
+             "idle (ms)": ms(r["prof_idle_s"]),
+             "exposed comm, subtraction (ms) [95%]": _ms_range(r),
+             "agreement": agreement(r), "steps": r["prof_steps"]}
+            for _, r in merged.iterrows()]
+    df = pd.DataFrame(rows)
+    if not df.empty and df["run"].nunique() == 1:
+        df = df.drop(columns="run")
+    return Table("The same ruler for both: torch.profiler", df,
+                 "From `run --profile`: a few steps after the timed rounds under "
+                 "torch.profiler, each read on the rank that computed longest; medians over "
+                 "the profiled steps. Computation: the training thread's operators (GPU "
+                 "kernels where present); communication: the collectives' own intervals on "
+                 "any thread (Gloo's workers, c10d, NCCL), and for Horovod, whose background "
+                 "thread the profiler cannot see, the training thread's wait in "
+                 "synchronize() - its exposed part only; overlap: both at once; idle: "
+                 "neither (Python, hooks, waits outside an operator). The profiler slows "
+                 "the steps it watches: compare the parts, not the step with the timed one.")
+
+
 def closing_notes(w: Why) -> list[str]:
     out = list(w.notes)
     steps = w.steps
@@ -118,11 +149,15 @@ def why_section(data: Data, figs: Figures, multi_run: bool) -> Section | None:
     w = where_step_goes(data)
     if w.empty:
         return None
+    prof, prof_notes = profiler_frame(data)
+    w.notes += prof_notes
     why_figure(w.steps, figs, multi_run)
     blocks: list[Block] = [steps_table(w)]
     f = figs.get(NAME)
     if f is not None:
         blocks.append(f)
+    if not prof.empty:
+        blocks.append(profiler_table(w, prof))
     if not w.stragglers.empty:
         blocks.append(stragglers_table(w))
     if not w.layout.empty:

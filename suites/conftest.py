@@ -25,7 +25,7 @@ from backends.base import BackendOptions
 from backends.env import detect
 from common.errors import InputError
 from common.log import configure as configure_logging
-from harness import collective_pytest, horovod_timeline, options, threads, versions
+from harness import collective_pytest, horovod_timeline, options, profiling, threads, versions
 from results_schema import MachineInfo
 from workloads import registry as workload_registry
 
@@ -52,6 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.hvd_timeline, config.hvd_timeline_ref = timeline or (None, None)
+    config.hvd_profile_at = profiling.folder_and_stem(json_path)  # --profile-steps traces
     if timeline:
         horovod_timeline.enable(timeline[0])
     config.hvd_selected_backends = list(opts.backends)

@@ -22,6 +22,7 @@ import pytest
 import torch
 
 from backends.env import SINGLE
+from harness import profiling
 from harness.ddp_stats import DDPStats
 from harness.knobs import SETS, by_name
 from harness.monitor import Monitor
@@ -126,6 +127,7 @@ def test_throughput(benchmark, request, plugin, open_backend, make_workload, thr
         "rss": max(timed.series["rss_mb"], default=None),
         "ddp": stats.rank_summary(*timed.window, backend.rank), "starts": timed.starts})
     losses = trainer.global_losses()
+    traces = _profile(request, trainer, backend, workload_name, knobs.name)
     rank_times = [g["times"] for g in gathered]
     per_step, round_times = _slowest(rank_times, per_round)
     _replace_stats(benchmark, round_times)
@@ -141,13 +143,28 @@ def test_throughput(benchmark, request, plugin, open_backend, make_workload, thr
             rank_step_starts=[g["starts"] for g in gathered]).to_dict())
     else:
         _record_throughput(benchmark, request, backend, workload, knobs, trainer, gathered,
-                           per_step, losses, stats)
+                           per_step, losses, stats, traces)
     finite = all(np.isfinite(losses))
     assert finite, f"{name}: non-finite loss during throughput run: {losses}"
 
 
+def _profile(request, trainer, backend, workload_name: str, knob_set: str) -> list[str] | None:
+    """--profile-steps N: N more steps under torch.profiler after the timed rounds and the
+    losses (harness/profiling.py); every rank writes its trace. The traces' names, relative
+    to the results file's folder, in rank order; None when off (or in a timeline cell)."""
+    steps = request.config.getoption("profile_steps")
+    if not steps or request.config.hvd_timeline:
+        return None
+    folder, stem = request.config.hvd_profile_at
+    names = [profiling.trace_name(stem, workload_name, knob_set, r)
+             for r in range(backend.world_size)]
+    profiling.profile_steps(trainer, steps, folder / names[backend.rank],
+                            profiling.cuda_in_use(backend.device))
+    return names
+
+
 def _record_throughput(benchmark, request, backend, workload, knobs, trainer, gathered,
-                       per_step, losses, stats: DDPStats) -> None:
+                       per_step, losses, stats: DDPStats, traces: list[str] | None) -> None:
     name, workload_name = backend.name, workload.name
     per_round = request.config.getoption("steps_per_round")
     rank_times = [g["times"] for g in gathered]
@@ -172,6 +189,7 @@ def _record_throughput(benchmark, request, backend, workload, knobs, trainer, ga
         monitor={"interval_s": 0.5, "ranks": [g["series"] for g in gathered]},
         ddp_stats=({"sample_rate": stats.sample_rate, **stats.layout(), "ranks": ddp}
                    if stats.active else None),
+        profile_traces=traces,
     ).to_dict())
 
 

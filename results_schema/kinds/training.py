@@ -109,6 +109,7 @@ class ThroughputRecord(BenchmarkRecord):
     memory: dict[str, Any] | None = opt(_memory)
     monitor: dict[str, Any] | None = opt(_monitor)
     ddp_stats: dict[str, Any] | None = opt(_ddp_stats)
+    profile_traces: list[str] | None = opt(listof(text))
 
     def consistency(self) -> None:
         if len(self.samples_per_s) != len(self.step_times):
@@ -135,7 +136,7 @@ class ThroughputRecord(BenchmarkRecord):
                                 if self.rank_step_times else None),
                  "losses": list(self.losses) if self.losses else None,
                  "cuda_max_mb": max(cuda) if cuda else np.nan, "monitor": self.monitor,
-                 "ddp_stats": self.ddp_stats}]
+                 "ddp_stats": self.ddp_stats, "profile_traces": self.profile_traces}]
 
 
 @dataclass(kw_only=True)
