@@ -58,6 +58,13 @@ def profiler_frame(data: Data) -> tuple[pd.DataFrame, list[str]]:
             continue
         row = {k: r[k] for k in KEYS}
         row.update({f"prof_{p}": float(np.median([s[p] for s in steps])) for p in PARTS})
+        if r["world_size"] > 1 and not any(s["comm_s"] > 0 for s in steps):
+            for p in ("comm_s", "overlap_s", "exposed_comm_s"):
+                row[f"prof_{p}"] = float("nan")  # unseen, not zero
+            notes.append(f"{r['case']}, {r['series']} at {r['world_size']} ranks: the "
+                         "profiler saw no communication (the mpi4py process group's "
+                         "collectives run on its own Python thread, which torch.profiler "
+                         "does not record); DDP's own statistics above measure it.")
         row.update(prof_steps=len(steps), prof_gpu=any(s["gpu"] for s in steps),
                    prof_horovod=r["label"].startswith("horovod"))
         rows.append(row)
