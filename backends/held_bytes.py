@@ -3,7 +3,7 @@
 Sharded backends keep a slice of each: FSDP2 parameters and gradients are DTensors
 whose local shard is what this rank stores; ZeroRedundancyOptimizer keeps the
 optimizer state of its own partition only. Counting the local storage of every
-tensor (each storage once) makes those savings measurable beside DDP and Horovod,
+tensor (each tensor once) makes those savings measurable beside DDP and Horovod,
 which hold everything on every rank.
 
     from backends.held_bytes import held_bytes
@@ -24,15 +24,17 @@ def _local(t: Any) -> torch.Tensor | None:
 
 
 def tensor_bytes(tensors: Iterable[Any]) -> int:
-    """Bytes of the local storage of `tensors`, each storage counted once."""
-    seen: set[int] = set()
+    """Bytes of the local data of `tensors`, each tensor counted once. (Keyed by the
+    tensor's own address, not its storage's: FSDP2's gradient shards of one module are
+    views into one reduce-scatter buffer, and each view is held.)"""
+    seen: set[tuple[int, int]] = set()
     total = 0
     for t in tensors:
         local = _local(t)
         if local is None or local.numel() == 0:
             continue
-        key = local.untyped_storage().data_ptr()
-        if key in seen and key != 0:
+        key = (local.data_ptr(), local.numel())
+        if key in seen:
             continue
         seen.add(key)
         total += local.numel() * local.element_size()

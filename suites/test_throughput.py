@@ -22,6 +22,7 @@ import pytest
 import torch
 
 from backends.env import SINGLE
+from backends.held_bytes import held_bytes
 from harness.ddp_stats import DDPStats
 from harness.knobs import SETS, by_name
 from harness.monitor import Monitor
@@ -124,7 +125,8 @@ def test_throughput(benchmark, request, plugin, open_backend, make_workload, thr
     gathered = backend.all_gather_object({
         "times": timed.times, "series": timed.series, "cuda_mb": timed.cuda_mb,
         "rss": max(timed.series["rss_mb"], default=None),
-        "ddp": stats.rank_summary(*timed.window, backend.rank), "starts": timed.starts})
+        "ddp": stats.rank_summary(*timed.window, backend.rank), "starts": timed.starts,
+        "held": held_bytes(trainer.model, trainer.optimizer)})
     losses = trainer.global_losses()
     rank_times = [g["times"] for g in gathered]
     per_step, round_times = _slowest(rank_times, per_round)
@@ -168,7 +170,8 @@ def _record_throughput(benchmark, request, backend, workload, knobs, trainer, ga
         losses=losses,
         memory={"max_rss_mb": [g["rss"] for g in gathered],
                 "cuda_max_allocated_mb": [g["cuda_mb"] for g in gathered]
-                if gathered[0]["cuda_mb"] is not None else None},
+                if gathered[0]["cuda_mb"] is not None else None,
+                **{key: [g["held"][key] for g in gathered] for key in gathered[0]["held"]}},
         monitor={"interval_s": 0.5, "ranks": [g["series"] for g in gathered]},
         ddp_stats=({"sample_rate": stats.sample_rate, **stats.layout(), "ranks": ddp}
                    if stats.active else None),

@@ -36,10 +36,18 @@ _times = listof(number(0), nonempty=True)
 _per_rank = listof(nullable(number(0)))
 
 
+HELD = ("param_bytes", "grad_bytes", "optim_state_bytes")
+
+
 def _memory(v: Any, name: str, finite: bool) -> None:
+    """{"max_rss_mb": [per rank], "cuda_max_allocated_mb": [per rank] or null, and
+    optionally "param_bytes", "grad_bytes", "optim_state_bytes": [per rank], the local
+    storage each rank holds after the timed steps (backends/held_bytes.py)}."""
     mapping(v, name, finite)
     _per_rank(v.get("max_rss_mb", []), f"{name}.max_rss_mb", finite)
     nullable(_per_rank)(v.get("cuda_max_allocated_mb"), f"{name}.cuda_max_allocated_mb", finite)
+    for key in HELD:
+        nullable(listof(integer(0)))(v.get(key), f"{name}.{key}", finite)
 
 
 def _monitor(v: Any, name: str, finite: bool) -> None:
@@ -133,7 +141,8 @@ class ThroughputRecord(BenchmarkRecord):
                                 if self.rank_step_times else None),
                  "losses": list(self.losses) if self.losses else None,
                  "cuda_max_mb": max(cuda) if cuda else np.nan, "monitor": self.monitor,
-                 "ddp_stats": self.ddp_stats}]
+                 "ddp_stats": self.ddp_stats,
+                 **{key: (max(mem[key]) if mem.get(key) else np.nan) for key in HELD}}]
 
 
 @dataclass(kw_only=True)
