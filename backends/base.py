@@ -106,6 +106,11 @@ class Backend(abc.ABC):
         if not fit:
             raise BackendUnavailable(f"{self.name}: {fit.reason}")
 
+    @classmethod
+    def option_conflict(cls, options: BackendOptions) -> str | None:
+        """Why this backend cannot honour `options` (a knob it has no equivalent of)."""
+        return None
+
     # -- life cycle ------------------------------------------------------
     def setup(self) -> "Backend":
         avail = self.availability()

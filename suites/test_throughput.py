@@ -115,6 +115,10 @@ def test_throughput(benchmark, request, plugin, open_backend, make_workload, thr
         conflict = fusion_conflict(knobs.backend_options(timeout))
         if conflict:
             pytest.skip(f"horovod: {conflict}")
+    from backends import registry
+    conflict = registry.get(name).option_conflict(knobs.backend_options(timeout))
+    if conflict:
+        pytest.skip(f"{name}: {conflict}")
     backend = open_backend(name, knobs.backend_options(timeout))
     workload = make_workload(workload_name)
     trainer = Trainer(workload, backend, knobs.train_config(steps=1))
