@@ -21,9 +21,10 @@ import runpy
 import sys
 import time
 
+from harness.startup import LAUNCH_T0
+
 MARKER = "HVD_VS_DDP_SPAWNED"
 STORE_SERVED = "HVD_VS_DDP_LAUNCHER_STORE"  # "1": the launcher serves the TCPStore
-LAUNCH_T0 = "HVD_VS_DDP_LAUNCH_T0"
 
 
 def rank_env(rank: int, nprocs: int, port: int) -> dict[str, str]:

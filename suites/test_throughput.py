@@ -24,6 +24,7 @@ import torch
 from backends.env import SINGLE
 from backends.held_bytes import held_bytes
 from harness.ddp_stats import DDPStats
+from harness import startup
 from harness.knobs import SETS, by_name
 from harness.monitor import Monitor
 from results_schema import ComputeOnlyRecord, HorovodTimelineRecord, ThroughputRecord
@@ -130,7 +131,7 @@ def test_throughput(benchmark, request, plugin, open_backend, make_workload, thr
         "times": timed.times, "series": timed.series, "cuda_mb": timed.cuda_mb,
         "rss": max(timed.series["rss_mb"], default=None),
         "ddp": stats.rank_summary(*timed.window, backend.rank), "starts": timed.starts,
-        "held": held_bytes(trainer.model, trainer.optimizer)})
+        "held": held_bytes(trainer.model, trainer.optimizer), "startup": startup.seconds()})
     losses = trainer.global_losses()
     rank_times = [g["times"] for g in gathered]
     per_step, round_times = _slowest(rank_times, per_round)
@@ -177,6 +178,8 @@ def _record_throughput(benchmark, request, backend, workload, knobs, trainer, ga
                 if gathered[0]["cuda_mb"] is not None else None,
                 **{key: [g["held"][key] for g in gathered] for key in gathered[0]["held"]}},
         monitor={"interval_s": 0.5, "ranks": [g["series"] for g in gathered]},
+        startup_s=([g["startup"] for g in gathered]
+                   if all(g["startup"] is not None for g in gathered) else None),
         ddp_stats=({"sample_rate": stats.sample_rate, **stats.layout(), "ranks": ddp}
                    if stats.active else None),
     ).to_dict())

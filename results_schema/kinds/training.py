@@ -115,6 +115,7 @@ class ThroughputRecord(BenchmarkRecord):
     memory: dict[str, Any] | None = opt(_memory)
     monitor: dict[str, Any] | None = opt(_monitor)
     ddp_stats: dict[str, Any] | None = opt(_ddp_stats)
+    startup_s: list[float] | None = opt(listof(number(0)))
 
     def consistency(self) -> None:
         if len(self.samples_per_s) != len(self.step_times):
@@ -142,6 +143,7 @@ class ThroughputRecord(BenchmarkRecord):
                  "losses": list(self.losses) if self.losses else None,
                  "cuda_max_mb": max(cuda) if cuda else np.nan, "monitor": self.monitor,
                  "ddp_stats": self.ddp_stats,
+                 "startup_s": max(self.startup_s) if self.startup_s else np.nan,
                  **{key: (max(mem[key]) if mem.get(key) else np.nan) for key in HELD}}]
 
 
