@@ -76,6 +76,9 @@ class Backend(abc.ABC):
     distributed: ClassVar[bool] = True  # False: runs in one process only
     # What its ranks need from the launcher (backends/launchers.py: RANKS, MPI, HOROVOD).
     requires: ClassVar[frozenset[str]] = frozenset({launchers.RANKS})
+    # True: its collectives are another backend's (fsdp, zero: DDP's process group), so
+    # the collectives suite does not measure them twice.
+    reuses_collectives: ClassVar[bool] = False
 
     def __init__(self, options: BackendOptions | None = None,
                  env: LauncherEnv | None = None) -> None:

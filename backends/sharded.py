@@ -76,6 +76,7 @@ class FSDPBackend(_DDPBackend):
     """FSDP2: parameters, gradients and optimizer state sharded (ZeRO-3)."""
 
     name = "fsdp"
+    reuses_collectives = True
 
     @property
     def pg_backend(self) -> str:  # type: ignore[override]
@@ -129,6 +130,7 @@ class ZeroBackend(_DDPBackend):
     """DDP with ZeroRedundancyOptimizer: optimizer state sharded (ZeRO-1)."""
 
     name = "zero"
+    reuses_collectives = True
 
     @property
     def pg_backend(self) -> str:  # type: ignore[override]
