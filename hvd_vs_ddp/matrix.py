@@ -93,7 +93,8 @@ PRESETS = {
     "full": Preset("full", ("single", "dp", "ddp-gloo", "ddp-nccl", "ddp-mpi", "horovod",
                             "fsdp", "zero"),
                    (1, 2, 4), ("resnet50", "deeplabv3", "gpt", "mlp"),
-                   ("throughput", "compute", "convergence", "collectives"), knob_set="full",
+                   ("throughput", "compute", "convergence", "collectives", "gan"),
+                   knob_set="full",
                    options=SuiteOptions(rounds=10, steps_per_round=3,
                                         max_bytes=256 * 2**20), repeat=5),
 }

@@ -2,9 +2,10 @@
 
 fsdp and zero: convergence against `single` (mlp, gpt) and throughput records whose
 per-rank bytes show the sharding: zero's optimizer state and fsdp's parameters about
-half of ddp-gloo's at 2 ranks, Horovod-like full copies for ddp-gloo. spawn: ddp-gloo
+half of ddp-gloo's at 2 ranks, full copies for ddp-gloo. spawn: ddp-gloo
 throughput and convergence at 2 ranks started by torch.multiprocessing.spawn, with a
-start-up time per rank. About 1 minute on 2 cores.
+start-up time per rank. The GAN with toggled accumulation (suites/test_gan.py) under
+horovodrun --gloo for ddp-gloo, zero and horovod. About 1 minute on 2 cores.
 
     python -m pytest tests/system/test_sharded_and_spawn.py -q
 """
@@ -76,3 +77,18 @@ def test_spawn_passes_on_a_failing_rank_exit_status(tmp_path):
     proc = launched("spawn", 2, [str(script)], timeout=120)
     assert proc.returncode == 3, explain(proc)
     assert "rank 1 exited with 3" in proc.stderr
+
+
+def test_gan_toggled_accumulation_matches_single(tmp_path):
+    from tests.launch import horovod_available
+    ok, why = horovod_available()
+    if not ok:
+        pytest.skip(f"horovod: {why}")
+    out = tmp_path / "results.json"
+    proc = launched("horovodrun-gloo", 2, ["-m", "pytest", "suites/test_gan.py",
+                                           "--backends", "ddp-gloo,zero,horovod", *TINY,
+                                           "--benchmark-json", str(out)], timeout=300)
+    assert proc.returncode == 0, explain(proc)
+    recs = [r for r in _records(out) if r["workload"] == "gan"]
+    assert {r["backend"] for r in recs} == {"ddp-gloo", "zero", "horovod"}
+    assert all(r["within_tolerance"] and r["world_size"] == 2 for r in recs)
