@@ -39,7 +39,7 @@ def _available(need: str) -> Availability:
         __import__(need)
     except ImportError as exc:
         return Availability(False, f"this torch has no {need}: {exc}")
-    return Availability(True)
+    return Availability(True, f"over {_transport()}")
 
 
 def rebuilt(optimizer: torch.optim.Optimizer, old: list[torch.nn.Parameter],

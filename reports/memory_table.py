@@ -3,10 +3,12 @@
 From the throughput records' memory.param_bytes / grad_bytes / optim_state_bytes
 (the largest rank's, backends/held_bytes.py) and peak RSS. Each byte column is also
 shown as a fraction of the plain-DDP backend's at the same run, case and world size,
-so zero's optimizer state (~1/N) and fsdp's parameters (~1/N) read off directly.
+so zero's optimizer state (~1/N) and fsdp's parameters (~1/N) read off directly. Also
+DataParallel's peak memory per GPU, where it ran on 2 or more.
 
-    from reports.memory_table import memory_table
+    from reports.memory_table import dp_gpu_table, memory_table
     table = memory_table(tp)      # None when no record carries the byte counts
+    dp_gpu_table(tp)              # dp's peak per GPU, where >= 2 GPUs were used
 """
 from __future__ import annotations
 
@@ -60,3 +62,23 @@ def memory_table(tp: pd.DataFrame) -> Table | None:
             row["peak CUDA (MB)"] = f"{r['cuda_max_mb']:.0f}"
         rows.append(row)
     return Table("Memory per rank", pd.DataFrame(rows), NOTE)
+
+
+def dp_gpu_table(tp: pd.DataFrame) -> Table | None:
+    """DataParallel's peak memory per GPU (recorded where >= 2 GPUs were visible)."""
+    if tp.empty or "cuda_per_device_mb" not in tp:
+        return None
+    rows = []
+    for _, r in tp.iterrows():
+        per = r["cuda_per_device_mb"]
+        if not isinstance(per, list) or len(per) < 2:
+            continue
+        rest = float(np.mean(per[1:]))
+        rows.append({"run": r["run"], "case": r["case"], "backend": r["backend"],
+                     **{f"GPU {i} peak (MB)": f"{v:.0f}" for i, v in enumerate(per)},
+                     "GPU 0 / others": f"{per[0] / rest:.2f}" if rest > 0 else ""})
+    if not rows:
+        return None
+    return Table("DataParallel memory per GPU", pd.DataFrame(rows),
+                 "nn.DataParallel keeps the model on GPU 0, scatters inputs from it and "
+                 "gathers outputs and gradients there: GPU 0 peaks above the others.")

@@ -50,6 +50,14 @@ def pytest_generate_tests(metafunc):
         metafunc.parametrize("compute_cell", cells, ids=[f"{w}-{k.name}" for w, k in cells])
 
 
+def dp_gpus(backend) -> list[int]:
+    """DataParallel over >= 2 GPUs: the devices whose peak memory shows its imbalance
+    (the first GPU gathers outputs and holds the master copy); else none (CPU: none)."""
+    if backend.name != "dp" or backend.device.type != "cuda" or torch.cuda.device_count() < 2:
+        return []
+    return list(range(torch.cuda.device_count()))
+
+
 def _skip_gpu_only(knobs):
     if knobs.gpu_only and not torch.cuda.is_available():
         pytest.skip(f"knob set {knobs.name} needs a GPU")
@@ -123,6 +131,9 @@ def test_throughput(benchmark, request, plugin, open_backend, make_workload, thr
     backend = open_backend(name, knobs.backend_options(timeout))
     workload = make_workload(workload_name)
     trainer = Trainer(workload, backend, knobs.train_config(steps=1))
+    per_gpu = dp_gpus(backend)
+    for index in per_gpu:
+        torch.cuda.reset_peak_memory_stats(index)
     stats = DDPStats(trainer.model, request.config.getoption("ddp_sample_rate"))
     timed = _timed(benchmark, trainer, backend, request, plugin, stats)
     stats.close()
@@ -131,7 +142,8 @@ def test_throughput(benchmark, request, plugin, open_backend, make_workload, thr
         "times": timed.times, "series": timed.series, "cuda_mb": timed.cuda_mb,
         "rss": max(timed.series["rss_mb"], default=None),
         "ddp": stats.rank_summary(*timed.window, backend.rank), "starts": timed.starts,
-        "held": held_bytes(trainer.model, trainer.optimizer), "startup": startup.seconds()})
+        "held": held_bytes(trainer.model, trainer.optimizer), "startup": startup.seconds(),
+        "per_gpu": [torch.cuda.max_memory_allocated(i) / 2**20 for i in per_gpu] or None})
     losses = trainer.global_losses()
     rank_times = [g["times"] for g in gathered]
     per_step, round_times = _slowest(rank_times, per_round)
@@ -176,7 +188,9 @@ def _record_throughput(benchmark, request, backend, workload, knobs, trainer, ga
         memory={"max_rss_mb": [g["rss"] for g in gathered],
                 "cuda_max_allocated_mb": [g["cuda_mb"] for g in gathered]
                 if gathered[0]["cuda_mb"] is not None else None,
-                **{key: [g["held"][key] for g in gathered] for key in gathered[0]["held"]}},
+                **{key: [g["held"][key] for g in gathered] for key in gathered[0]["held"]},
+                **({"cuda_per_device_mb": gathered[0]["per_gpu"]}
+                   if gathered[0]["per_gpu"] else {})},
         monitor={"interval_s": 0.5, "ranks": [g["series"] for g in gathered]},
         startup_s=([g["startup"] for g in gathered]
                    if all(g["startup"] is not None for g in gathered) else None),

@@ -42,12 +42,15 @@ HELD = ("param_bytes", "grad_bytes", "optim_state_bytes")
 def _memory(v: Any, name: str, finite: bool) -> None:
     """{"max_rss_mb": [per rank], "cuda_max_allocated_mb": [per rank] or null, and
     optionally "param_bytes", "grad_bytes", "optim_state_bytes": [per rank], the local
-    storage each rank holds after the timed steps (backends/held_bytes.py)}."""
+    storage each rank holds after the timed steps (backends/held_bytes.py), and
+    "cuda_per_device_mb": [per GPU] peak memory of `dp` over >= 2 GPUs}."""
     mapping(v, name, finite)
     _per_rank(v.get("max_rss_mb", []), f"{name}.max_rss_mb", finite)
     nullable(_per_rank)(v.get("cuda_max_allocated_mb"), f"{name}.cuda_max_allocated_mb", finite)
     for key in HELD:
         nullable(listof(integer(0)))(v.get(key), f"{name}.{key}", finite)
+    nullable(listof(number(0)))(v.get("cuda_per_device_mb"), f"{name}.cuda_per_device_mb",
+                                finite)
 
 
 def _monitor(v: Any, name: str, finite: bool) -> None:
@@ -144,6 +147,7 @@ class ThroughputRecord(BenchmarkRecord):
                  "cuda_max_mb": max(cuda) if cuda else np.nan, "monitor": self.monitor,
                  "ddp_stats": self.ddp_stats,
                  "startup_s": max(self.startup_s) if self.startup_s else np.nan,
+                 "cuda_per_device_mb": mem.get("cuda_per_device_mb"),
                  **{key: (max(mem[key]) if mem.get(key) else np.nan) for key in HELD}}]
 
 

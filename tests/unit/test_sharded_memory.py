@@ -12,7 +12,7 @@ import torch
 
 from backends.held_bytes import held_bytes, tensor_bytes
 from backends.sharded import constructor_kwargs, rebuilt
-from reports.memory_table import memory_table
+from reports.memory_table import dp_gpu_table, memory_table
 from results_schema import ResultsError, ThroughputRecord
 
 MiB = 2**20
@@ -88,3 +88,12 @@ def test_memory_table_shows_fractions_of_ddp():
     assert by.loc["fsdp", "params / rank"] == "25 MiB (0.50)"
     assert by.loc["ddp-gloo", "grads / rank"] == "50 MiB (1.00)"
     assert memory_table(tp.assign(param_bytes=float("nan"))) is None
+
+
+def test_dp_gpu_table_shows_the_first_gpus_extra_load():
+    tp = pd.DataFrame([{**_row("dp", 1, 1, 1, 1), "cuda_per_device_mb": [300.0, 100.0, 100.0]},
+                       {**_row("single", 1, 1, 1, 1), "cuda_per_device_mb": None}])
+    table = dp_gpu_table(tp)
+    assert table is not None and list(table.df["backend"]) == ["dp"]
+    assert table.df.iloc[0]["GPU 0 / others"] == "3.00"
+    assert dp_gpu_table(tp.iloc[1:]) is None
