@@ -229,7 +229,8 @@ def is_under_horovodrun(env: Mapping[str, str]) -> bool:
 SINGLE = LauncherEnv("single", 0, 1, 0, 1, 0)  # an in-process reference run
 
 DETECTORS: tuple[Detector, ...] = (
-    SpawnDetector(), TorchrunDetector(), HorovodDetector(), OpenMPIDetector(), PMIDetector(), SlurmDetector(),
+    SpawnDetector(), TorchrunDetector(), HorovodDetector(), OpenMPIDetector(), PMIDetector(),
+    SlurmDetector(),
 )
 
 

@@ -2,12 +2,12 @@
 
 Sharded backends keep a slice of each: FSDP2 parameters and gradients are DTensors
 whose local shard is what this rank stores; ZeroRedundancyOptimizer keeps the
-optimizer state of its own partition only. Counting the local storage of every
+optimizer state of its own partition only. Counting the local data of every
 tensor (each tensor once) makes those savings measurable beside DDP and Horovod,
 which hold everything on every rank.
 
     from backends.held_bytes import held_bytes
-    held_bytes(model, optimizer)  # {"param_bytes": ..., "grad_bytes": ..., "optim_state_bytes": ...}
+    held_bytes(model, optimizer)  # {"param_bytes", "grad_bytes", "optim_state_bytes"}
 """
 from __future__ import annotations
 

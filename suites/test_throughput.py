@@ -23,8 +23,8 @@ import torch
 
 from backends.env import SINGLE
 from backends.held_bytes import held_bytes
-from harness.ddp_stats import DDPStats
 from harness import startup
+from harness.ddp_stats import DDPStats
 from harness.knobs import SETS, by_name
 from harness.monitor import Monitor
 from results_schema import ComputeOnlyRecord, HorovodTimelineRecord, ThroughputRecord

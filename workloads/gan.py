@@ -104,11 +104,11 @@ def train_gan(backend: Backend, config: GANConfig) -> dict[str, list[float]]:
                          f" must equal GANConfig.accumulation={k} (Horovod's "
                          "backward_passes_per_step)")
     seed_everything(config.seed)
-    gen, disc = Generator(config.noise, config.hidden), Discriminator(config.hidden)
-    opt_g = torch.optim.SGD(gen.parameters(), lr=config.lr, momentum=config.momentum)
-    opt_d = torch.optim.SGD(disc.parameters(), lr=config.lr, momentum=config.momentum)
-    gen, opt_g = backend.prepare(gen, opt_g)
-    disc, opt_d = backend.prepare(disc, opt_d)
+    g_model, d_model = Generator(config.noise, config.hidden), Discriminator(config.hidden)
+    gen, opt_g = backend.prepare(g_model, torch.optim.SGD(
+        g_model.parameters(), lr=config.lr, momentum=config.momentum))
+    disc, opt_d = backend.prepare(d_model, torch.optim.SGD(
+        d_model.parameters(), lr=config.lr, momentum=config.momentum))
     batches = ShardedBatches(ring_dataset(config.samples, config.noise, config.seed),
                              config.batch_size, backend.rank, backend.world_size, config.seed)
     bce = nn.BCEWithLogitsLoss()
