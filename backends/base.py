@@ -76,6 +76,9 @@ class Backend(abc.ABC):
     distributed: ClassVar[bool] = True  # False: runs in one process only
     # What its ranks need from the launcher (backends/launchers.py: RANKS, MPI, HOROVOD).
     requires: ClassVar[frozenset[str]] = frozenset({launchers.RANKS})
+    # True: its collectives are another backend's (fsdp, zero: DDP's process group), so
+    # the collectives suite does not measure them twice.
+    reuses_collectives: ClassVar[bool] = False
 
     def __init__(self, options: BackendOptions | None = None,
                  env: LauncherEnv | None = None) -> None:
@@ -105,6 +108,11 @@ class Backend(abc.ABC):
         fit = self.launch_fit(self.env)
         if not fit:
             raise BackendUnavailable(f"{self.name}: {fit.reason}")
+
+    @classmethod
+    def option_conflict(cls, options: BackendOptions) -> str | None:
+        """Why this backend cannot honour `options` (a knob it has no equivalent of)."""
+        return None
 
     # -- life cycle ------------------------------------------------------
     def setup(self) -> "Backend":

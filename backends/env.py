@@ -138,6 +138,17 @@ class TorchrunDetector(Detector):
         return addr, (_int(env, "MASTER_PORT") if port is not None else None)
 
 
+class SpawnDetector(TorchrunDetector):
+    """torch.multiprocessing.spawn from one parent (harness/spawn_ranks.py): torchrun's
+    variables, and a marker of its own."""
+
+    name = "spawn"
+    markers = ("HVD_VS_DDP_SPAWNED",)
+
+    def matches(self, env):
+        return "HVD_VS_DDP_SPAWNED" in env
+
+
 class HorovodDetector(Detector):
     """horovodrun with the Gloo controller (it sets HOROVOD_* for every rank)."""
 
@@ -218,7 +229,8 @@ def is_under_horovodrun(env: Mapping[str, str]) -> bool:
 SINGLE = LauncherEnv("single", 0, 1, 0, 1, 0)  # an in-process reference run
 
 DETECTORS: tuple[Detector, ...] = (
-    TorchrunDetector(), HorovodDetector(), OpenMPIDetector(), PMIDetector(), SlurmDetector(),
+    SpawnDetector(), TorchrunDetector(), HorovodDetector(), OpenMPIDetector(), PMIDetector(),
+    SlurmDetector(),
 )
 
 

@@ -19,6 +19,7 @@ import os
 import re
 import shutil
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
@@ -64,6 +65,12 @@ def _single(n: int, argv: list[str], python: str, hosts: str | None) -> list[str
 def _torchrun(n: int, argv: list[str], python: str, hosts: str | None) -> list[str]:
     return [_bin("torchrun"), "--standalone", "--nproc-per-node", str(n), "--no-python",
             python, *argv]
+
+
+def _spawn(n: int, argv: list[str], python: str, hosts: str | None) -> list[str]:
+    if hosts:
+        raise LauncherUnavailable("spawn starts every rank on this host; it takes no --hosts")
+    return [python, "-m", "harness.spawn_ranks", str(n), *argv]
 
 
 def _mpirun(n: int, argv: list[str], python: str, hosts: str | None) -> list[str]:
@@ -128,6 +135,8 @@ TABLE: dict[str, Launcher] = {row.name: row for row in (
     Launcher("single", (), frozenset(), build=_single, how="python -m pytest suites/"),
     Launcher("torchrun", ("torchrun",), _ANY, compares=("ddp-gloo", "ddp-nccl"),
              build=_torchrun, how="torchrun --nproc-per-node N -m pytest suites/"),
+    Launcher("spawn", (), _ANY, compares=("ddp-gloo", "ddp-nccl"), build=_spawn,
+             how="python -m harness.spawn_ranks N -m pytest suites/ (Lightning's ddp_spawn)"),
     Launcher("mpirun", ("mpirun",), _MPI, compares=("ddp-mpi",), build=_mpirun,
              how="mpirun -np N python -m pytest suites/"),
     Launcher("mpiexec", ("mpiexec",), _MPI, build=_mpiexec,
@@ -231,6 +240,7 @@ def env(base: dict[str, str] | None = None, launcher: str | None = None) -> dict
     out["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{out.get('PATH', '')}"
     out.setdefault("OMP_NUM_THREADS", "1")
     out.setdefault("PYTHONUNBUFFERED", "1")
+    out["HVD_VS_DDP_LAUNCH_T0"] = repr(time.time())  # ranks measure start-up from here
     return out
 
 

@@ -23,6 +23,8 @@ _BACKENDS: dict[str, str] = {
     "ddp-nccl": "backends.ddp:DDPNCCLBackend",
     "ddp-mpi": "backends.ddp:DDPMPIBackend",
     "horovod": "backends.horovod:HorovodBackend",
+    "fsdp": "backends.sharded:FSDPBackend",
+    "zero": "backends.sharded:ZeroBackend",
 }
 
 

@@ -159,7 +159,9 @@ def _make_store(env: LauncherEnv, timeout: datetime.timedelta) -> TCPStore:
         return TCPStore("127.0.0.1", 0, 1, is_master=True, timeout=timeout)
     if env.master_addr and env.master_port:
         # torchrun's agent already serves a store there (TORCHELASTIC_USE_AGENT_STORE).
-        agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
+        # So does the spawn launcher's parent (harness/spawn_ranks.py).
+        agent = (os.environ.get("TORCHELASTIC_USE_AGENT_STORE", "").lower() == "true"
+                 or os.environ.get("HVD_VS_DDP_LAUNCHER_STORE") == "1")
         return TCPStore(env.master_addr, env.master_port, None if agent else env.world_size,
                         is_master=env.rank == 0 and not agent, timeout=timeout,
                         wait_for_workers=False)

@@ -27,6 +27,7 @@ SUITES = {
     "compute": "suites/test_throughput.py::test_compute_only",
     "convergence": "suites/test_convergence.py",
     "collectives": "suites/test_collectives.py",
+    "gan": "suites/test_gan.py",  # two optimizers, toggled accumulation
     # the throughput test again, run with --horovod-timeline (an instrumented cell)
     "timeline": "suites/test_throughput.py::test_throughput",
 }

@@ -28,7 +28,7 @@ import torch
 from backends import registry
 from backends.launchers import matrix_launchers
 from common.errors import InputError, UnknownName
-from harness.knobs import SETS
+from harness.knobs import SETS, by_name
 from harness.options import SUITES, SuiteOptions
 
 BASELINES = ("single", "dp")
@@ -78,6 +78,7 @@ class Preset:
     repeat: int = 1       # repetitions per cell (fresh processes), `run --repeat`
     all_at_one: bool = True  # every backend at world size 1, or only the baselines
     timeline: bool = True  # an instrumented Horovod timeline cell per Horovod cell (np >= 2)
+    without_launchers: tuple[str, ...] = ()  # launcher rows this preset leaves out
 
 
 TIMELINE_ROUNDS = 3  # rounds of an instrumented timeline cell (at most the preset's)
@@ -88,10 +89,12 @@ PRESETS = {
                     ("resnet50", "gpt"), ("throughput", "compute", "convergence", "collectives"),
                     options=SuiteOptions(rounds=5, steps_per_round=2, max_bytes=16 * 2**20,
                                          collective_ops=("allreduce",)),
-                    repeat=3, all_at_one=False),
-    "full": Preset("full", ("single", "dp", "ddp-gloo", "ddp-nccl", "ddp-mpi", "horovod"),
+                    repeat=3, all_at_one=False, without_launchers=("spawn",)),
+    "full": Preset("full", ("single", "dp", "ddp-gloo", "ddp-nccl", "ddp-mpi", "horovod",
+                            "fsdp", "zero"),
                    (1, 2, 4), ("resnet50", "deeplabv3", "gpt", "mlp"),
-                   ("throughput", "compute", "convergence", "collectives"), knob_set="full",
+                   ("throughput", "compute", "convergence", "collectives", "gan"),
+                   knob_set="full",
                    options=SuiteOptions(rounds=10, steps_per_round=3,
                                         max_bytes=256 * 2**20), repeat=5),
 }
@@ -142,10 +145,12 @@ def cells(preset: Preset, backends: list[str] | None = None,
                 continue  # the quick preset: only the reference at one rank
             launchers_ = ("single",) if n == 1 else () if backend in BASELINES \
                 else matrix_launchers(backend, registry.get(backend).requires)
-            for launcher in launchers_:
+            for launcher in (la for la in launchers_ if la not in preset.without_launchers):
                 for suites, knob in groups:
                     if backend in BASELINES and knob in comm_only:
                         continue  # one process: nothing to compress or bucket
+                    if registry.get(backend).option_conflict(by_name(knob).backend_options()):
+                        continue  # a knob this backend has no equivalent of (fsdp)
                     out.append(Cell(backend, launcher, n, suites, knob_set=knob))
                     if backend == "horovod" and n > 1 and preset.timeline \
                             and "throughput" in suites and knob == knob_names[0]:

@@ -36,6 +36,7 @@ from reports.figures import Figures, training_figures
 from reports.figures_comm import comm_figures
 from reports.frames import Data, build_frames
 from reports.load import Run, load_run
+from reports.memory_table import dp_gpu_table, memory_table
 from reports.render import Block, Notes, Section, render_html, render_markdown
 from reports.why_section import why_section
 from results_schema import write_files_atomic
@@ -132,7 +133,8 @@ def _sections(data: Data, tp, cmp, ex, ba, ba_notes, figs: Figures,
         "No time-to-accuracy results."]
     secs.append(Section("Convergence", conv))
     mon = figs.group("monitor")
-    secs.append(Section("Utilisation and memory", [mon] if mon else fig("monitor")))
+    held = [t for t in (memory_table(tp), dp_gpu_table(tp)) if t is not None]
+    secs.append(Section("Utilisation and memory", held + ([mon] if mon else fig("monitor"))))
     if len(data.runs) == 2:
         a, b = data.runs[0].name, data.runs[1].name
         blocks: list[Block] = [tables.before_after_table(ba, a, b)] if not ba.empty else [

@@ -25,7 +25,15 @@ from backends.base import BackendOptions
 from backends.env import detect
 from common.errors import InputError
 from common.log import configure as configure_logging
-from harness import collective_pytest, horovod_timeline, options, profiling, threads, versions
+from harness import (
+    collective_pytest,
+    horovod_timeline,
+    options,
+    profiling,
+    startup,
+    threads,
+    versions,
+)
 from results_schema import MachineInfo
 from workloads import registry as workload_registry
 
@@ -37,6 +45,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    startup.mark()
     try:
         opts = options.from_pytest(config)
     except InputError as exc:

@@ -25,7 +25,9 @@ from backends.launchers import mpi_ranks
 from harness.options import COLLECTIVE_OPS
 from results_schema import CollectiveRecord, CollectiveSize, MemcpyRecord
 
-BACKENDS = tuple(registry.distributed_names())  # every backend that runs on many ranks
+# every backend that runs on many ranks with collectives of its own
+BACKENDS = tuple(n for n in registry.distributed_names()
+                 if not registry.get(n).reuses_collectives)
 SIZES = [4 * 16**i for i in range(8)] + [256 * 2**20]   # 4 B, 64 B, ... 1 GiB capped below
 
 

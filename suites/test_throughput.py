@@ -22,7 +22,8 @@ import pytest
 import torch
 
 from backends.env import SINGLE
-from harness import profiling
+from backends.held_bytes import held_bytes
+from harness import profiling, startup
 from harness.ddp_stats import DDPStats
 from harness.knobs import SETS, by_name
 from harness.monitor import Monitor
@@ -47,6 +48,14 @@ def pytest_generate_tests(metafunc):
     if "compute_cell" in metafunc.fixturenames:
         cells = list(_cells(config))
         metafunc.parametrize("compute_cell", cells, ids=[f"{w}-{k.name}" for w, k in cells])
+
+
+def dp_gpus(backend) -> list[int]:
+    """DataParallel over >= 2 GPUs: the devices whose peak memory shows its imbalance
+    (the first GPU gathers outputs and holds the master copy); else none (CPU: none)."""
+    if backend.name != "dp" or backend.device.type != "cuda" or torch.cuda.device_count() < 2:
+        return []
+    return list(range(torch.cuda.device_count()))
 
 
 def _skip_gpu_only(knobs):
@@ -115,9 +124,16 @@ def test_throughput(benchmark, request, plugin, open_backend, make_workload, thr
         conflict = fusion_conflict(knobs.backend_options(timeout))
         if conflict:
             pytest.skip(f"horovod: {conflict}")
+    from backends import registry
+    conflict = registry.get(name).option_conflict(knobs.backend_options(timeout))
+    if conflict:
+        pytest.skip(f"{name}: {conflict}")
     backend = open_backend(name, knobs.backend_options(timeout))
     workload = make_workload(workload_name)
     trainer = Trainer(workload, backend, knobs.train_config(steps=1))
+    per_gpu = dp_gpus(backend)
+    for index in per_gpu:
+        torch.cuda.reset_peak_memory_stats(index)
     stats = DDPStats(trainer.model, request.config.getoption("ddp_sample_rate"))
     timed = _timed(benchmark, trainer, backend, request, plugin, stats)
     stats.close()
@@ -125,7 +141,9 @@ def test_throughput(benchmark, request, plugin, open_backend, make_workload, thr
     gathered = backend.all_gather_object({
         "times": timed.times, "series": timed.series, "cuda_mb": timed.cuda_mb,
         "rss": max(timed.series["rss_mb"], default=None),
-        "ddp": stats.rank_summary(*timed.window, backend.rank), "starts": timed.starts})
+        "ddp": stats.rank_summary(*timed.window, backend.rank), "starts": timed.starts,
+        "held": held_bytes(trainer.model, trainer.optimizer), "startup": startup.seconds(),
+        "per_gpu": [torch.cuda.max_memory_allocated(i) / 2**20 for i in per_gpu] or None})
     losses = trainer.global_losses()
     traces = _profile(request, trainer, backend, workload_name, knobs.name)
     rank_times = [g["times"] for g in gathered]
@@ -185,8 +203,13 @@ def _record_throughput(benchmark, request, backend, workload, knobs, trainer, ga
         losses=losses,
         memory={"max_rss_mb": [g["rss"] for g in gathered],
                 "cuda_max_allocated_mb": [g["cuda_mb"] for g in gathered]
-                if gathered[0]["cuda_mb"] is not None else None},
+                if gathered[0]["cuda_mb"] is not None else None,
+                **{key: [g["held"][key] for g in gathered] for key in gathered[0]["held"]},
+                **({"cuda_per_device_mb": gathered[0]["per_gpu"]}
+                   if gathered[0]["per_gpu"] else {})},
         monitor={"interval_s": 0.5, "ranks": [g["series"] for g in gathered]},
+        startup_s=([g["startup"] for g in gathered]
+                   if all(g["startup"] is not None for g in gathered) else None),
         ddp_stats=({"sample_rate": stats.sample_rate, **stats.layout(), "ranks": ddp}
                    if stats.active else None),
         profile_traces=traces,

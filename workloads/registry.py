@@ -85,8 +85,18 @@ def gpt(batch_size: int = 8, seq_len: int = 64, vocab: int = 256, dim: int = 128
                 "heads": heads})
 
 
+def gpt_wide(batch_size: int = 4, seq_len: int = 64, vocab: int = 256, dim: int = 512,
+             layers: int = 4, heads: int = 8, samples: int = 1024, lr: float = 1e-3,
+             seed: int = 0) -> Workload:
+    """A wider GPT (~12.7M parameters, ~50 MB fp32, AdamW state twice that): large
+    enough that sharding parameters or optimizer state shows at 2-4 CPU ranks."""
+    return gpt(batch_size, seq_len, vocab, dim, layers, heads, samples, lr, seed).with_(
+        name="gpt-wide")
+
+
 _WORKLOADS: dict[str, Callable[..., Workload]] = {
     "mlp": mlp, "digits": digits, "resnet50": resnet50, "deeplabv3": deeplabv3, "gpt": gpt,
+    "gpt-wide": gpt_wide,
 }
 
 

@@ -36,10 +36,21 @@ _times = listof(number(0), nonempty=True)
 _per_rank = listof(nullable(number(0)))
 
 
+HELD = ("param_bytes", "grad_bytes", "optim_state_bytes")
+
+
 def _memory(v: Any, name: str, finite: bool) -> None:
+    """{"max_rss_mb": [per rank], "cuda_max_allocated_mb": [per rank] or null, and
+    optionally "param_bytes", "grad_bytes", "optim_state_bytes": [per rank], the local
+    storage each rank holds after the timed steps (backends/held_bytes.py), and
+    "cuda_per_device_mb": [per GPU] peak memory of `dp` over >= 2 GPUs}."""
     mapping(v, name, finite)
     _per_rank(v.get("max_rss_mb", []), f"{name}.max_rss_mb", finite)
     nullable(_per_rank)(v.get("cuda_max_allocated_mb"), f"{name}.cuda_max_allocated_mb", finite)
+    for key in HELD:
+        nullable(listof(integer(0)))(v.get(key), f"{name}.{key}", finite)
+    nullable(listof(number(0)))(v.get("cuda_per_device_mb"), f"{name}.cuda_per_device_mb",
+                                finite)
 
 
 def _monitor(v: Any, name: str, finite: bool) -> None:
@@ -110,6 +121,7 @@ class ThroughputRecord(BenchmarkRecord):
     monitor: dict[str, Any] | None = opt(_monitor)
     ddp_stats: dict[str, Any] | None = opt(_ddp_stats)
     profile_traces: list[str] | None = opt(listof(text))
+    startup_s: list[float] | None = opt(listof(number(0)))
 
     def consistency(self) -> None:
         if len(self.samples_per_s) != len(self.step_times):
@@ -136,7 +148,10 @@ class ThroughputRecord(BenchmarkRecord):
                                 if self.rank_step_times else None),
                  "losses": list(self.losses) if self.losses else None,
                  "cuda_max_mb": max(cuda) if cuda else np.nan, "monitor": self.monitor,
-                 "ddp_stats": self.ddp_stats, "profile_traces": self.profile_traces}]
+                 "ddp_stats": self.ddp_stats, "profile_traces": self.profile_traces,
+                 "startup_s": max(self.startup_s) if self.startup_s else np.nan,
+                 "cuda_per_device_mb": mem.get("cuda_per_device_mb"),
+                 **{key: (max(mem[key]) if mem.get(key) else np.nan) for key in HELD}}]
 
 
 @dataclass(kw_only=True)

@@ -97,6 +97,7 @@ def test_every_detected_launcher_is_a_row_of_the_launcher_table():
     from backends.env import DETECTORS
 
     cases = [{"RANK": "0", "WORLD_SIZE": "2"}, {"HOROVOD_RANK": "0", "HOROVOD_SIZE": "2"},
+             {"RANK": "1", "WORLD_SIZE": "2", "HVD_VS_DDP_SPAWNED": "1"},
              {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2"},
              {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2",
               "HVD_VS_DDP_HOROVODRUN": "1"},
@@ -105,3 +106,10 @@ def test_every_detected_launcher_is_a_row_of_the_launcher_table():
     seen = {detect(c).launcher for c in cases}
     assert len(seen) == len(DETECTORS) + 2  # + horovodrun-mpi, + single
     assert seen <= set(launchers.NAMES), seen - set(launchers.NAMES)
+
+
+def test_spawned_ranks_are_spawn_and_read_torchrun_variables():
+    from harness.spawn_ranks import rank_env
+    env = detect(rank_env(1, 2, 4242))
+    assert (env.launcher, env.rank, env.world_size, env.local_rank) == ("spawn", 1, 2, 1)
+    assert (env.master_addr, env.master_port) == ("127.0.0.1", 4242)
