@@ -52,6 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
     config.hvd_timeline, config.hvd_timeline_ref = timeline or (None, None)
+    config.hvd_results_json = json_path  # autotune logs go beside it
     if timeline:
         horovod_timeline.enable(timeline[0])
     config.hvd_selected_backends = list(opts.backends)
