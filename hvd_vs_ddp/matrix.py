@@ -84,7 +84,11 @@ class Preset:
     launchers: tuple[str, ...] = ()  # only these launchers (default: every fitting one)
 
 
-TIMELINE_ROUNDS = 3  # rounds of an instrumented timeline cell (at most the preset's)
+TIMELINE_ROUNDS = 3
+AUTOTUNE_WARMUP_STEPS = 60
+# Untimed steps of an autotune cell: Horovod scores one parameter sample per ~10 steps
+# (backends/horovod.py AUTOTUNE_BUDGET), so 60 give it its 4 fixed test points and the
+# first Bayesian ones; the autotuned cell runs at the best of those (README).  # rounds of an instrumented timeline cell (at most the preset's)
 
 
 PRESETS = {
@@ -189,7 +193,8 @@ def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
     out = []
     for w in workloads:
         source = Cell(backend, launcher, n, suites, knob_set="hvd-autotune", workload=w)
-        args = ("--horovod-autotuned-from", source.id) if knob.autotuned else ()
+        args = ("--horovod-autotuned-from", source.id) if knob.autotuned \
+            else ("--warmup-steps", str(AUTOTUNE_WARMUP_STEPS))
         out.append(Cell(backend, launcher, n, suites, args, knob.name, w))
     return out
 
