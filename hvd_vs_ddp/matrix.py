@@ -84,11 +84,11 @@ class Preset:
     launchers: tuple[str, ...] = ()  # only these launchers (default: every fitting one)
 
 
-TIMELINE_ROUNDS = 3
-AUTOTUNE_WARMUP_STEPS = 60
+TIMELINE_ROUNDS = 3  # rounds of an instrumented timeline cell (at most the preset's)
 # Untimed steps of an autotune cell: Horovod scores one parameter sample per ~10 steps
 # (backends/horovod.py AUTOTUNE_BUDGET), so 60 give it its 4 fixed test points and the
-# first Bayesian ones; the autotuned cell runs at the best of those (README).  # rounds of an instrumented timeline cell (at most the preset's)
+# first Bayesian ones; the autotuned cell runs at the best of those (README).
+AUTOTUNE_WARMUP_STEPS = 60
 
 
 PRESETS = {
