@@ -26,6 +26,7 @@ from backends.env import LauncherEnv, detect
 from common.availability import Availability
 
 REDUCE_OPS = ("sum", "avg", "min", "max", "product")
+COMPRESSIONS = ("none", "fp16", "bf16", "powersgd")
 
 
 class BackendUnavailable(RuntimeError):
@@ -39,9 +40,15 @@ class BackendOptions:
     accumulation_steps: backward passes per optimizer step (DDP: no_sync on all
         but the last; Horovod: backward_passes_per_step).
     compression: "none" or "fp16" (DDP: fp16_compress_hook; Horovod:
-        hvd.Compression.fp16).
+        hvd.Compression.fp16); DDP only: "bf16" (bf16_compress_hook) and
+        "powersgd" (PowerSGD hook, rank `powersgd_rank`, warm start and error feedback).
     bucket_mb: DDP bucket_cap_mb and Horovod HOROVOD_FUSION_THRESHOLD (MiB);
         None keeps each library's default (DDP 25 MiB, Horovod 128 MiB).
+    gradient_as_bucket_view, static_graph: DDP's constructor flags of those names.
+    cycle_time_ms: Horovod HOROVOD_CYCLE_TIME; None keeps its default.
+    adasum: Horovod reduces with op=hvd.Adasum instead of Average (other maths).
+    hierarchical: Horovod HOROVOD_HIERARCHICAL_ALLREDUCE (meaningful with > 1 host).
+    autotune_log: Horovod HOROVOD_AUTOTUNE=1, its log written to this path.
     timeout_s: bound on every collective; a dead peer becomes an error.
     device: "auto" (GPU per local rank when the backend uses GPUs) or "cpu".
     """
@@ -51,12 +58,24 @@ class BackendOptions:
     bucket_mb: float | None = None
     timeout_s: float = 300.0
     device: str = "auto"
+    powersgd_rank: int = 1
+    gradient_as_bucket_view: bool = False
+    static_graph: bool = False
+    cycle_time_ms: float | None = None
+    adasum: bool = False
+    hierarchical: bool = False
+    autotune_log: str | None = None
 
     def __post_init__(self) -> None:
         if self.accumulation_steps < 1:
             raise ValueError(f"accumulation_steps must be >= 1, got {self.accumulation_steps}")
-        if self.compression not in ("none", "fp16"):
-            raise ValueError(f"compression must be 'none' or 'fp16', got {self.compression!r}")
+        if self.compression not in COMPRESSIONS:
+            raise ValueError(f"compression must be one of {COMPRESSIONS}, "
+                             f"got {self.compression!r}")
+        if self.powersgd_rank < 1:
+            raise ValueError(f"powersgd_rank must be >= 1, got {self.powersgd_rank}")
+        if self.cycle_time_ms is not None and self.cycle_time_ms <= 0:
+            raise ValueError(f"cycle_time_ms must be > 0, got {self.cycle_time_ms}")
         if self.bucket_mb is not None and self.bucket_mb <= 0:
             raise ValueError(f"bucket_mb must be > 0, got {self.bucket_mb}")
         if self.timeout_s <= 0:

@@ -2,8 +2,10 @@
 
 The process group is created with the backend's timeout (so a dead peer becomes
 an error, not a hang) from a store found by backends.rendezvous, and destroyed
-on close. Gradient accumulation uses DDP's no_sync(); fp16 compression uses
-DDP's fp16_compress_hook; bucket_mb sets bucket_cap_mb.
+on close. Gradient accumulation uses DDP's no_sync(); compression uses DDP's
+communication hooks (fp16_compress_hook, bf16_compress_hook, PowerSGD with warm
+start and error feedback); bucket_mb sets bucket_cap_mb; gradient_as_bucket_view
+and static_graph are DDP's own flags. Horovod-only options are refused.
 
     torchrun --nproc-per-node 2 -m pytest suites/ -k ddp-gloo
     mpirun -np 2 python -m pytest suites/ -k ddp-mpi
@@ -19,7 +21,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from backends import launchers
-from backends.base import Availability, Backend, check_op
+from backends.base import Availability, Backend, BackendUnavailable, check_op
 from backends.rendezvous import store_for
 
 _OPS = {
@@ -37,6 +39,7 @@ class _DDPBackend(Backend):
     pg_backend: str
 
     def _setup(self) -> None:
+        self._setup_checks()
         if dist.is_initialized():
             raise RuntimeError(f"{self.name}: a torch.distributed process group already "
                                "exists in this process; close the previous backend first")
@@ -58,14 +61,26 @@ class _DDPBackend(Backend):
         kwargs: dict[str, Any] = {}
         if self.device.type == "cuda":
             kwargs["device_ids"] = [self.device.index]
-        if self.options.bucket_mb is not None:
-            kwargs["bucket_cap_mb"] = self.options.bucket_mb
-        ddp = DistributedDataParallel(model, **kwargs)  # broadcasts rank 0's parameters
-        if self.options.compression == "fp16":
-            from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
-            ddp.register_comm_hook(dist.group.WORLD, default_hooks.fp16_compress_hook)
+        opts = self.options
+        if opts.bucket_mb is not None:
+            kwargs["bucket_cap_mb"] = opts.bucket_mb
+        ddp = DistributedDataParallel(  # broadcasts rank 0's parameters
+            model, gradient_as_bucket_view=opts.gradient_as_bucket_view,
+            static_graph=opts.static_graph, **kwargs)
+        hook = comm_hook(opts.compression, opts.powersgd_rank)
+        if hook is not None:
+            ddp.register_comm_hook(*hook)
         self._broadcast_optimizer_state(optimizer)
         return ddp, optimizer
+
+    def _setup_checks(self) -> None:
+        opts = self.options
+        foreign = [n for n, on in (("adasum", opts.adasum), ("hierarchical", opts.hierarchical),
+                                   ("cycle_time_ms", opts.cycle_time_ms is not None),
+                                   ("autotune_log", opts.autotune_log is not None)) if on]
+        if foreign:
+            raise BackendUnavailable(f"{self.name}: {', '.join(foreign)} are Horovod options; "
+                                     "DDP has no such setting")
 
     def _broadcast_optimizer_state(self, optimizer) -> None:
         # Fresh optimizers have no state; a resumed one must start alike everywhere.
@@ -127,6 +142,27 @@ class _DDPBackend(Backend):
         if self.pg_backend == "nccl" and torch.cuda.is_available():
             meta["nccl"] = ".".join(map(str, torch.cuda.nccl.version()))
         return meta
+
+
+# PowerSGD compresses from this iteration on (torch's default, 1000, would leave every
+# step of a benchmark uncompressed; warm start and error feedback need at least 2).
+POWERSGD_START_ITER = 2
+
+
+def comm_hook(compression: str, powersgd_rank: int = 1) -> tuple[Any, Any] | None:
+    """(state, hook) for DistributedDataParallel.register_comm_hook, or None."""
+    from torch.distributed.algorithms.ddp_comm_hooks import default_hooks, powerSGD_hook
+    if compression == "fp16":
+        return dist.group.WORLD, default_hooks.fp16_compress_hook
+    if compression == "bf16":
+        return dist.group.WORLD, default_hooks.bf16_compress_hook
+    if compression == "powersgd":
+        state = powerSGD_hook.PowerSGDState(
+            process_group=None, matrix_approximation_rank=powersgd_rank,
+            start_powerSGD_iter=POWERSGD_START_ITER, use_error_feedback=True,
+            warm_start=True)
+        return state, powerSGD_hook.powerSGD_hook
+    return None
 
 
 def gpus_fit(local_size: int, gpus: int, visible: str | None) -> Availability:
@@ -197,6 +233,7 @@ class DDPMPIBackend(_DDPBackend):
         return mpi_pg.register()
 
     def _setup(self) -> None:
+        self._setup_checks()
         if dist.is_mpi_available():
             dist.init_process_group("mpi", timeout=self.timeout)
             return

@@ -2,8 +2,10 @@
 
 hvd.init() picks the controller the launcher set up (horovodrun --gloo: Gloo;
 horovodrun --mpi or plain mpirun: MPI). Gradient accumulation is Horovod's own
-backward_passes_per_step; fp16 compression is hvd.Compression.fp16; bucket_mb
-sets HOROVOD_FUSION_THRESHOLD before init. The AMP pattern is Horovod's
+backward_passes_per_step; fp16 compression is hvd.Compression.fp16; bucket_mb,
+cycle_time_ms, hierarchical and autotune_log set HOROVOD_FUSION_THRESHOLD,
+HOROVOD_CYCLE_TIME, HOROVOD_HIERARCHICAL_ALLREDUCE and HOROVOD_AUTOTUNE(_LOG) before
+init; adasum reduces with hvd.Adasum (a different sum, not an average). The AMP pattern is Horovod's
 documented one: synchronize(), unscale, then step inside skip_synchronize().
 Every fact the result depends on (controller, tensor operations, fusion
 threshold, cycle time) goes into metadata().
@@ -27,7 +29,14 @@ DEFAULT_FUSION_BYTES = 128 * 1024 * 1024
 DEFAULT_CYCLE_MS = 1.0
 
 
-_STATE: dict[str, int] = {}
+# Autotune settles in (warm-up + ~max samples + 8 categorical) tries of 5 samples of
+# steps-per-sample steps each; Horovod's defaults (3, 10, 20) need thousands of steps,
+# too many for a benchmark budget. These let it settle in about 150 steps.
+AUTOTUNE_BUDGET = {"HOROVOD_AUTOTUNE_WARMUP_SAMPLES": "1",
+                   "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE": "2",
+                   "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES": "6"}
+
+_STATE: dict[str, dict[str, str]] = {}
 
 
 def _requested_fusion(options) -> int:
@@ -36,13 +45,36 @@ def _requested_fusion(options) -> int:
     return int(os.environ.get("HOROVOD_FUSION_THRESHOLD", DEFAULT_FUSION_BYTES))
 
 
+def init_env(options) -> dict[str, str]:
+    """The HOROVOD_* variables Horovod reads once, at init, for these options."""
+    env: dict[str, str] = {}
+    # Autotune tunes the fusion threshold only where it is not given (a given one is fixed).
+    if not (options.autotune_log is not None and options.bucket_mb is None
+            and "HOROVOD_FUSION_THRESHOLD" not in os.environ):
+        env["HOROVOD_FUSION_THRESHOLD"] = str(_requested_fusion(options))
+    if options.cycle_time_ms is not None:
+        env["HOROVOD_CYCLE_TIME"] = f"{options.cycle_time_ms:g}"
+    if options.hierarchical:
+        env["HOROVOD_HIERARCHICAL_ALLREDUCE"] = "1"
+    if options.autotune_log is not None:
+        env["HOROVOD_AUTOTUNE"] = "1"
+        env["HOROVOD_AUTOTUNE_LOG"] = options.autotune_log
+        for var, value in AUTOTUNE_BUDGET.items():  # the user's own values win
+            env[var] = os.environ.get(var, value)
+    return env
+
+
 def fusion_conflict(options) -> str | None:
-    """Horovod reads its fusion threshold once, at init: a different one needs a new job."""
-    if "fusion" not in _STATE or _requested_fusion(options) == _STATE["fusion"]:
+    """Horovod reads its fusion threshold, cycle time, hierarchical allreduce and
+    autotune once, at init: different ones need a new job."""
+    if "init" not in _STATE or init_env(options) == _STATE["init"]:
         return None
-    return (f"the fusion threshold is fixed when Horovod starts ({_STATE['fusion']} bytes in "
-            f"this job, {_requested_fusion(options)} requested); run this knob set in its own "
-            "job (e.g. --knob-set NAME)")
+    have, want = _STATE["init"], init_env(options)
+    diff = ", ".join(f"{k}={have.get(k, 'unset')} in this job, {want.get(k, 'unset')} "
+                     "requested" for k in sorted(set(have) | set(want))
+                     if have.get(k) != want.get(k))
+    return (f"Horovod's settings are fixed when it starts ({diff}); run this knob set in "
+            "its own job (e.g. --knob-set NAME)")
 
 
 def _shutdown() -> None:
@@ -141,17 +173,23 @@ class HorovodBackend(Backend):
         return fit
 
     def _setup(self) -> None:
-        want = _requested_fusion(self.options)
+        if self.options.compression not in ("none", "fp16"):
+            raise BackendUnavailable(f"horovod: compression {self.options.compression!r} is "
+                                     "DDP's; Horovod has 'none' and 'fp16'")
+        if self.options.gradient_as_bucket_view or self.options.static_graph:
+            raise BackendUnavailable("horovod: gradient_as_bucket_view and static_graph are "
+                                     "DDP options; Horovod has no such setting")
         conflict = fusion_conflict(self.options)
         if conflict:
             raise BackendUnavailable(f"horovod: {conflict}")
         hvd = _hvd()
         if not hvd.is_initialized():
-            os.environ["HOROVOD_FUSION_THRESHOLD"] = str(want)
+            want = init_env(self.options)
+            os.environ.update(want)
             hvd.init()
             atexit.register(_shutdown)
-            _STATE["fusion"] = want
-        self._fusion_bytes = _STATE["fusion"]
+            _STATE["init"] = want
+        self._fusion_bytes = int(_STATE["init"].get("HOROVOD_FUSION_THRESHOLD", 0)) or None
         if hvd.size() != self.world_size or hvd.rank() != self.rank:
             raise BackendUnavailable(
                 f"horovod: hvd.init() gave rank {hvd.rank()}/{hvd.size()} but the launcher "
@@ -180,7 +218,8 @@ class HorovodBackend(Backend):
         optimizer = hvd.DistributedOptimizer(
             optimizer, named_parameters=model.named_parameters(),
             compression=_ChannelsLastSafe(compression),
-            backward_passes_per_step=self.options.accumulation_steps, op=hvd.Average)
+            backward_passes_per_step=self.options.accumulation_steps,
+            op=hvd.Adasum if self.options.adasum else hvd.Average)
         return model, optimizer
 
     def zero_grad(self, optimizer, set_to_none: bool = True) -> None:
@@ -239,5 +278,8 @@ class HorovodBackend(Backend):
             "tensor_ops": "nccl" if cuda and hvd.nccl_built() else controller,
             "fusion_threshold_bytes": self._fusion_bytes,
             "cycle_time_ms": float(os.environ.get("HOROVOD_CYCLE_TIME", DEFAULT_CYCLE_MS)),
+            "reduce_op": "adasum" if self.options.adasum else "average",
+            "hierarchical_allreduce": self.options.hierarchical,
+            "autotune": self.options.autotune_log is not None,
         })
         return meta

@@ -48,8 +48,8 @@ def _names(kind: str) -> list[str]:
         return workloads.names()
     if kind == "collective":
         return list(COLLECTIVE_OPS)
-    from harness.knobs import FULL, SETS
-    return list(dict.fromkeys([*SETS, *(k.name for k in FULL)]))
+    from harness.knobs import ALL, SETS
+    return list(dict.fromkeys([*SETS, *(k.name for k in ALL)]))
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class SuiteOptions:
     workload_param: tuple[str, ...] = _opt((), "NAME:KEY=VALUE, e.g. "
                                            "resnet50:image_size=224 (repeatable)", append=True)
     knob_set: str = _opt("default", "knob sets for the throughput suite: 'default', "
-                         "'full', or one set's name", names="knob set")
+                         "'full', 'tune', 'tune-all', or one set's name", names="knob set")
     rounds: int = _opt(5, "timed rounds per throughput cell", minimum=1)
     steps_per_round: int = _opt(2, "optimizer steps per round", minimum=1)
     warmup_steps: int = _opt(2, "untimed steps before the rounds", minimum=0)
@@ -86,6 +86,9 @@ class SuiteOptions:
                               "more steps under torch.profiler, one Chrome trace per rank "
                               "beside --benchmark-json (harness/profiling.py); 0: off",
                               minimum=0)
+    horovod_autotuned_from: str | None = _opt(
+        None, "the results-file stem (beside --benchmark-json) of the Horovod autotune "
+        "cell whose log the 'hvd-autotuned' knob set reads its parameters from")
     threads: int = _opt(0, "intra-op threads per rank; 0: cores of the node / ranks on "
                         "it, at least 1, the same under every launcher", minimum=0)
 

@@ -213,8 +213,11 @@ def _run(args) -> int:
             given.setdefault("profile_steps", PROFILE_STEPS)
         checked = preset.options.replace(**given)  # validates the values together
         extra = tuple(checked.to_argv(base=preset.options)) + tuple(rest)
-        cells = [dataclasses.replace(c, pytest_args=extra)
-                 for c in _runnable(matrix.cells(preset, backends, sizes), explicit=bool(backends))]
+        # The cells' own arguments (the tune preset's autotuned cells) come first.
+        sized = dataclasses.replace(preset, workloads=tuple(chosen_workloads)) \
+            if chosen_workloads else preset  # per-workload cells follow --workloads
+        cells = [dataclasses.replace(c, pytest_args=c.pytest_args + extra)
+                 for c in _runnable(matrix.cells(sized, backends, sizes), explicit=bool(backends))]
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         name = matrix.check_name(args.name or f"{stamp}-{preset.name}")
         run_dir = Path(args.runs_dir) / name
@@ -307,7 +310,7 @@ def parser() -> argparse.ArgumentParser:
     doc.add_argument("--only", type=_given, help="with --selftest: comma-separated check ids")
     doc.set_defaults(fn=_doctor)
     run = sub.add_parser("run", help="run a comparison matrix into a fresh run directory")
-    run.add_argument("--preset", type=_given, help="quick (default) or full")
+    run.add_argument("--preset", type=_given, help="quick (default), full or tune")
     run.add_argument("--backends", type=_given,
                      help="comma-separated subset of the preset's backends")
     run.add_argument("--workloads", type=_given, help="comma-separated workloads for throughput")

@@ -28,7 +28,7 @@ import torch
 from backends import registry
 from backends.launchers import matrix_launchers
 from common.errors import InputError, UnknownName
-from harness.knobs import SETS, by_name
+from harness.knobs import SETS, KnobSet, by_name
 from harness.options import SUITES, SuiteOptions
 
 BASELINES = ("single", "dp")
@@ -47,10 +47,12 @@ class Cell:
     suites: tuple[str, ...]
     pytest_args: tuple[str, ...] = ()
     knob_set: str = "default"
+    workload: str | None = None  # one workload only (Horovod autotune: one per process)
 
     @property
     def id(self) -> str:
         tail = "" if self.knob_set == "default" else f"-{self.knob_set}"
+        tail += f"-{self.workload}" if self.workload else ""
         tail += "-timeline" if "timeline" in self.suites else ""
         return f"{self.backend}-{self.launcher}-np{self.world_size}{tail}"
 
@@ -63,7 +65,8 @@ class Cell:
     def from_dict(cls, d: dict) -> "Cell":
         """The cell a manifest entry (as_dict() plus status fields) describes."""
         return cls(d["backend"], d["launcher"], int(d["world_size"]), tuple(d["suites"]),
-                   tuple(d.get("pytest_args", ())), d.get("knob_set", "default"))
+                   tuple(d.get("pytest_args", ())), d.get("knob_set", "default"),
+                   d.get("workload"))
 
 
 @dataclass(frozen=True)
@@ -79,9 +82,14 @@ class Preset:
     all_at_one: bool = True  # every backend at world size 1, or only the baselines
     timeline: bool = True  # an instrumented Horovod timeline cell per Horovod cell (np >= 2)
     without_launchers: tuple[str, ...] = ()  # launcher rows this preset leaves out
+    launchers: tuple[str, ...] = ()  # only these launchers (default: every fitting one)
 
 
 TIMELINE_ROUNDS = 3  # rounds of an instrumented timeline cell (at most the preset's)
+# Untimed steps of an autotune cell: Horovod scores one parameter sample per ~10 steps
+# (backends/horovod.py AUTOTUNE_BUDGET), so 60 give it its 4 fixed test points and the
+# first Bayesian ones; the autotuned cell runs at the best of those (README).
+AUTOTUNE_WARMUP_STEPS = 60
 
 
 PRESETS = {
@@ -97,6 +105,13 @@ PRESETS = {
                    knob_set="full",
                    options=SuiteOptions(rounds=10, steps_per_round=3,
                                         max_bytes=256 * 2**20), repeat=5),
+    # Each library at its best (README "Each at its best"; harness/knobs.py TUNE).
+    "tune": Preset("tune", ("ddp-gloo", "horovod"), (2,), ("resnet50", "gpt"),
+                   ("throughput",), knob_set="tune",
+                   options=SuiteOptions(rounds=4, steps_per_round=2, warmup_steps=1,
+                                        ddp_sample_rate=0),
+                   repeat=2, all_at_one=False, timeline=False,
+                   launchers=("torchrun", "horovodrun-gloo")),
 }
 
 
@@ -124,6 +139,8 @@ def cells(preset: Preset, backends: list[str] | None = None,
     knob_sets = [k for k in SETS[preset.knob_set] if gpus or not k.gpu_only]
     knob_names = [k.name for k in knob_sets]
     comm_only = {k.name for k in knob_sets if k.communicates}
+    per_library = {k.name for k in knob_sets if k.side != "both"}
+    workloads = preset.workloads
     if len(knob_names) > 1 and "throughput" in train_suites:
         rest = tuple(s for s in train_suites if s != "throughput")
         groups = [(("throughput",) + (rest if k == "default" else ()), k) for k in knob_names]
@@ -146,9 +163,15 @@ def cells(preset: Preset, backends: list[str] | None = None,
             launchers_ = ("single",) if n == 1 else () if backend in BASELINES \
                 else matrix_launchers(backend, registry.get(backend).requires)
             for launcher in (la for la in launchers_ if la not in preset.without_launchers):
+                if preset.launchers and n > 1 and launcher not in preset.launchers:
+                    continue
                 for suites, knob in groups:
                     if backend in BASELINES and knob in comm_only:
                         continue  # one process: nothing to compress or bucket
+                    if knob in per_library:
+                        out.extend(tuning_cells(backend, launcher, n, suites,
+                                                by_name(knob), workloads))
+                        continue
                     if registry.get(backend).option_conflict(by_name(knob).backend_options()):
                         continue  # a knob this backend has no equivalent of (fsdp)
                     out.append(Cell(backend, launcher, n, suites, knob_set=knob))
@@ -163,12 +186,31 @@ def cells(preset: Preset, backends: list[str] | None = None,
     return out
 
 
+def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
+                 knob: KnobSet, workloads: tuple[str, ...]) -> list[Cell]:
+    """A library's own knob set: only for that library's backends; Horovod autotune is
+    one cell per workload (Horovod reads it once per process), each followed by the
+    autotuned cell that reads what it chose, and the hierarchical set needs > 1 host."""
+    if not knob.applies_to(backend) or knob.hierarchical:
+        return []
+    if not (knob.autotune or knob.autotuned):
+        return [Cell(backend, launcher, n, suites, knob_set=knob.name)]
+    out = []
+    for w in workloads:
+        source = Cell(backend, launcher, n, suites, knob_set="hvd-autotune", workload=w)
+        args = ("--horovod-autotuned-from", source.id) if knob.autotuned \
+            else ("--warmup-steps", str(AUTOTUNE_WARMUP_STEPS))
+        out.append(Cell(backend, launcher, n, suites, args, knob.name, w))
+    return out
+
+
 def pytest_argv(cell: Cell, preset: Preset, json_path: str,
                 workloads: list[str] | None = None) -> list[str]:
     """Arguments after `python` for the cell's pytest run."""
     backend = cell.backend if cell.backend != "compute-only" else "single"
     opts = preset.options.replace(backends=(backend,), knob_set=cell.knob_set,
-                                  workloads=tuple(workloads or preset.workloads))
+                                  workloads=(cell.workload,) if cell.workload
+                                  else tuple(workloads or preset.workloads))
     if "timeline" in cell.suites:
         opts = opts.replace(horovod_timeline="auto",
                             rounds=min(TIMELINE_ROUNDS, opts.rounds))

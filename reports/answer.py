@@ -27,6 +27,7 @@ import pandas as pd
 from reports import verdicts
 from reports.frames import CASE_KEY, Data
 from reports.theme import is_ddp, is_horovod
+from reports.tuning import at_best
 
 FORMAT, FORMAT_VERSION = "hvd-vs-ddp/verdicts", 1
 # The convergence suite's tolerance (suites/test_convergence.py; reports never import
@@ -121,6 +122,7 @@ def verdicts_doc(data: Data, cmp: pd.DataFrame, margin: float) -> dict[str, Any]
                                      "repeat": r.manifest.get("repeat") or 1}
                                     for r in data.runs],
             "answers": answers(data, cmp, margin), "pairs": pairs,
+            "each_at_its_best": at_best(data, margin),
             "unreadable": [{"run": r.name, "cell": c.id, "reason": c.unreadable}
                            for r in data.runs for c in r.unreadable]}
 

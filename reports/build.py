@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reports import compare, cost, tables, tails, verdicts
+from reports import compare, cost, tables, tails, tuning, verdicts
 from reports.answer import answers, verdicts_doc
 from reports.disturbed import leave_out_disturbed
 from reports.errors import ReportError
@@ -110,6 +110,8 @@ def _sections(data: Data, tp, cmp, ex, ba, ba_notes, figs: Figures,
     secs = [Section("Horovod vs DDP", [tables.comparison_table(cmp, margin)]
                     if not cmp.empty else ["No case was measured with both a Horovod and a "
                                            "DDP backend at the same world size."])]
+    best = tuning.section(tuning.at_best(data, margin))  # runs with per-library knob sets
+    secs += [best] if best is not None else []
     secs.append(Section("Throughput and scaling", (
         [tables.throughput_table(tp)] if not tp.empty else ["No throughput results."])
         + fig("throughput") + fig("scaling_efficiency")))

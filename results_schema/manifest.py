@@ -84,6 +84,7 @@ class _CellId(Record):
 @dataclass(kw_only=True)
 class CellEntry(RunStatus, _CellId):  # fields: the cell, its status, its repetitions
     repeats: list[Repetition] | None = opt(listof(instance(Repetition)), nested=Repetition)
+    workload: str | None = opt(text)  # the one workload this cell runs (Horovod autotune)
 
     def consistency(self) -> None:
         reps = [r.rep for r in self.repeats or []]
@@ -94,10 +95,11 @@ class CellEntry(RunStatus, _CellId):  # fields: the cell, its status, its repeti
     @classmethod
     def pending(cls, id: str, backend: str, launcher: str, world_size: int,
                 suites: Iterable[str], pytest_args: Iterable[str] = (),
-                knob_set: str = "default") -> "CellEntry":
+                knob_set: str = "default", workload: str | None = None) -> "CellEntry":
         """A cell not run yet, from matrix.Cell.as_dict() (tuples become lists)."""
         return cls(id=id, backend=backend, launcher=launcher, world_size=world_size,
-                   suites=list(suites), pytest_args=list(pytest_args), knob_set=knob_set)
+                   suites=list(suites), pytest_args=list(pytest_args), knob_set=knob_set,
+                   workload=workload)
 
 
 @dataclass(kw_only=True)

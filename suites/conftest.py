@@ -62,6 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     config.hvd_timeline, config.hvd_timeline_ref = timeline or (None, None)
     config.hvd_profile_at = profiling.folder_and_stem(json_path)  # --profile-steps traces
+    config.hvd_results_json = json_path  # autotune logs go beside it
     if timeline:
         horovod_timeline.enable(timeline[0])
     config.hvd_selected_backends = list(opts.backends)

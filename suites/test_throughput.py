@@ -23,7 +23,7 @@ import torch
 
 from backends.env import SINGLE
 from backends.held_bytes import held_bytes
-from harness import profiling, startup
+from harness import profiling, startup, tuning
 from harness.ddp_stats import DDPStats
 from harness.knobs import SETS, by_name
 from harness.monitor import Monitor
@@ -118,17 +118,23 @@ def test_throughput(benchmark, request, plugin, open_backend, make_workload, thr
     _skip_gpu_only(knobs)
     if knobs.communicates and name in ("single", "dp"):
         pytest.skip(f"{name}: knob set {knobs.name} changes communication; nothing to compare")
+    if not knobs.applies_to(name):
+        pytest.skip(f"{name}: knob set {knobs.name} tunes {knobs.side} only")
+    if knobs.hierarchical and plugin.env.local_size == plugin.env.world_size:
+        pytest.skip(f"knob set {knobs.name}: hierarchical allreduce needs more than one host")
     timeout = request.config.getoption("collective_timeout")
+    options = knobs.backend_options(timeout, *tuning.autotune_inputs(request.config, knobs,
+                                                                       workload_name))
     if name == "horovod":
         from backends.horovod import fusion_conflict
-        conflict = fusion_conflict(knobs.backend_options(timeout))
+        conflict = fusion_conflict(options)
         if conflict:
             pytest.skip(f"horovod: {conflict}")
     from backends import registry
-    conflict = registry.get(name).option_conflict(knobs.backend_options(timeout))
+    conflict = registry.get(name).option_conflict(options)
     if conflict:
         pytest.skip(f"{name}: {conflict}")
-    backend = open_backend(name, knobs.backend_options(timeout))
+    backend = open_backend(name, options)
     workload = make_workload(workload_name)
     trainer = Trainer(workload, backend, knobs.train_config(steps=1))
     per_gpu = dp_gpus(backend)

@@ -41,6 +41,9 @@ class TrainConfig:
     checkpointing: activation checkpointing in the model's blocks.
     channels_last: NHWC memory format for image models on GPUs.
     deterministic: torch.use_deterministic_algorithms for bitwise repeatability.
+    host_sync: loss.item() after every step (the habit of logging each step's loss:
+        the host waits for the device).
+    empty_cache: torch.cuda.empty_cache() after every step (GPU only; a no-op on CPU).
     """
 
     steps: int = 10
@@ -50,6 +53,8 @@ class TrainConfig:
     checkpointing: bool = False
     channels_last: bool = False
     deterministic: bool = False
+    host_sync: bool = False
+    empty_cache: bool = False
 
     def __post_init__(self) -> None:
         if self.steps < 1:
@@ -165,6 +170,10 @@ class Trainer:
         on_grads = self.on_grads
         hook = (lambda: on_grads(index, model)) if on_grads is not None else None
         backend.step(self.optimizer, self.scaler, before_step=hook)
+        if self.config.host_sync:
+            total.item()  # the field's per-step loss logging: waits for the device
+        if self.config.empty_cache and device.type == "cuda":
+            torch.cuda.empty_cache()
         backend.synchronize()
         elapsed = time.perf_counter() - start
         self.local_losses.append(total)

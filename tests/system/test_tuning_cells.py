@@ -1,0 +1,53 @@
+"""Horovod autotune on real ranks: its log beside the results, then a cell at the
+parameters it chose; DDP's PowerSGD and bf16 hooks train on Gloo CPU.
+
+    python -m pytest tests/system/test_tuning_cells.py -q
+"""
+from __future__ import annotations
+
+import pytest
+
+from common.horovod_autotune import read
+from results_schema import load_cell_results
+from tests.launch import TINY_SUITE_ARGS, explain, horovod_available, launched
+
+pytestmark = [pytest.mark.multiproc]
+SUITE = ["-m", "pytest", "suites/test_throughput.py::test_throughput", *TINY_SUITE_ARGS,
+         "--workloads", "mlp", "--rounds", "2", "--steps-per-round", "2"]
+
+
+@pytest.mark.horovod
+def test_autotune_then_autotuned(tmp_path):
+    ok, why = horovod_available()
+    if not ok:
+        pytest.skip(f"horovod: {why}")
+    tuned = tmp_path / "tune.json"
+    proc = launched("horovodrun-gloo", 2, [*SUITE, "--backends", "horovod", "--knob-set",
+                                           "hvd-autotune", "--warmup-steps", "60",
+                                           "--benchmark-json", str(tuned)])
+    assert proc.returncode == 0, explain(proc)
+    log = read(tmp_path / "tune.mlp.horovod-autotune.csv")
+    assert log.samples  # Horovod scored parameter samples within the warm-up
+    rec = load_cell_results(tuned).benchmarks[0].record
+    assert rec.backend_meta["autotune"] and rec.knobs["autotune"]
+    out = tmp_path / "at.json"
+    proc = launched("horovodrun-gloo", 2, [*SUITE, "--backends", "horovod", "--knob-set",
+                                           "hvd-autotuned", "--horovod-autotuned-from",
+                                           "tune", "--benchmark-json", str(out)])
+    assert proc.returncode == 0, explain(proc)
+    meta = load_cell_results(out).benchmarks[0].record.backend_meta
+    assert meta["fusion_threshold_bytes"] == int(log.best.fusion_mb * 2**20)
+    assert meta["cycle_time_ms"] == pytest.approx(log.best.cycle_time_ms)
+
+
+def test_ddp_compression_hooks_train_on_gloo(tmp_path):
+    out = tmp_path / "ddp.json"
+    proc = launched("torchrun", 2, [*SUITE, "--backends", "ddp-gloo", "--knob-set", "tune-all",
+                                    "--benchmark-json", str(out)])
+    assert proc.returncode == 0, explain(proc)
+    recs = {b.record.knob_set: b.record for b in load_cell_results(out).benchmarks
+            if b.record.KIND == "throughput"}
+    assert {"ddp-bf16-hook", "ddp-powersgd4", "ddp-static-graph", "host-sync"} <= set(recs)
+    assert recs["ddp-powersgd4"].backend_meta["options"]["powersgd_rank"] == 4
+    assert recs["default"].losses != recs["ddp-powersgd4"].losses  # other maths
+    assert not any(k.startswith("hvd-") for k in recs)
