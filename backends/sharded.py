@@ -17,17 +17,35 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import os
 from typing import Any, Iterator
 
 import torch
 import torch.distributed as dist
 
 from backends.base import Availability, BackendOptions, BackendUnavailable
-from backends.ddp import _DDPBackend
+from backends.ddp import _DDPBackend, gpus_fit
 
 
 def _transport() -> str:
     return "nccl" if torch.cuda.is_available() else "gloo"
+
+
+class _ShardedBase(_DDPBackend):
+    """NCCL where this rank trains on a GPU, Gloo on CPU; one GPU per rank like ddp-nccl."""
+
+    @property
+    def pg_backend(self) -> str:  # type: ignore[override]
+        return "nccl" if self.device.type == "cuda" else "gloo"
+
+    @classmethod
+    def launch_fit(cls, env) -> Availability:
+        if torch.cuda.is_available():
+            fit = gpus_fit(env.local_size, torch.cuda.device_count(),
+                           os.environ.get("CUDA_VISIBLE_DEVICES"))
+            if not fit:
+                return fit
+        return super().launch_fit(env)
 
 
 def _available(need: str) -> Availability:
@@ -72,15 +90,11 @@ def _units(model: torch.nn.Module) -> Iterator[torch.nn.Module]:
             yield child
 
 
-class FSDPBackend(_DDPBackend):
+class FSDPBackend(_ShardedBase):
     """FSDP2: parameters, gradients and optimizer state sharded (ZeRO-3)."""
 
     name = "fsdp"
     reuses_collectives = True
-
-    @property
-    def pg_backend(self) -> str:  # type: ignore[override]
-        return _transport()
 
     @classmethod
     def availability(cls) -> Availability:
@@ -126,15 +140,11 @@ class FSDPBackend(_DDPBackend):
             setter(True)
 
 
-class ZeroBackend(_DDPBackend):
+class ZeroBackend(_ShardedBase):
     """DDP with ZeroRedundancyOptimizer: optimizer state sharded (ZeRO-1)."""
 
     name = "zero"
     reuses_collectives = True
-
-    @property
-    def pg_backend(self) -> str:  # type: ignore[override]
-        return _transport()
 
     @classmethod
     def availability(cls) -> Availability:

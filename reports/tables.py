@@ -69,12 +69,18 @@ def throughput_table(tp: pd.DataFrame) -> Table:
              "max RSS (MB)": "" if pd.isna(r["max_rss_mb"]) else f"{r['max_rss_mb']:.0f}"}
             for _, r in tp.sort_values(["run", "case", "world_size"]).iterrows()]
     df = pd.DataFrame(rows)
+    if not tp.empty and "startup_s" in tp and tp["startup_s"].notna().any():
+        # launch to suites configured, slowest rank: spawn's cost against torchrun
+        df["start-up (s)"] = [f"{v:.2f}" if not pd.isna(v) else "" for v in
+                              tp.sort_values(["run", "case", "world_size"])["startup_s"]]
     if not tp.empty and tp["cuda_max_mb"].notna().any():
         df["max CUDA alloc (MB)"] = [f"{v:.0f}" if not pd.isna(v) else "" for v in
                                      tp.sort_values(["run", "case", "world_size"])["cuda_max_mb"]]
     return Table("Throughput per cell", df,
                  "Medians and IQRs over timed steps (each step: the slowest rank). "
-                 "Scaling efficiency = samples/s / (world size x the np=1 samples/s).")
+                 "Scaling efficiency = samples/s / (world size x the np=1 samples/s). "
+                 "Start-up: from the launch to the slowest rank's suites being configured "
+                 "(process start, imports), apart from the steady-state throughput.")
 
 
 def comparison_table(cmp: pd.DataFrame, margin: float) -> Table:

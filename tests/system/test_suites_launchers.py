@@ -20,9 +20,9 @@ pytestmark = pytest.mark.multiproc
 CASES = [
     # launcher, ranks, backends that must have run
     ("single", 1, {"single", "dp", "ddp-gloo", "ddp-mpi"}),
-    ("torchrun", 2, {"ddp-gloo"}),
+    ("torchrun", 2, {"ddp-gloo", "fsdp", "zero"}),
     ("mpirun", 2, {"ddp-gloo", "ddp-mpi"}),
-    ("horovodrun-gloo", 2, {"ddp-gloo", "horovod"}),
+    ("horovodrun-gloo", 2, {"ddp-gloo", "horovod", "zero"}),
     ("horovodrun-mpi", 2, {"ddp-gloo", "ddp-mpi", "horovod"}),
     ("horovodrun-gloo", 4, {"ddp-gloo", "horovod"}),
 ]
@@ -53,3 +53,24 @@ def test_suites_under_launcher(tmp_path, launcher, ranks, expected):
         if b["extra_info"]["kind"] == "throughput":
             assert len(b["extra_info"]["rank_step_times"]) == ranks
             assert b["stats"]["rounds"] == 2
+    if ranks > 1:
+        _sharding_shows(data["benchmarks"])
+        gan = {b["extra_info"]["backend"] for b in data["benchmarks"]
+               if b["extra_info"].get("workload") == "gan"}
+        assert expected & {"ddp-gloo", "zero", "horovod"} <= gan, gan  # suites/test_gan.py
+
+
+def _sharding_shows(benchmarks) -> None:
+    """zero holds about 1/N of DDP's optimizer state, fsdp about 1/N of its parameters."""
+    mem = {(b["extra_info"]["backend"], b["extra_info"]["workload"]):
+           b["extra_info"]["memory"] for b in benchmarks
+           if b["extra_info"]["kind"] == "throughput"}
+    for (backend, workload), m in mem.items():
+        ddp = mem.get(("ddp-gloo", workload))
+        if ddp is None or backend not in ("zero", "fsdp"):
+            continue
+        n = len(ddp["param_bytes"])
+        key = "optim_state_bytes" if backend == "zero" else "param_bytes"
+        share = sum(m[key]) / sum(ddp[key])
+        assert abs(share - 1 / n) < 0.05, (backend, workload, key, m, ddp)
+        assert max(m[key]) <= (1 / n + 0.05) * max(ddp[key]), (backend, key, m, ddp)

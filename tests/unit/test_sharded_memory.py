@@ -97,3 +97,16 @@ def test_dp_gpu_table_shows_the_first_gpus_extra_load():
     assert table is not None and list(table.df["backend"]) == ["dp"]
     assert table.df.iloc[0]["GPU 0 / others"] == "3.00"
     assert dp_gpu_table(tp.iloc[1:]) is None
+
+
+def test_throughput_table_shows_start_up_apart_from_throughput():
+    from reports.tables import throughput_table
+    row = {"run": "r", "case": "mlp", "world_size": 2, "global_batch": 64, "n_steps": 4,
+           "step_median": 0.01, "step_q25": 0.01, "step_q75": 0.01, "sps_median": 6400.0,
+           "sps_q25": 6000.0, "sps_q75": 6600.0, "max_rss_mb": 700.0,
+           "cuda_max_mb": float("nan")}
+    tp = pd.DataFrame([{**row, "series": "ddp-gloo via torchrun", "startup_s": 3.5},
+                       {**row, "series": "ddp-gloo via spawn", "startup_s": 4.25}])
+    df = throughput_table(tp).df.set_index("backend")
+    assert df.loc["ddp-gloo via spawn", "start-up (s)"] == "4.25"
+    assert "start-up (s)" not in throughput_table(tp.drop(columns="startup_s")).df
