@@ -25,7 +25,7 @@ from backends.base import BackendOptions
 from backends.env import detect
 from common.errors import InputError
 from common.log import configure as configure_logging
-from harness import collective_pytest, horovod_timeline, options, threads, versions
+from harness import collective_pytest, horovod_timeline, options, threads, tuning, versions
 from results_schema import MachineInfo
 from workloads import registry as workload_registry
 
@@ -43,6 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     configure_logging()  # the project logger's records (e.g. threads warnings) to stderr
     config.hvd_options = opts
+    tuning.set_budget(opts.knob_set)  # before horovod.torch loads
     # Before the collective plugin hides --benchmark-json from ranks other than 0.
     json_path = getattr(config.option, "benchmark_json", None)
     try:
