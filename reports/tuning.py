@@ -117,7 +117,7 @@ def _side(r: pd.Series | None) -> dict[str, Any] | None:
 
 def at_best(data: Data, margin: float) -> list[dict[str, Any]]:
     """One entry per (run, workload, world size) of a run with per-library knob sets."""
-    tp, out = data.throughput, []
+    tp, out = data.throughput, []  # type: pd.DataFrame, list[dict[str, Any]]
     if tp.empty or "knobs" not in tp:
         return out
     tuned = tp[[_knobs(r).get("side", "both") != "both" for _, r in tp.iterrows()]]
