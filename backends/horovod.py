@@ -31,7 +31,8 @@ DEFAULT_CYCLE_MS = 1.0
 
 # Autotune settles in (warm-up + ~max samples + 8 categorical) tries of 5 samples of
 # steps-per-sample steps each; Horovod's defaults (3, 10, 20) need thousands of steps,
-# too many for a benchmark budget. These let it settle in about 150 steps.
+# too many for a benchmark budget. Horovod reads these when its library loads, so the
+# suites set them before that (harness/tuning.py set_budget); here they are recorded.
 AUTOTUNE_BUDGET = {"HOROVOD_AUTOTUNE_WARMUP_SAMPLES": "1",
                    "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE": "2",
                    "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES": "6"}

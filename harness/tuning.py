@@ -12,6 +12,7 @@ autotune cell's results stem (the tune preset passes it).
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,19 @@ from common.horovod_autotune import SUFFIX, AutotuneLogError, read
 from harness.knobs import Autotuned, KnobSet
 
 NO_FUSION_MB = 2.0 ** -20  # Horovod's "0 MiB" (fusion off) as the smallest threshold: 1 byte
+
+
+def set_budget(knob_set: str) -> None:
+    """Horovod reads HOROVOD_AUTOTUNE_WARMUP_SAMPLES / _STEPS_PER_SAMPLE / _BAYES_OPT_MAX_
+    SAMPLES when its library loads (its global state is built then, before hvd.init()):
+    set them before anything imports horovod.torch, where a selected set autotunes. The
+    user's own values win."""
+    from backends.horovod import AUTOTUNE_BUDGET
+    from harness.knobs import SETS, by_name
+    sets = SETS[knob_set] if knob_set in SETS else (by_name(knob_set),)
+    if any(k.autotune for k in sets):
+        for var, value in AUTOTUNE_BUDGET.items():
+            os.environ.setdefault(var, value)
 
 
 def _results_dir(config, what: str) -> Path:

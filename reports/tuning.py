@@ -80,15 +80,25 @@ def loss_check(row: pd.Series, default: pd.Series | None) -> dict[str, Any]:
     return {"changes": maths, "ok": bool(excess <= LOOSE_TOLERANCE), "excess": excess}
 
 
+def not_a_setting(k: dict[str, Any]) -> str | None:
+    """Why a measured set is never crowned whatever its speed, or None."""
+    if k.get("autotune"):
+        return "timed while Horovod's autotune was still trying parameters"
+    if k.get("host_sync") or k.get("empty_cache"):
+        return "a host habit whose cost is measured, not a tuning"
+    return None
+
+
 def _pick(g: pd.DataFrame) -> tuple[pd.Series | None, pd.Series | None, list[dict]]:
     """(default row, fastest crowned row, every row's loss check) of one library."""
     default = next((r for _, r in g.iterrows() if r["knob_set"] == "default"), None)
     checks, crowned = [], []
     for _, r in g.iterrows():
         c = loss_check(r, default)
+        why = not_a_setting(_knobs(r))
         checks.append({"knob_set": r["knob_set"], "series": r["series"],
-                       "samples_per_s": float(r["sps_median"]), **c})
-        if c["ok"]:
+                       "samples_per_s": float(r["sps_median"]), **c, "not_crowned": why})
+        if c["ok"] and why is None:
             crowned.append(r)
     best = max(crowned, key=lambda r: r["sps_median"]) if crowned else None
     return default, best, checks
@@ -107,7 +117,7 @@ def _side(r: pd.Series | None) -> dict[str, Any] | None:
 
 def at_best(data: Data, margin: float) -> list[dict[str, Any]]:
     """One entry per (run, workload, world size) of a run with per-library knob sets."""
-    tp, out = data.throughput, []
+    tp, out = data.throughput, []  # type: pd.DataFrame, list[dict[str, Any]]
     if tp.empty or "knobs" not in tp:
         return out
     tuned = tp[[_knobs(r).get("side", "both") != "both" for _, r in tp.iterrows()]]
@@ -128,6 +138,11 @@ def at_best(data: Data, margin: float) -> list[dict[str, Any]]:
                              if hb is not None and hd is not None else None)
         e["gain_ddp"] = (_judge(db, dd, margin, ws, "tuned", "default").as_json()
                          if db is not None and dd is not None else None)
+        e["habits"] = [{"knob_set": r["knob_set"], "series": r["series"],
+                        **_judge(r, base, margin, ws, r["knob_set"], "default").as_json()}
+                       for lib, base in ((is_horovod, hd), (is_ddp, dd)) if base is not None
+                       for _, r in g[g["label"].map(lib)].iterrows()
+                       if _knobs(r).get("host_sync") or _knobs(r).get("empty_cache")]
         out.append(e)
     return out
 
@@ -163,10 +178,16 @@ def section(entries: list[dict[str, Any]]) -> Section | None:
                   "hyperparameters). Gain: tuned / default of the same library. Intervals "
                   "and verdicts as in 'Horovod vs DDP'. Settings that change the averaged "
                   "numbers are crowned only when their losses stay within "
-                  f"{LOOSE_TOLERANCE * 100:g}% of their library's default cell.")
+                  f"{LOOSE_TOLERANCE * 100:g}% of their library's default cell. The fastest "
+                  "of several sets is picked after measuring, which favours a lucky one: "
+                  "an inconclusive gain is no gain.")
+    habits = [f"{e['workload']} at {e['world_size']} ranks, {h['series']}: {h['text']}"
+              for e in entries for h in e["habits"]]
     return Section("Each at its best", [table, Notes(worse or [
         "Every setting that changes the averaged numbers trained within "
-        f"{LOOSE_TOLERANCE * 100:g}% of its library's default."])])
+        f"{LOOSE_TOLERANCE * 100:g}% of its library's default."]), Notes(
+        ["Host habits, each against its library's default (never crowned):"] + habits
+        if habits else ["No host habit measured."])])
 
 
 if __name__ == "__main__":

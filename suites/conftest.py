@@ -32,6 +32,7 @@ from harness import (
     profiling,
     startup,
     threads,
+    tuning,
     versions,
 )
 from results_schema import MachineInfo
@@ -52,6 +53,7 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(exc)) from None
     configure_logging()  # the project logger's records (e.g. threads warnings) to stderr
     config.hvd_options = opts
+    tuning.set_budget(opts.knob_set)  # before horovod.torch loads
     # Before the collective plugin hides --benchmark-json from ranks other than 0.
     json_path = getattr(config.option, "benchmark_json", None)
     try:
