@@ -35,6 +35,7 @@ from results_schema.kinds import (
                            CollectiveSize,
                            ComputeOnlyRecord,
                            ConvergenceRecord,
+                           GanConvergenceRecord,
                            HorovodTimelineRecord,
                            MemcpyRecord,
                            ThroughputRecord,
@@ -49,7 +50,8 @@ from results_schema.version import FORMAT, FORMAT_VERSION, check_version
 __all__ = [
     "FORMAT", "FORMAT_VERSION", "KINDS", "LAUNCHERS", "OPS", "STATUSES", "BenchmarkRecord",
     "CellEntry", "CellResults", "CollectiveRecord", "CollectiveSize", "ComputeOnlyRecord",
-    "ConvergenceRecord", "HorovodTimelineRecord", "MachineInfo", "Manifest", "MemcpyRecord",
+    "ConvergenceRecord", "GanConvergenceRecord", "HorovodTimelineRecord", "MachineInfo",
+    "Manifest", "MemcpyRecord",
     "NamedRecord", "Repetition", "ResultsError", "ThroughputRecord", "TimeToAccuracyRecord",
     "UnknownKind", "WriteError", "check_version", "load_cell_results", "load_manifest",
     "manifest_from_json", "read_json", "record_from_dict", "results_from_json", "results_path",

@@ -10,8 +10,9 @@ differs (the reference's one mean over world x B samples against the ranks' mean
 averaged). Measured here over 20 steps under horovodrun --gloo: 9.2e-8 at 2 ranks and
 1.1e-7 at 4, alike for ddp-gloo, zero and horovod; the faults this guards against
 (a gradient summed, not averaged; an unsharded sampler) are orders larger, as measured
-for the convergence suite. Recorded as kind "convergence", workload "gan", losses =
-discriminator + generator.
+for the convergence suite. Recorded as kind "gan_convergence" (a convergence record of
+the `gan` suite; the report reads it with the convergence results), workload "gan",
+losses = discriminator + generator.
 
     torchrun --standalone --nproc-per-node 2 -m pytest suites/test_gan.py
     horovodrun -np 2 --gloo pytest suites/test_gan.py --backends horovod
@@ -24,7 +25,7 @@ import pytest
 from backends.base import BackendOptions
 from backends.env import SINGLE
 from backends.local import SingleBackend
-from results_schema import ConvergenceRecord
+from results_schema import GanConvergenceRecord
 from workloads.gan import GANConfig, train_gan
 
 TOLERANCE = 1e-4  # the convergence suite's, for the same reason (test_convergence.py)
@@ -65,7 +66,7 @@ def test_gan_toggled_accumulation(benchmark, request, plugin, open_backend, gan_
     total = np.add(box["discriminator"], box["generator"]).tolist()
     ref_total = np.add(reference["discriminator"], reference["generator"]).tolist()
     benchmark.group = "convergence gan"
-    benchmark.extra_info.update(ConvergenceRecord(
+    benchmark.extra_info.update(GanConvergenceRecord(
         backend=gan_backend, world_size=backend.world_size, launcher=backend.env.launcher,
         backend_meta=backend.metadata(), workload="gan",
         workload_params={**config.as_dict(), "losses": "discriminator + generator",

@@ -13,14 +13,18 @@ from typing import Any
 from results_schema.errors import ResultsError, UnknownKind
 from results_schema.kinds.base import BenchmarkRecord
 from results_schema.kinds.comm import OPS, CollectiveRecord, CollectiveSize, MemcpyRecord
-from results_schema.kinds.convergence import ConvergenceRecord, TimeToAccuracyRecord
+from results_schema.kinds.convergence import (
+    ConvergenceRecord,
+    GanConvergenceRecord,
+    TimeToAccuracyRecord,
+)
 from results_schema.kinds.timeline import HorovodTimelineRecord
 from results_schema.kinds.training import ComputeOnlyRecord, ThroughputRecord
 
 KINDS: dict[str, type[BenchmarkRecord]] = {
     cls.KIND: cls for cls in (ThroughputRecord, ComputeOnlyRecord, ConvergenceRecord,
-                              TimeToAccuracyRecord, CollectiveRecord, MemcpyRecord,
-                              HorovodTimelineRecord)}
+                              GanConvergenceRecord, TimeToAccuracyRecord, CollectiveRecord,
+                              MemcpyRecord, HorovodTimelineRecord)}
 
 
 def record_from_dict(info: Any, where: str) -> BenchmarkRecord:
@@ -37,5 +41,6 @@ def record_from_dict(info: Any, where: str) -> BenchmarkRecord:
 
 
 __all__ = ["KINDS", "OPS", "BenchmarkRecord", "CollectiveRecord", "CollectiveSize",
-           "ComputeOnlyRecord", "ConvergenceRecord", "HorovodTimelineRecord", "MemcpyRecord",
-           "ThroughputRecord", "TimeToAccuracyRecord", "record_from_dict"]
+           "ComputeOnlyRecord", "ConvergenceRecord", "GanConvergenceRecord",
+           "HorovodTimelineRecord", "MemcpyRecord", "ThroughputRecord", "TimeToAccuracyRecord",
+           "record_from_dict"]

@@ -65,6 +65,13 @@ class ConvergenceRecord(BenchmarkRecord):
                  "within": bool(self.within_tolerance)}]
 
 
+@dataclass(kw_only=True)
+class GanConvergenceRecord(ConvergenceRecord):
+    """The two-optimizer GAN workload's losses against `single` (suites/test_gan.py):
+    the fields and frame rows of a convergence record, from the `gan` suite."""
+    KIND, SUITE, FRAME = "gan_convergence", "gan", "convergence"
+
+
 def _curve_point(v: Any, name: str, finite: bool) -> None:
     listof(number(), length=3)(v, name, finite)
 

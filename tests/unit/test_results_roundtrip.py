@@ -128,8 +128,8 @@ def _row(n: int):
 
 
 @st.composite
-def convergence(draw) -> dict:
-    d = draw(common("convergence"))
+def convergence(draw, kind: str = "convergence") -> dict:
+    d = draw(common(kind))
     n = draw(st.integers(1, 6))
     d.update(workload=draw(names), losses=_series(draw, n, reals),
              reference_losses=_series(draw, n, reals), max_rel_dev=draw(seconds),
@@ -237,6 +237,7 @@ def manifest(draw) -> dict:
 
 STRATEGIES = {"throughput": throughput(), "compute_only": compute_only(),
               "convergence": convergence(), "time_to_accuracy": time_to_accuracy(),
+              "gan_convergence": convergence("gan_convergence"),
               "collective": collective(), "memcpy": memcpy(),
               "horovod_timeline": horovod_timeline()}
 OTHERS = {results.CollectiveSize: size_row(), results.MachineInfo: machine_info(),
