@@ -1,0 +1,95 @@
+"""'Each at its best' over a tune run recorded here (hvd-vs-ddp run --preset tune
+--workloads mlp --repeat 2 --suite-args "--rounds 3 --steps-per-round 4", 2 ranks).
+
+    python -m pytest tests/unit/test_tuning_report.py -q
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from reports import tuning
+from reports.answer import verdicts_doc
+from reports.compare import add_scaling, hvd_vs_ddp
+from reports.frames import build_frames
+from reports.load import load_run
+from reports.tables import Table
+
+RUN = Path(__file__).parents[1] / "fixtures" / "runs" / "cpu-tune"
+
+
+@pytest.fixture(scope="module")
+def data():
+    return build_frames([load_run(RUN)])
+
+
+def test_one_entry_per_workload_and_world_size(data):
+    (e,) = tuning.at_best(data, 0.05)
+    assert (e["workload"], e["world_size"]) == ("mlp", 2)
+    for side, prefix in (("best_horovod", "hvd-"), ("best_ddp", "ddp-")):
+        best = e[side]
+        assert best["repetitions"] == 2
+        assert best["knob_set"] == "default" or best["knob_set"].startswith(prefix)
+    for key in ("at_defaults", "at_best", "gain_horovod", "gain_ddp"):
+        v = e[key]
+        assert v["lo"] <= v["ratio"] <= v["hi"] and v["verdict"] in (
+            "faster", "equivalent", "inconclusive")
+    assert e["at_defaults"]["a"] == "horovod" and e["gain_ddp"]["b"] == "default"
+
+
+def test_the_fastest_crowned_set_wins_and_the_others_are_listed(data):
+    (e,) = tuning.at_best(data, 0.05)
+    checks = pd.DataFrame(e["checks"])
+    assert set(checks["knob_set"]) >= {"default", "hvd-autotune", "hvd-autotuned",
+                                       "ddp-powersgd1", "host-sync"}
+    for side, lib in (("best_horovod", "horovod"), ("best_ddp", "ddp")):
+        mine = checks[checks["series"].str.startswith(lib)]
+        crowned = mine[(mine["ok"] == True) & mine["not_crowned"].isna()]  # noqa: E712
+        assert e[side]["samples_per_s"] == crowned["samples_per_s"].max()
+    never = checks[checks["knob_set"].isin(["hvd-autotune", "host-sync"])]
+    assert never["not_crowned"].notna().all()
+    assert {h["series"] for h in e["habits"]} == {"horovod (gloo)", "ddp-gloo"}
+
+
+def test_powersgd_and_fp16_are_checked_against_their_default(data):
+    (e,) = tuning.at_best(data, 0.05)
+    checks = {c["knob_set"]: c for c in e["checks"]}
+    assert checks["ddp-powersgd1"]["changes"] == "PowerSGD low-rank gradients"
+    assert checks["ddp-powersgd1"]["excess"] is not None
+    assert checks["hvd-fp16"]["changes"] == "fp16 gradients"
+    assert abs(checks["hvd-fp16"]["excess"]) < 1e-3  # fp16 rounding only
+    assert checks["ddp-bucket1mb"]["changes"] is None and checks["ddp-bucket1mb"]["ok"]
+
+
+def _row(knobs, losses):
+    return pd.Series({"knobs": json.dumps(knobs), "losses": losses})
+
+
+def test_a_setting_that_trains_worse_is_never_crowned():
+    default = _row({"compression": "none"}, [2.0, 1.0, 1.0, 1.0])
+    assert tuning.loss_check(_row({"compression": "powersgd"}, [2.0, 1.0, 1.0, 1.0]),
+                             default)["ok"] is True
+    worse = tuning.loss_check(_row({"compression": "powersgd"}, [2.0, 1.0, 1.05, 1.05]),
+                              default)
+    assert worse["ok"] is False and worse["excess"] == pytest.approx(0.05)
+    better = tuning.loss_check(_row({"adasum": True}, [2.0, 1.0, 0.9, 0.9]), default)
+    assert better["ok"] is True and better["changes"] == "Adasum instead of an average"
+    unchecked = tuning.loss_check(_row({"compression": "bf16"}, [1.0]), default)
+    assert unchecked["ok"] is None
+
+
+def test_section_and_verdicts_json(data):
+    entries = tuning.at_best(data, 0.05)
+    sec = tuning.section(entries)
+    assert sec is not None and sec.title == "Each at its best"
+    assert isinstance(sec.blocks[0], Table) and len(sec.blocks[0].df) == 1
+    doc = verdicts_doc(data, hvd_vs_ddp(add_scaling(data.throughput)), 0.05)
+    assert json.loads(json.dumps(doc["each_at_its_best"], default=str))[0]["workload"] == "mlp"
+
+
+def test_runs_without_library_sets_have_no_section():
+    other = build_frames([load_run(RUN.parent / "cpu-small")])
+    assert tuning.at_best(other, 0.05) == [] and tuning.section([]) is None
