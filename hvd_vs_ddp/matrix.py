@@ -108,7 +108,7 @@ PRESETS = {
     # Each library at its best (README "Each at its best"; harness/knobs.py TUNE).
     "tune": Preset("tune", ("ddp-gloo", "horovod"), (2,), ("resnet50", "gpt"),
                    ("throughput",), knob_set="tune",
-                   options=SuiteOptions(rounds=4, steps_per_round=2, warmup_steps=1,
+                   options=SuiteOptions(rounds=3, steps_per_round=2, warmup_steps=1,
                                         ddp_sample_rate=0),
                    repeat=2, all_at_one=False, timeline=False,
                    launchers=("torchrun", "horovodrun-gloo")),

@@ -69,7 +69,10 @@ def git_commit() -> str | None:
 
 
 def repetitions(cell: Cell, repeat: int) -> int:
-    """How often a cell runs: `repeat` times if it times steps, else once."""
+    """How often a cell runs: `repeat` times if it times steps, else once (so is Horovod's
+    autotune: its steps are timed while it tries parameters, never compared)."""
+    if cell.knob_set == "hvd-autotune":
+        return 1
     return repeat if any(s in TIMED_SUITES for s in cell.suites) else 1
 
 
