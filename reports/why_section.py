@@ -19,6 +19,12 @@ from reports.why_profile import KEYS, agreement, profiler_frame
 TITLE = "Where the step goes"
 
 
+def _frame(rows: list[dict]) -> pd.DataFrame:
+    """The table's rows; the run column only when the report covers several runs."""
+    df = pd.DataFrame(rows)
+    return df.drop(columns="run") if not df.empty and df["run"].nunique() == 1 else df
+
+
 def _ms_range(r: pd.Series) -> str:
     if pd.isna(r.get("sub_lo")):
         return ""
@@ -51,9 +57,7 @@ def steps_table(w: Why) -> Table:
             "comm (ms)": ms(r.get("own_comm_s")), "hidden under backward (ms)":
                 ms(r.get("own_hidden_s")), "exposed (ms)": ms(r.get("own_exposed_s")),
             "details (ms)": extra, "agreement": _short(r.get("disagreement"))})
-    df = pd.DataFrame(rows)
-    if not df.empty and df["run"].nunique() == 1:
-        df = df.drop(columns="run")
+    df = _frame(rows)
     return Table("Where the step goes: subtraction vs each library's own figures", df,
                  "Subtraction: median step - median compute-only step, 95% two-level "
                  "bootstrap interval. DDP: medians over the timed steps of its own "
@@ -73,9 +77,7 @@ def stragglers_table(w: Why) -> Table:
              "waited for the last rank, median (ms)": ms(r["wait_s"]),
              "max (ms)": ms(r["wait_max_s"]), "steps": r["steps"], "source": r["source"]}
             for _, r in w.stragglers.iterrows()]
-    df = pd.DataFrame(rows)
-    if not df.empty and df["run"].nunique() == 1:
-        df = df.drop(columns="run")
+    df = _frame(rows)
     return Table("Stragglers at the gradient exchange, per rank", df,
                  "How long each rank waited, per step, for the last rank to arrive (0 for "
                  "the last one itself).")
@@ -110,9 +112,7 @@ def profiler_table(w: Why, prof: pd.DataFrame) -> Table:
              "exposed comm, subtraction (ms) [95%]": _ms_range(r),
              "agreement": agreement(r), "steps": r["prof_steps"]}
             for _, r in merged.iterrows()]
-    df = pd.DataFrame(rows)
-    if not df.empty and df["run"].nunique() == 1:
-        df = df.drop(columns="run")
+    df = _frame(rows)
     return Table("The same ruler for both: torch.profiler", df,
                  "From `run --profile`: a few steps after the timed rounds under "
                  "torch.profiler, each read on the rank that computed longest; medians over "
