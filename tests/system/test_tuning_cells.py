@@ -1,5 +1,6 @@
 """Horovod autotune on real ranks: its log beside the results, then a cell at the
-parameters it chose; DDP's PowerSGD and bf16 hooks train on Gloo CPU.
+parameters it chose; DDP's fp16 and bf16 hooks train on Gloo CPU, and PowerSGD, which
+aborts there now and then (backends/ddp.py says why), is skipped with its reason.
 
     python -m pytest tests/system/test_tuning_cells.py -q
 """
@@ -42,12 +43,14 @@ def test_autotune_then_autotuned(tmp_path):
 
 def test_ddp_compression_hooks_train_on_gloo(tmp_path):
     out = tmp_path / "ddp.json"
-    proc = launched("torchrun", 2, [*SUITE, "--backends", "ddp-gloo", "--knob-set", "tune-all",
-                                    "--benchmark-json", str(out)])
+    proc = launched("torchrun", 2, [*SUITE, "-rs", "--backends", "ddp-gloo", "--knob-set",
+                                    "tune-all", "--benchmark-json", str(out)])
     assert proc.returncode == 0, explain(proc)
     recs = {b.record.knob_set: b.record for b in load_cell_results(out).benchmarks
             if b.record.KIND == "throughput"}
-    assert {"ddp-bf16-hook", "ddp-powersgd4", "ddp-static-graph", "host-sync"} <= set(recs)
-    assert recs["ddp-powersgd4"].backend_meta["options"]["powersgd_rank"] == 4
-    assert recs["default"].losses != recs["ddp-powersgd4"].losses  # other maths
+    assert {"ddp-bf16-hook", "ddp-fp16-hook", "ddp-static-graph", "host-sync"} <= set(recs)
+    assert recs["ddp-bf16-hook"].backend_meta["options"]["compression"] == "bf16"
+    assert recs["default"].losses != recs["ddp-bf16-hook"].losses  # other maths
+    assert not any(k.startswith("ddp-powersgd") for k in recs)
+    assert "PowerSGD over Gloo aborts intermittently" in proc.stdout + proc.stderr
     assert not any(k.startswith("hvd-") for k in recs)
