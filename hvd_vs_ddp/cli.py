@@ -1,4 +1,4 @@
-"""The `hvd-vs-ddp` command: doctor, run (a comparison matrix) and report.
+"""The `hvd-vs-ddp` command: doctor, run (a comparison matrix), report and project.
 
     hvd-vs-ddp doctor                                  # what can run here, and why not
     hvd-vs-ddp doctor --selftest                       # ... and run it all, ~1 minute
@@ -8,6 +8,9 @@
     hvd-vs-ddp report runs/<name> [runs/<other>] -o reports-out/<name>/report.html \
         [--margin 0.05] [--keep-disturbed]             # + report.md, verdicts.json
         [--price-per-device-hour 2.5] [--epoch-samples 1281167]   # the Cost section
+    hvd-vs-ddp project runs/<name> --devices 8,64,512 --devices-per-node 8 \
+        --interconnect ib-hdr [--intra-node nvlink4] [--nics-per-node 8]  # a projection
+    hvd-vs-ddp project --compute-ms 97 --model resnet50 --devices 16 --interconnect ib-edr
 
 Interrupted by SIGINT (Ctrl-C), SIGTERM or SIGHUP: `run` ends the cell in flight (its
 whole process tree), records it as interrupted and exits 130, 143 or 129 (128 + the
@@ -86,7 +89,7 @@ def _given(text: str) -> str:
 # a typo (--world-sizes 100000), not a measurement (ranks on a 2-core machine: 1-4).
 RANKS_PER_CORE_LIMIT = 4
 _RESUME_KEEPS = ("preset", "backends", "workloads", "world_sizes", "name", "suite_args",
-                 "data_dir", "order_seed", "profile")
+                 "data_dir", "order_seed", "profile", "launchers")
 PROFILE_STEPS = 3  # run --profile: steps per throughput test under torch.profiler
 
 
@@ -118,17 +121,25 @@ def _check_run_args(args) -> None:
         raise CliError(f"--world-sizes {args.world_sizes}: {max(sizes)} ranks on this host "
                        f"({cores} cores; at most {limit} ranks without --hosts, which names "
                        "the machines and their slots)")
+    from backends import launchers
+
+    for name in _csv(args.launchers) or []:
+        launchers.get(name)  # UnknownName listing the known launchers
     backends = _csv(args.backends)
     if backends and sizes and min(sizes) >= 1:
         from hvd_vs_ddp import matrix
 
-        cells = matrix.cells(matrix.preset(args.preset), backends, sizes)
+        preset = matrix.preset(args.preset)
+        if args.launchers:
+            preset = dataclasses.replace(preset, launchers=tuple(_csv(args.launchers) or ()))
+        cells = matrix.cells(preset, backends, sizes)
+        under = f" under --launchers {args.launchers}" if args.launchers else ""
         for b in backends:
             if not any(c.backend == b for c in cells):
                 raise CliError(f"--backends {b} at --world-sizes {args.world_sizes}: no cell "
                                f"({b} runs at world size 1 only)" if b in matrix.BASELINES
                                else f"--backends {b}: no cell at --world-sizes "
-                               f"{args.world_sizes}")
+                               f"{args.world_sizes}{under}")
 
 
 def _csv(text: str | None) -> list[str] | None:
@@ -205,6 +216,8 @@ def _run(args) -> int:
             if slots < biggest:
                 raise CliError(f"--hosts {args.hosts!r} has {slots} slots in all, fewer than "
                                f"the largest world size {biggest}")
+        if args.launchers:  # only these launchers above one rank (names checked above)
+            preset = dataclasses.replace(preset, launchers=tuple(_csv(args.launchers) or ()))
         # The suites' own option declarations check --suite-args before anything starts.
         given, rest = options.parse_argv(args.suite_args or "")
         if args.data_dir:
@@ -291,6 +304,12 @@ def _report(args) -> int:
     return EXIT_PARTIAL_REPORT if paths.unreadable else 0
 
 
+def _project(args) -> int:
+    from projection.command import run as project
+
+    return project(args)
+
+
 class _OneLineParser(argparse.ArgumentParser):
     """argparse, but a bad argument is one line (`hvd-vs-ddp: error: ...`) and exit 2."""
 
@@ -326,6 +345,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--data-dir", type=_given, help="a local ImageFolder or CIFAR-10 "
                      "folder: resnet50 trains on real images (throughput and convergence)")
     run.add_argument("--hosts", type=_given, help="hosts for mpirun/horovodrun, e.g. h1:4,h2:4")
+    run.add_argument("--launchers", type=_given, help="comma-separated launchers for world "
+                     "sizes above 1, e.g. torchrun,horovodrun-gloo (default: every one that "
+                     "fits each backend)")
     run.add_argument("--repeat", help="repetitions per cell, each a fresh process, "
                      "interleaved across cells (default: the preset's; quick: 3)")
     run.add_argument("--order-seed", help="seed of the shuffled order of repetitions "
@@ -354,6 +376,36 @@ def parser() -> argparse.ArgumentParser:
                      help="samples per epoch for device-hours per epoch (default 1281167, "
                      "ImageNet-1k's training set)")
     rep.set_defaults(fn=_report)
+    pro = sub.add_parser("project", help="predict each library on a cluster you do not have "
+                         "(labelled a projection; docs/projection.md)")
+    pro.add_argument("run_dir", nargs="?", type=_given, metavar="RUN_DIR",
+                     help="the run to project from (or --compute-ms with --model)")
+    pro.add_argument("--devices", type=_given, required=True,
+                     help="comma-separated device counts to predict, e.g. 8,64,512")
+    pro.add_argument("--devices-per-node", type=_given, help="devices per node (default 8)")
+    pro.add_argument("--interconnect", type=_given, required=True, help="between nodes: a "
+                     "row of `python -m projection.interconnects` (ib-hdr, roce-100g, ...), "
+                     "or `measured` (the run's own allreduce fits)")
+    pro.add_argument("--intra-node", type=_given, help="inside a node: nvlink1-5, pcie3-5 "
+                     "(default nvlink4)")
+    pro.add_argument("--nics-per-node", type=_given, help="NICs per node (default 1)")
+    pro.add_argument("--algorithm", default="auto", help="allreduce algorithm: auto (the "
+                     "faster of ring and tree, as NCCL picks), ring, tree, hierarchical")
+    pro.add_argument("--workloads", type=_given, help="comma-separated workloads of the run")
+    pro.add_argument("--compute-ms", type=_given, help="a published single-device step time "
+                     "in ms, instead of a run")
+    pro.add_argument("--model", type=_given, help="with --compute-ms: a torchvision "
+                     "classifier or a workload of this project")
+    pro.add_argument("--batch-size", type=_given, help="with --compute-ms: samples per "
+                     "device per step (default 32)")
+    pro.add_argument("--no-calibrate", action="store_true", help="leave out the calibration: "
+                     "each library's step measured at the run's largest world size minus the "
+                     "model's there, carried to every size (on by default)")
+    pro.add_argument("--draws", type=_given, help="Monte Carlo draws for the bands "
+                     "(default 400)")
+    pro.add_argument("-o", "--output", type=_given, help="the JSON to write (default: "
+                     "RUN_DIR/projection.json; with --compute-ms, none)")
+    pro.set_defaults(fn=_project)
     return ap
 
 

@@ -37,6 +37,7 @@ from reports.figures_comm import comm_figures
 from reports.frames import Data, build_frames
 from reports.load import Run, load_run
 from reports.memory_table import dp_gpu_table, memory_table
+from reports.projection_section import projection_section
 from reports.render import Block, Notes, Section, render_html, render_markdown
 from reports.why_section import why_section
 from results_schema import write_files_atomic
@@ -203,6 +204,9 @@ def build_report(run_dirs: list[Path], out: Path,
     if why is not None:  # after "Communication"
         at = next((i + 1 for i, s in enumerate(sections) if s.title == "Communication"), 1)
         sections.insert(at, why)
+    projected = projection_section([(r.name, r.path) for r in runs])
+    if projected is not None:  # last: apart from every measured figure
+        sections.append(projected)
     heads = compare.headlines(data, cmp, ba, margin,
                               [a["sentence"] for a in answers(data, cmp, margin)])
     sub = _subtitle(runs)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL = ROOT / "tests" / "fixtures" / "runs" / "cpu-small"
+TUNED = ROOT / "tests" / "fixtures" / "runs" / "cpu-tune"  # no collectives suite in it
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,57 @@ CASES: list[Case] = [
          "--price-per-device-hour", "> 0") for p in ("0", "-2.5", "nan", "inf", "two", "")],
     *[_c(["report", "runs/earlier", "-o", "out/report.html", "--epoch-samples", n],
          "--epoch-samples", "whole number") for n in ("0", "-5", "1.5", "1e6", "many", "")],
+    _c(run("--launchers", "srun2"), "unknown launcher 'srun2'", "torchrun"),
+    _c(run("--launchers", ""), "--launchers", "empty"),
+    _c(run("--backends", "ddp-mpi", "--world-sizes", "2", "--launchers", "torchrun"),
+       "--backends ddp-mpi", "no cell", "--launchers torchrun"),
+    _c(["run", "--resume", "runs/earlier", "--launchers", "torchrun"], "--launchers",
+       "cannot change a resumed run"),
+    # -- project
+    *[_c(["project", *a], *w) for a, w in (
+        (["runs/earlier", "--devices", "8", "--interconnect", "warp-drive"],
+         ("unknown interconnect 'warp-drive'", "ib-hdr", "measured")),
+        (["runs/earlier", "--devices", "8", "--interconnect", "nvlink4"],
+         ("unknown interconnect 'nvlink4'",)),  # an intra-node link named between nodes
+        (["runs/earlier", "--devices", "8", "--interconnect", "ib-hdr", "--intra-node",
+          "nvlink9"], ("unknown intra-node link", "nvlink4")),
+        (["runs/earlier", "--devices", "0", "--interconnect", "ib-hdr"],
+         ("--devices", "integers from 1")),
+        (["runs/earlier", "--devices", "8,x", "--interconnect", "ib-hdr"], ("--devices",)),
+        (["runs/earlier", "--devices", "", "--interconnect", "ib-hdr"], ("--devices", "empty")),
+        (["runs/earlier", "--interconnect", "ib-hdr"], ("required", "--devices")),
+        (["runs/earlier", "--devices", "8"], ("required", "--interconnect")),
+        (["runs/earlier", "--devices", "8", "--interconnect", "ib-hdr", "--devices-per-node",
+          "0"], ("--devices-per-node", ">= 1")),
+        (["runs/earlier", "--devices", "8", "--interconnect", "ib-hdr", "--nics-per-node",
+          "two"], ("--nics-per-node",)),
+        (["runs/earlier", "--devices", "8", "--interconnect", "ib-hdr", "--algorithm",
+          "magic"], ("--algorithm", "ring")),
+        (["runs/earlier", "--devices", "8", "--interconnect", "ib-hdr", "--workloads", "bert"],
+         ("--workloads bert", "not in", "mlp")),
+        (["runs/earlier", "--devices", "8", "--interconnect", "ib-hdr", "--model",
+          "resnet50"], ("--model", "--compute-ms")),
+        (["runs/earlier", "--devices", "8", "--interconnect", "ib-hdr", "--compute-ms", "97",
+          "--model", "resnet50"], ("RUN_DIR", "not both")),
+        (["--devices", "8", "--interconnect", "ib-hdr"], ("RUN_DIR", "--compute-ms")),
+        (["no-classes", "--devices", "8", "--interconnect", "ib-hdr"],
+         ("not a run directory", "manifest.json")),
+        (["runs/corrupt", "--devices", "8", "--interconnect", "ib-hdr"], ("manifest.json",)),
+        (["runs/tuned", "--devices", "4", "--interconnect", "ib-hdr"],
+         ("runs/tuned", "per-rank compute time is unknown")),
+        (["runs/no-collectives", "--devices", "4", "--interconnect", "measured"],
+         ("no allreduce sweep", "collectives")),
+        (["--compute-ms", "97", "--devices", "8", "--interconnect", "ib-hdr"],
+         ("--compute-ms", "--model")),
+        (["--compute-ms", "0", "--model", "resnet50", "--devices", "8", "--interconnect",
+          "ib-hdr"], ("--compute-ms", "> 0")),
+        (["--compute-ms", "nan", "--model", "resnet50", "--devices", "8", "--interconnect",
+          "ib-hdr"], ("--compute-ms", "> 0")),
+        (["--compute-ms", "97", "--model", "resnet50", "--devices", "8", "--interconnect",
+          "measured"], ("measured", "run directory")),
+        (["--compute-ms", "97", "--model", "bert-xxl", "--devices", "8", "--interconnect",
+          "ib-hdr"], ("cannot analyse model 'bert-xxl'", "resnet50")),
+    )],
     # -- doctor and the command itself
     _c(["doctor", "--only", "ddp-gloo"], "--only", "--selftest"),
     _c(["doctor", "--selftest", "--only", "nope"], "unknown selftest check 'nope'"),
@@ -168,6 +220,13 @@ def workdir(root: Path) -> Path:
     """The directory the cases run in (their relative paths point into it)."""
     runs = root / "runs"
     shutil.copytree(SMALL, runs / "earlier")
+    shutil.copytree(TUNED, runs / "tuned")
+    shutil.copytree(SMALL, runs / "no-collectives")  # the run, its collectives suite left out
+    for f in (runs / "no-collectives" / "cells").glob("*.json"):
+        doc = json.loads(f.read_text())
+        doc["benchmarks"] = [b for b in doc["benchmarks"]
+                             if b["extra_info"].get("kind") != "collective"]
+        f.write_text(json.dumps(doc))
     man = json.loads((SMALL / "manifest.json").read_text())
     for name, change in (("other-preset", {"preset": "huge"}),
                          ("newer", {"format_version": 99}),

@@ -6,7 +6,8 @@
   (hvd_vs_ddp/): data flows launcher -> backend -> loop -> suite -> results, and the CLI
   only orchestrates;
 - reports/, results_schema/ and common/ never import torch (a report must build on a machine
-  without it);
+  without it), nor does the projection's cost model (projection/collectives, schedule,
+  interconnects, model);
 - common/ imports no other project package (it is the bottom layer).
 
     python -m pytest tests/unit/test_import_graph.py -q
@@ -25,7 +26,11 @@ PACKAGES = sorted(p.name for p in ROOT.iterdir()
                   if (p / "__init__.py").is_file() and p.name != "tests")
 CLI = "hvd_vs_ddp"
 TORCH_FREE = ("reports", "results_schema", "common")
-NEVER_IMPORT_CLI = ("backends", "workloads", "harness", "results_schema", "reports", "common")
+NEVER_IMPORT_CLI = ("backends", "workloads", "harness", "results_schema", "reports", "common",
+                    "projection")
+# the projection's cost model: arithmetic only (its layout tracer is what needs torch)
+TORCH_FREE_MODULES = ("projection.collectives", "projection.schedule",
+                      "projection.interconnects", "projection.model")
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +68,12 @@ def test_lower_layers_never_import_the_cli(graph, package):
 def test_torch_free_packages(graph, package):
     chain = graph.find_shortest_chain(importer=package, imported="torch", as_packages=True)
     assert chain is None, f"{package} imports torch: {' -> '.join(chain)}"
+
+
+@pytest.mark.parametrize("module", TORCH_FREE_MODULES)
+def test_torch_free_modules(graph, module):
+    chain = graph.find_shortest_chain(importer=module, imported="torch")
+    assert chain is None, f"{module} imports torch: {' -> '.join(chain)}"
 
 
 def test_common_is_the_bottom_layer(graph):

@@ -1,0 +1,194 @@
+"""The projection's parts: the alpha-beta model, the schedules, the interconnect table,
+the layout tracer, the validation against published results, and the report section.
+
+    pytest tests/unit/test_projection.py -q
+"""
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from common.errors import UnknownName
+from projection import interconnects, validation
+from projection.collectives import Cost, Fabric, fit_alpha_beta
+from projection.schedule import Grad, StepCompute, buckets, ddp_step, horovod_step
+
+NV = Cost(alpha=5e-6, beta=200e9)
+IB = Cost(alpha=10e-6, beta=50e9)
+
+
+def test_ring_matches_the_formula_and_is_free_on_one_device():
+    f = Fabric(devices=8, per_node=8, intra=NV, algorithm="ring")
+    n = 100 * 2**20
+    assert f.allreduce(n) == pytest.approx(2 * 7 * NV.alpha + 2 * 7 / 8 * n / NV.beta)
+    assert f.at(1).allreduce(n) == 0.0
+    assert f.allreduce(0) == 0.0
+
+
+def test_between_nodes_the_slower_link_sets_the_bandwidth():
+    one = Fabric(8, 8, NV, IB, "ring")
+    two = Fabric(16, 8, NV, IB, "ring")
+    n = 100 * 2**20
+    assert two.allreduce(n) > one.allreduce(n) * 3  # 50 GB/s per node, not 200 per GPU
+    assert two.allreduce(n) == pytest.approx(2 * 15 * IB.alpha + 2 * 15 / 16 * n / IB.beta)
+    with pytest.raises(ValueError, match="inter-node link"):
+        Fabric(16, 8, NV, None)
+
+
+def test_tree_wins_small_messages_at_scale_and_auto_takes_the_faster():
+    f = Fabric(512, 8, NV, IB)
+    small, big = 4096, 512 * 2**20
+    assert f.tree(small) < f.ring(small)
+    assert f.allreduce(small) == min(f.ring(small), f.tree(small))
+    assert f.allreduce(big) == min(f.ring(big), f.tree(big))
+
+
+def test_hierarchical_is_the_ring_on_one_node():
+    f = Fabric(8, 8, NV, IB, "hierarchical")
+    assert f.allreduce(2**20) == pytest.approx(f.ring(2**20))
+    assert Fabric(64, 8, NV, IB, "hierarchical").allreduce(2**20) > 0
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(alpha=st.floats(1e-6, 1e-3), beta=st.floats(1e8, 1e11),
+       sizes=st.lists(st.integers(1, 2**26), min_size=3, max_size=8, unique=True))
+def test_fit_recovers_alpha_and_beta_from_exact_points(alpha, beta, sizes):
+    pts = [(p, n, 2 * (p - 1) * alpha + 2 * (p - 1) / p * n / beta)
+           for p in (2, 4) for n in sizes]
+    fit = fit_alpha_beta(pts)
+    assert fit.alpha == pytest.approx(alpha, rel=1e-6, abs=1e-12)
+    assert fit.beta == pytest.approx(beta, rel=1e-6)
+
+
+def test_fit_needs_two_sizes_at_two_ranks_or_more():
+    with pytest.raises(ValueError, match="two measured"):
+        fit_alpha_beta([(1, 1024, 1e-5), (2, 1024, 1e-4)])
+
+
+def _grads(n=10, size=4 * 2**20):
+    return [Grad(size, (i + 1) / n) for i in range(n)]
+
+
+def test_no_communication_costs_nothing():
+    c = StepCompute(0.03, 0.06, 0.01)
+    for step in (ddp_step(c, _grads(), lambda n: 0.0),
+                 horovod_step(c, _grads(), lambda n: 0.0, cycle_s=0.0)):
+        assert step.step_s == pytest.approx(c.total_s) and step.exposed_s == 0
+
+
+def test_ddp_hides_all_but_what_outlasts_backward():
+    c = StepCompute(0.03, 0.06)
+    grads = _grads()
+    fast = ddp_step(c, grads, lambda n: 1e-4)
+    assert fast.exposed_s == pytest.approx(1e-4)  # the last bucket, launched at the end
+    slow = ddp_step(c, grads, lambda n: n / 1e9)  # 40 MiB at 1 GB/s: comm-bound
+    assert slow.exposed_s > 0.01
+    assert slow.step_s == pytest.approx(c.total_s + slow.exposed_s)
+
+
+def test_ddp_buckets_follow_the_caps_or_ddps_own_sizes():
+    grads = _grads(10, 2**20)
+    caps = buckets(grads, cap_bytes=4 * 2**20)
+    assert [len(b) for b in caps] == [1, 4, 4, 1]  # first bucket 1 MiB, then 4 MiB
+    own = buckets(grads, cap_bytes=4 * 2**20, sizes=[5 * 2**20, 5 * 2**20])
+    assert [len(b) for b in own] == [5, 5]
+
+
+def test_horovod_fuses_what_is_ready_in_one_cycle():
+    c = StepCompute(0.0, 0.010)
+    at_once = [Grad(2**20, 0.0) for _ in range(8)]
+    s = horovod_step(c, at_once, lambda n: 1e-3, fusion_bytes=64 * 2**20, cycle_s=1e-3)
+    assert s.ops == 1
+    small_buffer = horovod_step(c, at_once, lambda n: 1e-3, fusion_bytes=2 * 2**20,
+                                cycle_s=1e-3)
+    assert small_buffer.ops == 4
+    # a longer cycle makes the last gradient wait for the next wake-up
+    late = [Grad(2**20, 1.0)]
+    assert (horovod_step(c, late, lambda n: 0.0, cycle_s=0.004).exposed_s
+            > horovod_step(c, late, lambda n: 0.0, cycle_s=0.001).exposed_s)
+
+
+def test_unknown_links_are_one_clear_error():
+    with pytest.raises(UnknownName, match="unknown interconnect 'ib-qdr'.*ib-hdr.*measured"):
+        interconnects.get("ib-qdr", "inter")
+    with pytest.raises(UnknownName, match="intra-node link 'ib-hdr'"):
+        interconnects.get("ib-hdr", "intra")
+    rows = interconnects.table_rows()
+    assert all(r["source"] and r["gbit_s"] > 0 for r in rows)
+
+
+def test_layout_of_a_workload_holds_every_gradient_once():
+    pytest.importorskip("torch")
+    from projection.layout import LayoutError, model_layout, workload_layout
+    from workloads import registry
+
+    lay = workload_layout("gpt", {}, 4)
+    model = registry.get("gpt", batch_size=4).build_model(False)
+    params = [p for p in model.parameters() if p.requires_grad]
+    assert len(lay.grads) == len(params)
+    assert lay.grad_bytes == sum(p.numel() * p.element_size() for p in params)
+    assert all(0 <= g.ready <= 1 for g in lay.grads)
+    assert [g.ready for g in lay.grads] == sorted(g.ready for g in lay.grads)
+    with pytest.raises(LayoutError, match="cannot analyse model 'nope'"):
+        model_layout("nope", 4)
+
+
+def test_validation_meets_its_goal_and_every_row_has_a_source():
+    checked = validation.check_all(draws=30)
+    rows = validation.rows()
+    assert len(checked) == len(rows) >= 30
+    assert all(r["source"] and r["url"].startswith("https://") and r["compute_source"]
+               for r in rows)
+    assert all(math.isfinite(c.error) for c in checked)
+    assert validation.median_abs_error(checked) <= validation.GOAL, \
+        validation.markdown(checked)
+
+
+def _doc(tmp_path):
+    import shutil
+
+    from tests.bad_inputs import SMALL
+    run = tmp_path / "run"
+    shutil.copytree(SMALL, run)
+    return run
+
+
+def test_project_writes_a_labelled_projection_the_report_shows(tmp_path):
+    from hvd_vs_ddp.cli import main
+    from reports import build_report
+
+    run = _doc(tmp_path)
+    assert main(["project", str(run), "--devices", "8,64", "--devices-per-node", "8",
+                 "--interconnect", "ib-hdr", "--draws", "40"]) == 0
+    doc = json.loads((run / "projection.json").read_text())
+    assert doc["label"].startswith("PROJECTION")
+    rows = doc["workloads"][0]["rows"]
+    assert {r["devices"] for r in rows} == {8, 64}
+    for r in rows:
+        med, lo, hi = r["samples_per_s"]
+        assert lo <= med <= hi and 0 < r["efficiency"][0] <= 1.0 + 1e-9
+    paths = build_report([run], tmp_path / "out" / "report.html")
+    md = paths.markdown.read_text()
+    assert "## Projection" in md and "not measured" in md and "Validation against" in md
+    # a broken projection.json is a note, never a failed report
+    (run / "projection.json").write_text("{\"format\": \"hvd-vs-ddp/projection\"")
+    md = build_report([run], tmp_path / "out2" / "report.html").markdown.read_text()
+    assert "unreadable projection" in md
+
+
+def test_measured_fits_come_from_each_librarys_own_sweep(tmp_path):
+    from projection.inputs import from_run
+
+    run = _doc(tmp_path)
+    ((_, inputs, measured),) = from_run(run, links=None, per_node=4)
+    fitted = {lib.label: lib.measured for lib in inputs.libraries}
+    assert set(fitted) >= {"ddp-gloo", "horovod/gloo"}
+    assert all(c is not None and c.alpha >= 0 and c.beta > 0 for c in fitted.values())
+    assert fitted["ddp-gloo"] != fitted["horovod/gloo"]
+    assert {m.devices for m in measured} >= {2}
+    assert np.all(inputs.compute_s > 0)
