@@ -190,8 +190,11 @@ def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
                  knob: KnobSet, workloads: tuple[str, ...]) -> list[Cell]:
     """A library's own knob set: only for that library's backends; Horovod autotune is
     one cell per workload (Horovod reads it once per process), each followed by the
-    autotuned cell that reads what it chose, and the hierarchical set needs > 1 host."""
+    autotuned cell that reads what it chose, and the hierarchical set needs > 1 host.
+    A set the backend cannot honour (option_conflict: PowerSGD over Gloo) gets no cell."""
     if not knob.applies_to(backend) or knob.hierarchical:
+        return []
+    if registry.get(backend).option_conflict(knob.backend_options()):
         return []
     if not (knob.autotune or knob.autotuned):
         return [Cell(backend, launcher, n, suites, knob_set=knob.name)]
