@@ -108,9 +108,19 @@ def _judge(a: pd.Series, b: pd.Series, margin: float, ws: int, na: str, nb: str)
     return verdicts.judge(stats.ratio_ci(_reps(a), _reps(b)), margin, ws, na, nb)
 
 
+def _chosen(r: pd.Series) -> str:
+    """What an autotuned Horovod cell ran with (its backend_meta), not 'defaults'."""
+    meta = r.get("backend_meta")
+    if not (_knobs(r).get("autotuned") or r["knob_set"] == "hvd-autotuned") \
+            or not isinstance(meta, dict) or "fusion_threshold_bytes" not in meta:
+        return settings(_knobs(r))
+    return (f"autotune's choice: fusion {meta['fusion_threshold_bytes'] / 2**20:g} MiB, "
+            f"cycle {meta.get('cycle_time_ms', 1.0):g} ms")
+
+
 def _side(r: pd.Series | None) -> dict[str, Any] | None:
     return None if r is None else {"series": r["series"], "knob_set": r["knob_set"],
-                                   "settings": settings(_knobs(r)),
+                                   "settings": _chosen(r),
                                    "samples_per_s": float(r["sps_median"]),
                                    "repetitions": int(r.get("n_reps", 1))}
 
