@@ -7,7 +7,7 @@
         --devices 16,64 --devices-per-node 8 --interconnect ib-edr --nics-per-node 4
 
 Prints a table per workload (every figure a projection, with its 95% band from the
-inputs' uncertainty), the in-sample check against what the run measured, and the
+inputs' uncertainty), the bare model against what the run measured, and the
 validation against published results; writes it all to RUN_DIR/projection.json (or
 -o FILE), which `hvd-vs-ddp report` shows in its "Projection" section. Nothing is
 fetched from the network. Bad input (an unknown interconnect, a model it cannot

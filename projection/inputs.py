@@ -11,7 +11,9 @@ Per workload of the run:
 - each library's settings: DDP's bucket cap and its own bucket sizes (ddp_stats),
   Horovod's fusion threshold and cycle time (backend_meta), per knob set;
 - for `--interconnect measured`: alpha and beta fitted to that library's own
-  allreduce sweep (suites/test_collectives.py), resampled for the band.
+  allreduce sweep (suites/test_collectives.py), resampled for the band;
+- the repetitions the report leaves out as disturbed (reports/disturbed.py) are left
+  out here too.
 
     for workload, inputs in from_run(Path("runs/x"), links=None, per_node=4): ...
 """
@@ -36,7 +38,7 @@ class ProjectionInputError(InputError):
 
 @dataclass(frozen=True)
 class Measured:
-    """A library's throughput measured in the run (for the in-sample check)."""
+    """A library's throughput and step measured in the run (bare-model check, calibration)."""
     library: str
     workload: str
     devices: int
@@ -104,10 +106,13 @@ def from_run(run_dir: Path, links: Links | None, per_node: int,
     from results_schema import ResultsError
 
     rng = np.random.default_rng(seed)
+    from reports.disturbed import leave_out_disturbed
+
     try:
         run = load_run(Path(run_dir))
     except (ResultsError, InputError) as exc:
         raise ProjectionInputError(f"{run_dir}: {exc}") from None
+    left_out = leave_out_disturbed(run)  # as the report does: disturbed repetitions out
     hardware = run.manifest.get("hardware") or {}
     cores = int(hardware.get("cores") or 1)
     on_gpu = bool(hardware.get("gpus"))
@@ -199,6 +204,7 @@ def from_run(run_dir: Path, links: Links | None, per_node: int,
                                 f"({', '.join(map(str, sorted(conc_median))) or 'none'}), "
                                 f"else the {ref}-rank one x max(L, {cores}) / "
                                 f"{max(ref, cores)} (time slicing)")
+        inputs.notes += left_out
         out.append((w, inputs, measured))
     return out
 

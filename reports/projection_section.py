@@ -3,7 +3,7 @@
 `hvd-vs-ddp project RUN_DIR ...` writes RUN_DIR/projection.json; a report of that run
 shows it here, apart from every measured figure and labelled a projection: the
 target, the inputs it used, each library's projected samples/s and efficiency with
-their bands, the in-sample check against the run's own measurements and the model's
+their bands, the bare model against the run's own measurements and the model's
 validation against published results. A projection.json that cannot be read is one
 note, never a failed report.
 
@@ -74,13 +74,14 @@ def _run_blocks(name: str, doc: dict) -> list:
                             note))
         if w.get("in_sample"):
             blocks.append(Table(
-                f"In-sample check: {w['workload']} at the run's own sizes",
+                f"Bare model at the run's own sizes: {w['workload']}",
                 pd.DataFrame([{"library": ch["library"], "devices": ch["devices"],
                                "measured samples/s": f"{ch['measured_samples_per_s']:.4g}",
                                "projected samples/s": _band(ch["projected_samples_per_s"]),
                                "error": f"{ch['error']:+.1%}"} for ch in w["in_sample"]]),
-                "The model run at the world sizes this run measured: how far it is from "
-                "the measurements it was built from."))
+                "The model before calibration, at the world sizes this run measured: how "
+                "far it is from the measurements it was built from. The projection above "
+                "carries the difference at the largest size forward (docs/projection.md)."))
     v = doc["validation"]
     blocks.append(Table(
         "Validation against published results",

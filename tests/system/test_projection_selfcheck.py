@@ -3,8 +3,8 @@ and compare with runs measured at 3 and 4 ranks (issue 19's self-validation).
 
 Two real runs (`hvd-vs-ddp run`, gpt, DDP over Gloo under torchrun and Horovod under
 horovodrun --gloo), then `hvd-vs-ddp project FIT --interconnect measured --devices 3,4`.
-Bounds: DDP's predictions within 25% of the measurements (measured here in four runs:
--1% to +18%). Horovod's within a factor of two: with 3-4 ranks on 2 cores its
+Bounds: DDP's predictions within 25% of the measurements (measured here in three pairs
+of runs: -1% to +13%). Horovod's within a factor of two: with 3-4 ranks on 2 cores its
 background threads (a cycle every millisecond per rank) compete with the computing
 ranks, and the measured throughput itself moved from 105 to 170 samples/s between
 runs at 3 ranks (model errors +10% to +81%), so a tighter bound would test the noise.
