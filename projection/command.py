@@ -32,6 +32,7 @@ FORMAT, FORMAT_VERSION = "hvd-vs-ddp/projection", 1
 LABEL = "PROJECTION: predicted by a model, not measured"
 DEFAULT_INTRA = "nvlink4"
 MAX_DEVICES = 1_000_000
+MAX_DRAWS = 20_000
 
 
 class ProjectError(InputError):
@@ -82,9 +83,12 @@ def check(args) -> dict[str, Any]:
     s["links"] = None if measured else Links(
         interconnects.get(args.intra_node or DEFAULT_INTRA, "intra"),
         interconnects.get(args.interconnect, "inter"), s["nics"], args.algorithm)
-    if bool(args.run_dir) == bool(args.compute_ms):
-        raise ProjectError("give either RUN_DIR (project from a run) or --compute-ms with "
-                           "--model (from a published single-device figure), not both")
+    if args.run_dir and args.compute_ms:
+        raise ProjectError("give RUN_DIR (project from a run) or --compute-ms with --model "
+                           "(from a published single-device figure), not both")
+    if not (args.run_dir or args.compute_ms):
+        raise ProjectError("give RUN_DIR (project from a run) or --compute-ms with --model "
+                           "(from a published single-device figure)")
     if args.run_dir:
         run = Path(args.run_dir)
         if not (run / "manifest.json").is_file():
@@ -107,6 +111,9 @@ def check(args) -> dict[str, Any]:
     s["workloads"] = [w.strip() for w in args.workloads.split(",") if w.strip()] \
         if args.workloads else None
     s["draws"] = _int("--draws", args.draws, 400)
+    if s["draws"] > MAX_DRAWS:
+        raise ProjectError(f"--draws {args.draws}: at most {MAX_DRAWS} (400 gives a 95% band "
+                           "to about 1%)")
     out = args.output or (str(Path(args.run_dir) / "projection.json") if args.run_dir else None)
     if out and Path(out).is_dir():
         raise ProjectError(f"--output {out}: is a directory; name a .json file")
@@ -216,6 +223,7 @@ def run(args) -> int:
     print(render_text(doc))
     if s["output"] is not None:
         from results_schema.io import write_json_atomic
+        s["output"].parent.mkdir(parents=True, exist_ok=True)
         write_json_atomic(s["output"], doc)
         print(s["output"])
     return 0
