@@ -3,11 +3,13 @@ and compare with runs measured at 3 and 4 ranks (issue 19's self-validation).
 
 Two real runs (`hvd-vs-ddp run`, gpt, DDP over Gloo under torchrun and Horovod under
 horovodrun --gloo), then `hvd-vs-ddp project FIT --interconnect measured --devices 3,4`.
-Bounds: DDP's predictions within 25% of the measurements (measured here in three pairs
-of runs: -1% to +13%). Horovod's within a factor of two: with 3-4 ranks on 2 cores its
-background threads (a cycle every millisecond per rank) compete with the computing
-ranks, and the measured throughput itself moved from 105 to 170 samples/s between
-runs at 3 ranks (model errors +10% to +81%), so a tighter bound would test the noise.
+Checks: DDP's predictions within 25% of the measurements (measured here in three pairs
+of runs: -1% to +13%); at each size the projection names the same faster library as the
+measurement (DDP, by 47-137% here); Horovod's predictions within a factor of 2.5, a
+sanity bound: with 3-4 ranks on 2 cores its background threads (a cycle every
+millisecond per rank) compete with the computing ranks, and its measured throughput
+itself moved from 105 to 170 samples/s between runs at 3 ranks (model errors +10% to
++81%), so a tighter bound would test the noise.
 Horovod's MPI controller is left out: Open MPI's progress engine busy-polls, and with
 more ranks than cores the spinning ranks take the cores from the computing ones
 (measured: 2x slower than the model at 3-4 ranks), a regime no alpha-beta model covers.
@@ -29,7 +31,7 @@ pytestmark = [pytest.mark.multiproc, pytest.mark.slow]
 SUITE_ARGS = ("--rounds 5 --steps-per-round 2 --warmup-steps 2 --max-bytes 4194304 "
               "-k 'not convergence and not accuracy'")
 DDP_BOUND = 0.25          # |projected / measured - 1|
-HOROVOD_FACTOR = 2.0      # projected / measured within [1/2, 2]
+HOROVOD_FACTOR = 2.5      # projected / measured within [1/2.5, 2.5]
 
 
 def _run(runs, name: str, sizes: str, backends: str) -> None:
@@ -73,3 +75,8 @@ def test_fit_on_1_2_ranks_predicts_3_4(tmp_path, capsys):
             assert abs(e) <= DDP_BOUND, errors
         else:
             assert 1 / HOROVOD_FACTOR <= 1 + e <= HOROVOD_FACTOR, errors
+    if ok:  # the answer a reader takes away: which library is faster at each size
+        for n in (3, 4):
+            faster = {name: max(("ddp-gloo", "horovod/gloo"), key=lambda k: d[k, n])
+                      for name, d in (("measured", measured), ("projected", predicted))}
+            assert faster["measured"] == faster["projected"], (n, measured, predicted)
