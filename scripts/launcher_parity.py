@@ -27,8 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from backends import launchers  # noqa: E402
-from harness.options import SUITES  # noqa: E402
+from hvd_vs_ddp.backends import launchers  # noqa: E402
+from hvd_vs_ddp.harness.options import SUITES  # noqa: E402
 
 LAUNCHERS = ("single", "torchrun", "mpirun", "horovodrun-gloo", "horovodrun-mpi")
 

@@ -1,4 +1,4 @@
-"""Ratio table: the ddp-mpi allreduce (backends/mpi_pg) against raw mpi4py Allreduce.
+"""Ratio table: the ddp-mpi allreduce (hvd_vs_ddp/backends/mpi_pg) against raw mpi4py Allreduce.
 
 Reads pytest-benchmark JSON files written by the collectives suite, each holding the
 ddp-mpi allreduce cell and the raw mpi4py bar (test_raw_mpi_allreduce) of ONE run, so

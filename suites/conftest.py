@@ -20,12 +20,12 @@ import contextlib
 import pytest
 import torch
 
-from backends import registry
-from backends.base import BackendOptions
-from backends.env import detect
-from common.errors import InputError
-from common.log import configure as configure_logging
-from harness import (
+from hvd_vs_ddp.backends import registry
+from hvd_vs_ddp.backends.base import BackendOptions
+from hvd_vs_ddp.backends.env import detect
+from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.common.log import configure as configure_logging
+from hvd_vs_ddp.harness import (
     collective_pytest,
     horovod_timeline,
     options,
@@ -35,8 +35,8 @@ from harness import (
     tuning,
     versions,
 )
-from results_schema import MachineInfo
-from workloads import registry as workload_registry
+from hvd_vs_ddp.results_schema import MachineInfo
+from hvd_vs_ddp.workloads import registry as workload_registry
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

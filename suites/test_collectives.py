@@ -18,12 +18,12 @@ import numpy as np
 import pytest
 import torch
 
-from backends import registry
-from backends.base import BackendOptions
-from backends.env import detect
-from backends.launchers import mpi_ranks
-from harness.options import COLLECTIVE_OPS
-from results_schema import CollectiveRecord, CollectiveSize, MemcpyRecord
+from hvd_vs_ddp.backends import registry
+from hvd_vs_ddp.backends.base import BackendOptions
+from hvd_vs_ddp.backends.env import detect
+from hvd_vs_ddp.backends.launchers import mpi_ranks
+from hvd_vs_ddp.harness.options import COLLECTIVE_OPS
+from hvd_vs_ddp.results_schema import CollectiveRecord, CollectiveSize, MemcpyRecord
 
 # every backend that runs on many ranks with collectives of its own
 BACKENDS = tuple(n for n in registry.distributed_names()

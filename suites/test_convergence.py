@@ -18,12 +18,12 @@ import time
 
 import numpy as np
 
-from backends import registry
-from backends.base import BackendOptions
-from backends.env import SINGLE
-from backends.local import SingleBackend
-from results_schema import ConvergenceRecord, TimeToAccuracyRecord
-from workloads.loop import TrainConfig, Trainer, accuracy
+from hvd_vs_ddp.backends import registry
+from hvd_vs_ddp.backends.base import BackendOptions
+from hvd_vs_ddp.backends.env import SINGLE
+from hvd_vs_ddp.backends.local import SingleBackend
+from hvd_vs_ddp.results_schema import ConvergenceRecord, TimeToAccuracyRecord
+from hvd_vs_ddp.workloads.loop import TrainConfig, Trainer, accuracy
 
 # Tolerance on the per-step relative loss deviation from `single`, float32.
 # The reference computes the same per-shard gradients, so only the reduction

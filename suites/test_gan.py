@@ -1,4 +1,4 @@
-"""Toggled accumulation with two optimizers (workloads/gan.py) against `single`.
+"""Toggled accumulation with two optimizers (hvd_vs_ddp/workloads/gan.py) against `single`.
 
 Each backend trains the GAN for --convergence-steps steps with k = 2 micro-batches per
 optimizer step, each model communicating only on its k-th backward pass (DDP: no_sync
@@ -22,11 +22,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from backends.base import BackendOptions
-from backends.env import SINGLE
-from backends.local import SingleBackend
-from results_schema import GanConvergenceRecord
-from workloads.gan import GANConfig, train_gan
+from hvd_vs_ddp.backends.base import BackendOptions
+from hvd_vs_ddp.backends.env import SINGLE
+from hvd_vs_ddp.backends.local import SingleBackend
+from hvd_vs_ddp.results_schema import GanConvergenceRecord
+from hvd_vs_ddp.workloads.gan import GANConfig, train_gan
 
 TOLERANCE = 1e-4  # the convergence suite's, for the same reason (test_convergence.py)
 GAN_BACKENDS = ("ddp-gloo", "ddp-nccl", "ddp-mpi", "zero", "horovod")

@@ -5,7 +5,7 @@ Per (backend, workload, knob set): warm-up steps, then --rounds rounds of
 the same number). A step's time is the slowest rank's; samples/s = global batch
 / that time. Every rank's raw step times, the backend's metadata and the knobs
 go into extra_info, and for DDP its own runtime statistics of the timed steps
-(harness/ddp_stats.py, --ddp-sample-rate). Also the compute-only step time of the
+(hvd_vs_ddp/harness/ddp_stats.py, --ddp-sample-rate). Also the compute-only step time of the
 same per-rank batch (single process per rank, no communication) for exposed
 communication.
 
@@ -21,14 +21,14 @@ import numpy as np
 import pytest
 import torch
 
-from backends.env import SINGLE
-from backends.held_bytes import held_bytes
-from harness import profiling, startup, tuning
-from harness.ddp_stats import DDPStats
-from harness.knobs import SETS, by_name
-from harness.monitor import Monitor
-from results_schema import ComputeOnlyRecord, HorovodTimelineRecord, ThroughputRecord
-from workloads.loop import Trainer
+from hvd_vs_ddp.backends.env import SINGLE
+from hvd_vs_ddp.backends.held_bytes import held_bytes
+from hvd_vs_ddp.harness import profiling, startup, tuning
+from hvd_vs_ddp.harness.ddp_stats import DDPStats
+from hvd_vs_ddp.harness.knobs import SETS, by_name
+from hvd_vs_ddp.harness.monitor import Monitor
+from hvd_vs_ddp.results_schema import ComputeOnlyRecord, HorovodTimelineRecord, ThroughputRecord
+from hvd_vs_ddp.workloads.loop import Trainer
 
 
 def _cells(config):
@@ -126,11 +126,11 @@ def test_throughput(benchmark, request, plugin, open_backend, make_workload, thr
     options = knobs.backend_options(timeout, *tuning.autotune_inputs(request.config, knobs,
                                                                        workload_name))
     if name == "horovod":
-        from backends.horovod import fusion_conflict
+        from hvd_vs_ddp.backends.horovod import fusion_conflict
         conflict = fusion_conflict(options)
         if conflict:
             pytest.skip(f"horovod: {conflict}")
-    from backends import registry
+    from hvd_vs_ddp.backends import registry
     conflict = registry.get(name).option_conflict(options)
     if conflict:
         pytest.skip(f"{name}: {conflict}")
@@ -174,7 +174,8 @@ def test_throughput(benchmark, request, plugin, open_backend, make_workload, thr
 
 def _profile(request, trainer, backend, workload_name: str, knob_set: str) -> list[str] | None:
     """--profile-steps N: N more steps under torch.profiler after the timed rounds and the
-    losses (harness/profiling.py); every rank writes its trace. The traces' names, relative
+    losses (hvd_vs_ddp/harness/profiling.py); every rank writes its trace. The traces'
+    names, relative
     to the results file's folder, in rank order; None when off (or in a timeline cell)."""
     steps = request.config.getoption("profile_steps")
     if not steps or request.config.hvd_timeline:
@@ -228,7 +229,7 @@ def test_compute_only(benchmark, request, plugin, make_workload, compute_cell):
     _skip_gpu_only(knobs)
     if knobs.communicates:
         pytest.skip(f"knob set {knobs.name} only changes communication")
-    from backends.local import SingleBackend
+    from hvd_vs_ddp.backends.local import SingleBackend
 
     backend = SingleBackend(knobs.backend_options(), env=SINGLE).setup()
     if torch.cuda.is_available():  # one GPU per rank, as the distributed backends use

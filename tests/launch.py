@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from backends import launchers
-from common.processes import marked
+from hvd_vs_ddp.backends import launchers
+from hvd_vs_ddp.common.processes import marked
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,7 +52,7 @@ def explain(proc: subprocess.CompletedProcess) -> str:
 
 
 def horovod_available() -> tuple[bool, str]:
-    from backends import registry
+    from hvd_vs_ddp.backends import registry
     avail = registry.availability("horovod")
     return avail.ok, avail.reason
 

@@ -5,7 +5,7 @@ fails an assertion or sleeps past the time limit, selected by HVD_FAULT.
 """
 import pytest
 
-from harness import collective_pytest
+from hvd_vs_ddp.harness import collective_pytest
 
 
 def pytest_addoption(parser):

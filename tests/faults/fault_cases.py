@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from backends.env import detect
+from hvd_vs_ddp.backends.env import detect
 
 FAULT = os.environ.get("HVD_FAULT", "")
 RANK = int(os.environ.get("HVD_FAULT_RANK", "1"))

@@ -5,7 +5,7 @@ Loaded only by tests/system/test_kill_rank.py, through the environment of the jo
     PYTEST_PLUGINS=tests.plugins.kill_rank HVD_VS_DDP_TEST_KILL_RANK=1 \
         torchrun --nproc-per-node 2 -m pytest suites/ ...
 
-The suites and their runtime (harness/) know nothing of it.
+The suites and their runtime (hvd_vs_ddp/harness/) know nothing of it.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import signal
 
 import pytest
 
-from backends.env import detect
+from hvd_vs_ddp.backends.env import detect
 
 VICTIM_ENV = "HVD_VS_DDP_TEST_KILL_RANK"
 

@@ -15,8 +15,8 @@ import signal
 import sys
 import time
 
-from backends.env import detect
-from harness import rank_started
+from hvd_vs_ddp.backends.env import detect
+from hvd_vs_ddp.harness import rank_started
 
 WAIT_S = 60.0  # the others' wait: far longer than any launcher takes to end them
 

@@ -4,7 +4,7 @@ Not a test (no pass/fail on timings): it prints median time, algbw and busbw
 (nccl-tests: busbw = algbw * 2(n-1)/n) of a float32 SUM allreduce for
   raw  comm.Allreduce(IN_PLACE, buf)          (blocking, Open MPI's tuned algorithm)
   raw  comm.Iallreduce(IN_PLACE, buf).Wait()  (non-blocking, libnbc)
-  pg   dist.all_reduce(tensor) over "mpi4py"  (this repo's backends/mpi_pg/)
+  pg   dist.all_reduce(tensor) over "mpi4py"  (this repo's hvd_vs_ddp/backends/mpi_pg/)
 and the ratio pg / raw Allreduce (time), checking the result of every round.
 
 Run (from the repo root; as root also export OMPI_ALLOW_RUN_AS_ROOT=1
@@ -23,9 +23,9 @@ import torch
 import torch.distributed as dist
 from mpi4py import MPI
 
-from backends import mpi_pg
-from backends.env import detect
-from backends.rendezvous import store_for
+from hvd_vs_ddp.backends import mpi_pg
+from hvd_vs_ddp.backends.env import detect
+from hvd_vs_ddp.backends.rendezvous import store_for
 
 
 def _init(world) -> None:

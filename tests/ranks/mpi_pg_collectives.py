@@ -1,4 +1,4 @@
-"""Rank script: every collective of backends/mpi_pg/ checked against numpy.
+"""Rank script: every collective of hvd_vs_ddp/backends/mpi_pg/ checked against numpy.
 
 Each rank builds deterministic inputs for EVERY rank, so the expected answer is
 computed locally (numpy, float64, then cast) and compared with what the
@@ -33,9 +33,9 @@ import torch.distributed as dist
 from mpi4py import MPI
 from torch.distributed import ReduceOp
 
-from backends import mpi_pg
-from backends.env import detect
-from backends.rendezvous import store_for
+from hvd_vs_ddp.backends import mpi_pg
+from hvd_vs_ddp.backends.env import detect
+from hvd_vs_ddp.backends.rendezvous import store_for
 
 warnings.filterwarnings("ignore", category=FutureWarning)  # all_gather_into_tensor naming
 

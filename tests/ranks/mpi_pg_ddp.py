@@ -29,9 +29,9 @@ import torch.distributed as dist
 from mpi4py import MPI
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from backends import mpi_pg
-from backends.env import detect
-from backends.rendezvous import store_for
+from hvd_vs_ddp.backends import mpi_pg
+from hvd_vs_ddp.backends.env import detect
+from hvd_vs_ddp.backends.rendezvous import store_for
 
 LOCAL_BATCH, STEPS, LR = 8, 10, 0.1
 GRAD_TOL, REF_TOL = 1e-6, 1e-5

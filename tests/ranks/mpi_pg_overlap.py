@@ -28,9 +28,9 @@ import torch.distributed as dist
 from mpi4py import MPI
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from backends import mpi_pg
-from backends.env import detect
-from backends.rendezvous import store_for
+from hvd_vs_ddp.backends import mpi_pg
+from hvd_vs_ddp.backends.env import detect
+from hvd_vs_ddp.backends.rendezvous import store_for
 
 FIELDS = ("avg_forward_compute_time", "avg_backward_compute_time",
           "avg_backward_comm_time", "avg_backward_compute_comm_overlap_time")

@@ -20,11 +20,11 @@ import json
 
 import torch
 
-from backends import registry
-from backends.base import BackendOptions
-from backends.env import SINGLE
-from workloads import registry as workloads
-from workloads.loop import TrainConfig, train
+from hvd_vs_ddp.backends import registry
+from hvd_vs_ddp.backends.base import BackendOptions
+from hvd_vs_ddp.backends.env import SINGLE
+from hvd_vs_ddp.workloads import registry as workloads
+from hvd_vs_ddp.workloads.loop import TrainConfig, train
 
 
 def grads_of(model) -> list[torch.Tensor]:
@@ -93,6 +93,6 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    from harness.process_exit import hard_exit
+    from hvd_vs_ddp.harness.process_exit import hard_exit
 
     hard_exit(main())

@@ -34,7 +34,7 @@ def image_folder(tmp_path):
 
 
 def test_resnet50_reads_an_image_folder(image_folder):
-    from workloads import registry
+    from hvd_vs_ddp.workloads import registry
 
     workload = registry.get("resnet50", data_dir=str(image_folder), image_size=32)
     data = workload.build_dataset(workload.seed)

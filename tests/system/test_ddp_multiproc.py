@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from backends import launchers
+from hvd_vs_ddp.backends import launchers
 from tests.launch import ROOT, explain, launched
 
 pytestmark = pytest.mark.multiproc

@@ -5,7 +5,8 @@ hvd_vs_ddp.cell_errors.error_line() must read "rank 1 ... was killed by signal 9
 (SIGKILL)" from the launcher's combined output, not a collateral rank, not a banner:
 
 - Open MPI 4's mpirun, torchrun, horovodrun --gloo and horovodrun --mpi run the real
-  suites (one small collectives test of DDP over Gloo, through backends.launchers.command)
+  suites (one small collectives test of DDP over Gloo, through
+  hvd_vs_ddp.backends.launchers.command)
   with tests/plugins/kill_rank.py, which kills rank 1 as its first test starts;
 - Open MPI 5's mpirun and MPICH's mpiexec (from scripts/install_mpis.sh; skipped, saying
   so, where it could not install them) and Slurm's srun (the private cluster of
@@ -30,8 +31,8 @@ from pathlib import Path
 
 import pytest
 
-from backends import launchers
-from hvd_vs_ddp.cell_errors import error_line
+from hvd_vs_ddp.backends import launchers
+from hvd_vs_ddp.cli.cell_errors import error_line
 from tests.launch import ROOT, horovod_available, leftovers
 from tests.system.test_slurm import slurm  # noqa: F401 - the fixture: a private Slurm node
 
@@ -117,9 +118,9 @@ def test_srun_rank_killed(slurm):  # noqa: F811 - the imported fixture
 def test_rank_guard_ends_as_its_rank_did(code, want_rc, want):
     """harness/rank_guard.py: its status is the rank's, its one line says how it ended."""
     env = dict(os.environ, PMI_RANK="1", PMI_SIZE="2", PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "harness.rank_guard", sys.executable, "-c",
-                           code], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "hvd_vs_ddp.harness.rank_guard",
+                           sys.executable, "-c", code], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60)
     assert proc.returncode == want_rc, proc.stderr
     lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("hvd-vs-ddp: rank 1 of 2")]
     if want is None:

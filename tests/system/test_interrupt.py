@@ -133,7 +133,7 @@ def test_a_signal_started_ignored_stays_ignored(tmp_path):
 
 def test_end_marked_ends_a_tree_that_left_its_session():
     """The cleanup finds processes by marker even when they escaped the process group."""
-    from common.processes import end_marked, marked
+    from hvd_vs_ddp.common.processes import end_marked, marked
 
     value = uuid.uuid4().hex
     env = dict(os.environ, HVD_VS_DDP_CELL=value)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from backends import launchers
+from hvd_vs_ddp.backends import launchers
 from tests.launch import ROOT, horovod_available, leftovers
 
 pytestmark = pytest.mark.multiproc

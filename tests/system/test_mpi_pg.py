@@ -1,4 +1,4 @@
-"""Real-process tests of backends/mpi_pg/ (the mpi4py torch.distributed backend).
+"""Real-process tests of hvd_vs_ddp/backends/mpi_pg/ (the mpi4py torch.distributed backend).
 
 Each test launches `mpirun` on a rank script in tests/ranks/ and asserts its exit
 status (the scripts compare against numpy / a single-process model and exit 1 on

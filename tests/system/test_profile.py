@@ -11,9 +11,9 @@ import json
 import pytest
 
 from hvd_vs_ddp.cli import main as cli
-from reports import build_report
-from reports.profile_trace import breakdown, read_trace
-from results_schema import load_cell_results
+from hvd_vs_ddp.reports import build_report
+from hvd_vs_ddp.reports.profile_trace import breakdown, read_trace
+from hvd_vs_ddp.results_schema import load_cell_results
 from tests.launch import TINY_SUITE_ARGS, explain, horovod_available, launched
 
 pytestmark = pytest.mark.multiproc

@@ -11,7 +11,7 @@ import json
 import pytest
 
 from hvd_vs_ddp.cli import main as cli
-from reports import build_report
+from hvd_vs_ddp.reports import build_report
 
 pytestmark = pytest.mark.multiproc
 TINY = "--rounds 2 --steps-per-round 1 --warmup-steps 1 --convergence-steps 3 --max-bytes 4096"

@@ -5,7 +5,7 @@
 - failures give exit 1: a real mpirun that cannot start (an unknown MPI component) and a
   launcher hidden from PATH while its check is asked for by name;
 - an unknown check name: one error line, exit 2;
-- NVML vs CUDA_VISIBLE_DEVICES: which GPU a CUDA index is (harness.monitor);
+- NVML vs CUDA_VISIBLE_DEVICES: which GPU a CUDA index is (hvd_vs_ddp.harness.monitor);
 - Horovod trains a channels_last model (it refused non-contiguous tensors; first seen on
   an H100, reproducible on the CPU);
 - one NCCL library in a process with torch and Horovod; NCCL_*/HOROVOD_*/CUDA_*
@@ -24,8 +24,8 @@ import sys
 import pytest
 import torch
 
-from backends import launchers
-from harness.monitor import visible_device
+from hvd_vs_ddp.backends import launchers
+from hvd_vs_ddp.harness.monitor import visible_device
 from tests.launch import ROOT, explain, horovod_available, launched
 
 CPU_CHECKS = ("single (cpu)", "dp (cpu)", "ddp-gloo (cpu)", "ddp-mpi (cpu)",
@@ -121,7 +121,7 @@ def test_horovod_trains_a_channels_last_model(extra):
     if not ok:
         pytest.skip(f"horovod: {why}")
     proc = launched("horovodrun-gloo", 2, [
-        "-m", "hvd_vs_ddp.selftest_rank", "train", "--backend", "horovod", "--device", "cpu",
+        "-m", "hvd_vs_ddp.cli.selftest_rank", "train", "--backend", "horovod", "--device", "cpu",
         "--workload", "resnet50", "--channels-last", "--steps", "2", *extra])
     assert proc.returncode == 0, explain(proc)
     assert "SELFTEST OK horovod x2" in proc.stdout, explain(proc)
@@ -132,7 +132,8 @@ def test_one_nccl_in_a_process_with_torch_and_horovod():
     both, exactly one libnccl is mapped (a second one would be a second NCCL runtime)."""
     code = ("import torch\n"
             "try:\n    import horovod.torch\nexcept ImportError:\n    pass\n"
-            "from harness.versions import loaded_nccl\nprint(len(loaded_nccl()), loaded_nccl())")
+            "from hvd_vs_ddp.harness.versions import loaded_nccl\n"
+            "print(len(loaded_nccl()), loaded_nccl())")
     env = launchers.env()
     env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
@@ -145,7 +146,7 @@ def test_one_nccl_in_a_process_with_torch_and_horovod():
 
 
 def test_nccl_and_horovod_variables_are_recorded(monkeypatch):
-    from harness.versions import knob_env
+    from hvd_vs_ddp.harness.versions import knob_env
 
     monkeypatch.setenv("NCCL_P2P_DISABLE", "1")
     monkeypatch.setenv("HOROVOD_HIERARCHICAL_ALLREDUCE", "1")
@@ -161,7 +162,7 @@ def test_nccl_and_horovod_variables_are_recorded(monkeypatch):
     (4, 0, "", False),        # nothing visible at all
 ])
 def test_ddp_nccl_accepts_a_gpu_per_rank_binding(local_size, gpus, visible, ok):
-    from backends.ddp import gpus_fit
+    from hvd_vs_ddp.backends.ddp import gpus_fit
 
     assert bool(gpus_fit(local_size, gpus, visible)) is ok
 
@@ -169,7 +170,7 @@ def test_ddp_nccl_accepts_a_gpu_per_rank_binding(local_size, gpus, visible, ok):
 def test_a_preset_on_a_one_gpu_host_keeps_the_gpu_cells_that_fit(monkeypatch):
     """`run --preset full` on one GPU: ddp-nccl and horovod (NCCL) only at world size 1;
     it raised "ddp-nccl at world size 2 needs 2 GPUs" before. By name it still errors."""
-    from hvd_vs_ddp import matrix
+    from hvd_vs_ddp.cli import matrix
 
     monkeypatch.setattr(matrix, "_gpus", lambda: 1)  # the host's GPU count, nothing else
     cells = matrix.cells(matrix.PRESETS["full"], world_sizes=[1, 2])

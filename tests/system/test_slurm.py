@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from backends import launchers
+from hvd_vs_ddp.backends import launchers
 from tests.launch import ROOT, horovod_available
 from tests.launch import TINY_SUITE_ARGS as TINY
 

@@ -1,4 +1,4 @@
-"""Every rank gets the same intra-op threads under every launcher (harness/threads.py).
+"""Every rank gets the same intra-op threads under every launcher (hvd_vs_ddp/harness/threads.py).
 
 torchrun sets OMP_NUM_THREADS=1, horovodrun and mpirun set nothing; before the suites
 decided threads themselves, ranks under horovodrun ran one thread per core each (4
@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from harness.threads import decide, node_cores
+from hvd_vs_ddp.harness.threads import decide, node_cores
 from tests.launch import explain, launched
 
 pytestmark = pytest.mark.multiproc

@@ -1,6 +1,6 @@
 """Horovod autotune on real ranks: its log beside the results, then a cell at the
 parameters it chose; DDP's fp16 and bf16 hooks train on Gloo CPU, and PowerSGD, which
-aborts there now and then (backends/ddp.py says why), is skipped with its reason.
+aborts there now and then (hvd_vs_ddp/backends/ddp.py says why), is skipped with its reason.
 
     python -m pytest tests/system/test_tuning_cells.py -q
 """
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from common.horovod_autotune import read
-from results_schema import load_cell_results
+from hvd_vs_ddp.common.horovod_autotune import read
+from hvd_vs_ddp.results_schema import load_cell_results
 from tests.launch import TINY_SUITE_ARGS, explain, horovod_available, launched
 
 pytestmark = [pytest.mark.multiproc]

@@ -47,7 +47,7 @@ from pathlib import Path
 
 import pytest
 
-from backends import launchers
+from hvd_vs_ddp.backends import launchers
 from tests.launch import ROOT, explain, horovod_available, launched
 
 pytestmark = pytest.mark.multiproc

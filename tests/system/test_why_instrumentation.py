@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from reports.horovod_timeline import parse, per_step, read_events
-from results_schema import load_cell_results
+from hvd_vs_ddp.reports.horovod_timeline import parse, per_step, read_events
+from hvd_vs_ddp.results_schema import load_cell_results
 from tests.launch import TINY_SUITE_ARGS, explain, horovod_available, launched
 
 pytestmark = [pytest.mark.multiproc]

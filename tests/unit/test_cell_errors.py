@@ -1,9 +1,9 @@
-"""hvd_vs_ddp/cell_errors.py without processes: the dead rank read from recorded launcher logs.
+"""hvd_vs_ddp/cli/cell_errors.py without processes: the dead rank read from recorded launcher logs.
 
 tests/fixtures/dead_rank/<launcher>.log are the real combined output of each launcher,
 recorded by tests/system/test_dead_rank.py (HVD_VS_DDP_RECORD_DEAD_RANK=DIR) while rank 1
 of 2 was SIGKILLed (mpich-without-guard.log: MPICH's mpiexec running
-tests/ranks/die_rank.py without harness/rank_guard.py); each must give exactly the line
+tests/ranks/die_rank.py without hvd_vs_ddp/harness/rank_guard.py); each must give exactly the line
 in RECORDED. Short
 hand-made logs pin the rules: the root cause before collateral deaths, a PID turned
 into a rank by the ranks' start lines, start lines and warnings never the error.
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness import rank_guard, rank_started
-from hvd_vs_ddp.cell_errors import dead_rank, error_line, main
+from hvd_vs_ddp.cli.cell_errors import dead_rank, error_line, main
+from hvd_vs_ddp.harness import rank_guard, rank_started
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "dead_rank"
 RECORDED = {

@@ -18,9 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from common.log import log
-from hvd_vs_ddp import runner, selftest
-from hvd_vs_ddp.cli import main
+from hvd_vs_ddp.cli import main, runner, selftest
+from hvd_vs_ddp.common.log import log
 from tests.bad_inputs import CASES, Case, tree_hash
 from tests.bad_inputs import workdir as make_workdir
 from tests.launch import ROOT

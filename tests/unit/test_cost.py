@@ -1,4 +1,4 @@
-"""The report's Cost section (reports/cost.py) over recorded runs: device-hours per epoch
+"""The report's Cost section (hvd_vs_ddp/reports/cost.py) over recorded runs: device-hours per epoch
 and cost per million samples follow from the measured samples/s and devices, their
 intervals from the same bootstrap as the verdicts, energy per sample from the monitor's
 GPU energy, and the CLI's options refused when bad (tests/bad_inputs.py has the cases).
@@ -14,9 +14,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reports import build_report, cost
-from reports.frames import build_frames
-from reports.load import load_run
+from hvd_vs_ddp.reports import build_report, cost
+from hvd_vs_ddp.reports.frames import build_frames
+from hvd_vs_ddp.reports.load import load_run
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 

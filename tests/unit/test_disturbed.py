@@ -1,4 +1,4 @@
-"""reports/disturbed.py on a recorded run: repetitions marked with foreign load are
+"""hvd_vs_ddp/reports/disturbed.py on a recorded run: repetitions marked with foreign load are
 left out of the timings (and the report says so), kept when too few undisturbed ones
 remain or with --keep-disturbed, and a disturbed repetition moves the verdict's
 interval only when it is kept.
@@ -11,8 +11,8 @@ import json
 import shutil
 from pathlib import Path
 
-from reports.disturbed import leave_out_disturbed
-from reports.load import load_run
+from hvd_vs_ddp.reports.disturbed import leave_out_disturbed
+from hvd_vs_ddp.reports.load import load_run
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "cpu-repeats"
 

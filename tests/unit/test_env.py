@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from backends.env import LauncherEnvError, detect
+from hvd_vs_ddp.backends.env import LauncherEnvError, detect
 
 
 def test_plain_process_is_world_size_one():
@@ -93,8 +93,8 @@ def test_inconsistent_variables_name_the_variables(variables, names):
 
 def test_every_detected_launcher_is_a_row_of_the_launcher_table():
     """One vocabulary: whatever env detection reports, the launcher table knows."""
-    from backends import launchers
-    from backends.env import DETECTORS
+    from hvd_vs_ddp.backends import launchers
+    from hvd_vs_ddp.backends.env import DETECTORS
 
     cases = [{"RANK": "0", "WORLD_SIZE": "2"}, {"HOROVOD_RANK": "0", "HOROVOD_SIZE": "2"},
              {"RANK": "1", "WORLD_SIZE": "2", "HVD_VS_DDP_SPAWNED": "1"},
@@ -109,7 +109,16 @@ def test_every_detected_launcher_is_a_row_of_the_launcher_table():
 
 
 def test_spawned_ranks_are_spawn_and_read_torchrun_variables():
-    from harness.spawn_ranks import rank_env
+    from hvd_vs_ddp.harness.spawn_ranks import rank_env
     env = detect(rank_env(1, 2, 4242))
     assert (env.launcher, env.rank, env.world_size, env.local_rank) == ("spawn", 1, 2, 1)
     assert (env.master_addr, env.master_port) == ("127.0.0.1", 4242)
+
+
+def test_the_launcher_table_speaks_the_results_formats_vocabulary():
+    """The format owns the launcher names a file may hold; the table has a row for each
+    and no other (a new launcher is added to the format first)."""
+    from hvd_vs_ddp.backends import launchers
+    from hvd_vs_ddp.results_schema.launchers import LAUNCHERS
+
+    assert set(launchers.NAMES) == set(LAUNCHERS)

@@ -9,10 +9,10 @@ Two real sources of ENOSPC, no mock:
   /dev/full; this works without root.
 
 What is written and where: the run's manifest (runner save(), through
-results_schema.io.write_json_atomic), a report's HTML, Markdown, figures and
-verdicts.json (reports/build.py, through write_files_atomic: all temporary files
+hvd_vs_ddp.results_schema.io.write_json_atomic), a report's HTML, Markdown, figures and
+verdicts.json (hvd_vs_ddp/reports/build.py, through write_files_atomic: all temporary files
 first, then the renames). A cell's own results file is written by rank 0 of the
-suites (harness/collective_pytest.py: a partial file renamed at the end) inside the
+suites (hvd_vs_ddp/harness/collective_pytest.py: a partial file renamed at the end) inside the
 cell's process, so a full disk there fails that cell like any other failure.
 
     python -m pytest tests/unit/test_full_disk.py -q
@@ -29,9 +29,9 @@ from pathlib import Path
 
 import pytest
 
-from common.log import log
 from hvd_vs_ddp.cli import main as cli
-from results_schema import WriteError, write_files_atomic, write_json_atomic
+from hvd_vs_ddp.common.log import log
+from hvd_vs_ddp.results_schema import WriteError, write_files_atomic, write_json_atomic
 from tests.launch import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
@@ -102,7 +102,7 @@ def one_error_line(err: str) -> str:
     return lines[0]
 
 
-# ---------------------------------------------------------------- results_schema/io.py
+# ---------------------------------------------------------------- hvd_vs_ddp/results_schema/io.py
 def test_json_write_into_dev_full_keeps_the_old_file(tmp_path):
     path = tmp_path / "manifest.json"
     write_json_atomic(path, {"old": True})

@@ -1,5 +1,5 @@
 """Horovod timelines recorded on this machine (tests/fixtures/runs/cpu-why/cells/, one per
-controller) parsed by reports/horovod_timeline.py, checked against the raw events.
+controller) parsed by hvd_vs_ddp/reports/horovod_timeline.py, checked against the raw events.
 
 The fixtures come from the `hvd-vs-ddp run` in tests/unit/test_why_report.py's docstring.
 Horovod ends every event with "}]", so its files are valid JSON as written; a file cut
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reports.horovod_timeline import ALLREDUCE_OPS, parse, per_step, read_events
-from results_schema import load_cell_results
+from hvd_vs_ddp.reports.horovod_timeline import ALLREDUCE_OPS, parse, per_step, read_events
+from hvd_vs_ddp.results_schema import load_cell_results
 
 CELLS = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "cpu-why" / "cells"
 TRACES = sorted(CELLS.glob("*.horovod-timeline.json"))

@@ -1,14 +1,23 @@
-"""The project's import graph, built from the source with grimp: the package boundaries hold.
+"""The project's import graph, built from the source with grimp: the layers hold.
+
+Everything is one installed namespace, `hvd_vs_ddp`; its layers, bottom up:
+
+    common -> results_schema -> backends, workloads -> harness -> (suites/)
+    results_schema -> runs -> reports, projection -> cli
 
 - no import cycle between the project's modules (lazy imports inside functions count;
   imports only under TYPE_CHECKING do not);
-- backends/, workloads/, harness/, results_schema/ and the suites never import the CLI package
-  (hvd_vs_ddp/): data flows launcher -> backend -> loop -> suite -> results, and the CLI
-  only orchestrates;
-- reports/, results_schema/ and common/ never import torch (a report must build on a machine
-  without it), nor does the projection's cost model (projection/collectives, schedule,
-  interconnects, model);
-- common/ imports no other project package (it is the bottom layer).
+- nothing below the CLI (hvd_vs_ddp.cli) imports it: data flows launcher -> backend ->
+  loop -> suite -> results, and the CLI only orchestrates;
+- the results format (results_schema) imports nothing that writes it (backends,
+  workloads, harness) nor anything above it: what a file may say does not depend on
+  today's code;
+- the projection never imports the report (both read the typed run model);
+- reports, results_schema, common and the run model never import torch (a report must
+  build on a machine without it), nor does the projection's cost model;
+- common imports no other project package (it is the bottom layer);
+- every import of the project's code names the namespace (`hvd_vs_ddp.backends`, never a
+  bare `backends`), in the package, the suites, the tests and the scripts.
 
     python -m pytest tests/unit/test_import_graph.py -q
 """
@@ -22,30 +31,36 @@ import networkx as nx
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = sorted(p.name for p in ROOT.iterdir()
-                  if (p / "__init__.py").is_file() and p.name != "tests")
-CLI = "hvd_vs_ddp"
-TORCH_FREE = ("reports", "results_schema", "common")
-NEVER_IMPORT_CLI = ("backends", "workloads", "harness", "results_schema", "reports", "common",
-                    "projection")
+TOP = "hvd_vs_ddp"
+PACKAGES = sorted(p.name for p in (ROOT / TOP).iterdir() if (p / "__init__.py").is_file())
+CLI = f"{TOP}.cli"
+TORCH_FREE = ("reports", "results_schema", "common", "runs")
 # the projection's cost model: arithmetic only (its layout tracer is what needs torch)
 TORCH_FREE_MODULES = ("projection.collectives", "projection.schedule",
                       "projection.interconnects", "projection.model")
+# (importer, imported): a layer that must never reach another, directly or not
+FORBIDDEN = [(p, "cli") for p in PACKAGES if p != "cli"] + [
+    ("results_schema", "backends"), ("results_schema", "workloads"),
+    ("results_schema", "harness"), ("results_schema", "reports"),
+    ("results_schema", "projection"), ("results_schema", "runs"),
+    ("projection", "reports"), ("runs", "reports"), ("runs", "projection"),
+    ("backends", "harness"), ("workloads", "harness"),
+]
 
 
 @pytest.fixture(scope="module")
 def graph():
-    return grimp.build_graph(*PACKAGES, include_external_packages=True,
+    return grimp.build_graph(TOP, include_external_packages=True,
                              exclude_type_checking_imports=True)
 
 
 def _ours(module: str) -> bool:
-    return module.split(".")[0] in PACKAGES
+    return module.split(".")[0] == TOP
 
 
 def test_the_project_packages_are_found():
-    assert {"backends", "workloads", "harness", "hvd_vs_ddp", "reports", "common"} <= \
-        set(PACKAGES)
+    assert {"backends", "workloads", "harness", "cli", "reports", "common", "results_schema",
+            "projection"} <= set(PACKAGES)
 
 
 def test_no_import_cycle(graph):
@@ -58,28 +73,34 @@ def test_no_import_cycle(graph):
     assert not cycles, "import cycles: " + "; ".join(" -> ".join(c + c[:1]) for c in cycles[:5])
 
 
-@pytest.mark.parametrize("package", [p for p in NEVER_IMPORT_CLI if p in PACKAGES])
-def test_lower_layers_never_import_the_cli(graph, package):
-    chain = graph.find_shortest_chain(importer=package, imported=CLI, as_packages=True)
-    assert chain is None, f"{package} imports the CLI package: {' -> '.join(chain)}"
+@pytest.mark.parametrize("importer,imported",
+                         [f for f in FORBIDDEN if f[0] in PACKAGES and f[1] in PACKAGES],
+                         ids=lambda x: x)
+def test_layers(graph, importer, imported):
+    chain = graph.find_shortest_chain(importer=f"{TOP}.{importer}",
+                                      imported=f"{TOP}.{imported}", as_packages=True)
+    assert chain is None, f"{importer} imports {imported}: {' -> '.join(chain)}"
 
 
 @pytest.mark.parametrize("package", [p for p in TORCH_FREE if p in PACKAGES])
 def test_torch_free_packages(graph, package):
-    chain = graph.find_shortest_chain(importer=package, imported="torch", as_packages=True)
+    chain = graph.find_shortest_chain(importer=f"{TOP}.{package}", imported="torch",
+                                      as_packages=True)
     assert chain is None, f"{package} imports torch: {' -> '.join(chain)}"
 
 
 @pytest.mark.parametrize("module", TORCH_FREE_MODULES)
 def test_torch_free_modules(graph, module):
-    chain = graph.find_shortest_chain(importer=module, imported="torch")
+    chain = graph.find_shortest_chain(importer=f"{TOP}.{module}", imported="torch")
     assert chain is None, f"{module} imports torch: {' -> '.join(chain)}"
 
 
 def test_common_is_the_bottom_layer(graph):
-    for module in graph.find_children("common") | {"common"}:
-        inside = {t.split(".")[0] for t in graph.find_modules_directly_imported_by(module)}
-        assert not (inside & set(PACKAGES)) - {"common"}, (module, inside)
+    common = f"{TOP}.common"
+    for module in graph.find_children(common) | {common}:
+        inside = {".".join(t.split(".")[:2]) for t in
+                  graph.find_modules_directly_imported_by(module) if _ours(t)}
+        assert not inside - {common, TOP}, (module, inside)
 
 
 def _imports(path: Path) -> set[str]:
@@ -92,8 +113,21 @@ def _imports(path: Path) -> set[str]:
     return out
 
 
+def _python_files() -> list[Path]:
+    dirs = [ROOT / TOP, ROOT / "suites", ROOT / "tests", ROOT / "scripts"]
+    return sorted(p for d in dirs for p in d.rglob("*.py") if "fixtures" not in p.parts)
+
+
+@pytest.mark.parametrize("path", _python_files(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_import_names_the_namespace(path):
+    """A bare `import reports` works only from the checkout's root (the top-level links
+    backends/ and reports/ point into the package); installed, it would be someone else's."""
+    bad = sorted(m for m in _imports(path) if m.split(".")[0] in PACKAGES)
+    assert not bad, f"{path.relative_to(ROOT)} imports {bad}; write hvd_vs_ddp.{bad[0]}"
+
+
 @pytest.mark.parametrize("path", sorted((ROOT / "suites").glob("*.py")), ids=lambda p: p.name)
 def test_suites_never_import_the_cli(path):
     """suites/ is not a package (pytest collects it by path), so it is checked by ast."""
-    bad = sorted(m for m in _imports(path) if m.split(".")[0] == CLI)
+    bad = sorted(m for m in _imports(path) if m == CLI or m.startswith(CLI + "."))
     assert not bad, f"{path.name} imports {bad}"

@@ -1,4 +1,5 @@
-"""common/interrupt.py: the three stop signals become Interrupted with 128 + signal as the
+"""hvd_vs_ddp/common/interrupt.py: the three stop signals become Interrupted with 128 +
+signal as the
 exit status; deferred() holds them off (then raises) or drops them; a signal the process ignores
 stays ignored.
 
@@ -11,7 +12,7 @@ import signal
 
 import pytest
 
-from common.interrupt import SIGNALS, Interrupted, as_interrupted, deferred, raising
+from hvd_vs_ddp.common.interrupt import SIGNALS, Interrupted, as_interrupted, deferred, raising
 
 
 @pytest.fixture(autouse=True)

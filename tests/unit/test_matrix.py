@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from hvd_vs_ddp import matrix
+from hvd_vs_ddp.cli import matrix
 
 
 @pytest.mark.parametrize("preset", sorted(matrix.PRESETS))
@@ -72,7 +72,7 @@ def test_every_horovod_cell_with_ranks_has_one_timeline_twin(preset):
 
 
 def test_a_knob_set_the_backend_cannot_honour_gets_no_cell():
-    """PowerSGD over Gloo aborts now and then (backends/ddp.py): the tune preset makes no
+    """PowerSGD over Gloo aborts now and then (hvd_vs_ddp/backends/ddp.py): the tune preset makes no
     ddp-gloo PowerSGD cell rather than one whose every test skips."""
     ids = [c.id for c in matrix.cells(matrix.PRESETS["tune"], world_sizes=[2])]
     assert "ddp-gloo-torchrun-np2-ddp-static-graph" in ids

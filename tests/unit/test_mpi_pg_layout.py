@@ -1,4 +1,4 @@
-"""Static checks of the backends/mpi_pg package's layout (no MPI, no processes; < 1 s).
+"""Static checks of the hvd_vs_ddp/backends/mpi_pg package's layout (no MPI, no processes; < 1 s).
 
 - the package's import graph has no cycle (every import counts: top level, inside
   functions and under TYPE_CHECKING), and the bottom-to-top module order that the
@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parents[2] / "backends" / "mpi_pg"
-PKG_DOTTED = "backends.mpi_pg"
+PKG_DOTTED = "hvd_vs_ddp.backends.mpi_pg"
 MAX_LINES = 300
 
 
@@ -85,7 +85,7 @@ def test_import_graph_has_no_cycle():
     graph = _graph()
     assert len(graph) > 5 and "engine" in graph, f"package not found under {PKG}"
     cycle = _cycle(graph)
-    assert cycle is None, "import cycle in backends/mpi_pg: " + " -> ".join(cycle)
+    assert cycle is None, "import cycle in hvd_vs_ddp/backends/mpi_pg: " + " -> ".join(cycle)
 
 
 def test_cycle_detector_finds_a_cycle():

@@ -1,4 +1,4 @@
-"""common.errors.one_line: a message quoting a user's odd value stays one line (found by
+"""hvd_vs_ddp.common.errors.one_line: a message quoting a user's odd value stays one line (found by
 the command-line property test: `run --preset 0 --resume $'0\\x85'` printed two lines).
 
     python -m pytest tests/unit/test_one_line.py -q
@@ -8,8 +8,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from common.errors import one_line
 from hvd_vs_ddp.cli import main as cli
+from hvd_vs_ddp.common.errors import one_line
 
 
 @settings(max_examples=300, derandomize=True, deadline=None)

@@ -1,4 +1,4 @@
-"""The suites' options contract (harness/options.py): one declaration, both directions.
+"""The suites' options contract (hvd_vs_ddp/harness/options.py): one declaration, both directions.
 
 - every SuiteOptions field is an option of `pytest suites/` (its --help lists it);
 - the runner's command line parses back to the same options (Hypothesis round trip);
@@ -17,13 +17,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from backends import registry
-from common.errors import InputError
-from harness import options
-from harness.options import SuiteOptions, flag_of, parse_argv
-from hvd_vs_ddp import matrix
+from hvd_vs_ddp.backends import registry
+from hvd_vs_ddp.cli import matrix
+from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.harness import options
+from hvd_vs_ddp.harness.options import SuiteOptions, flag_of, parse_argv
+from hvd_vs_ddp.workloads import registry as workloads
 from tests.launch import ROOT
-from workloads import registry as workloads
 
 names = st.lists(st.sampled_from(registry.names()), min_size=1, max_size=3, unique=True)
 loads = st.lists(st.sampled_from(workloads.names()), min_size=1, max_size=3, unique=True)

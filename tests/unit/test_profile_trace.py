@@ -1,4 +1,4 @@
-"""The profiler's ruler (reports/profile_trace.py) over torch.profiler traces recorded on
+"""The profiler's ruler (hvd_vs_ddp/reports/profile_trace.py) over torch.profiler traces recorded on
 this machine (tests/fixtures/profile/: `run --profile` of mlp at 2 ranks, ddp-gloo under
 torchrun and horovod under horovodrun --gloo, cut to their 2 profiled steps with every
 event's `args` removed), and its interval arithmetic as properties (Hypothesis).
@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reports.profile_trace import (
+from hvd_vs_ddp.reports.profile_trace import (
     COMM,
     STEP,
     TraceError,

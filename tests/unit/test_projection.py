@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from common.errors import UnknownName
-from projection import interconnects, validation
-from projection.collectives import Cost, Fabric, fit_alpha_beta
-from projection.schedule import Grad, StepCompute, buckets, ddp_step, horovod_step
+from hvd_vs_ddp.common.errors import UnknownName
+from hvd_vs_ddp.projection import interconnects, validation
+from hvd_vs_ddp.projection.collectives import Cost, Fabric, fit_alpha_beta
+from hvd_vs_ddp.projection.schedule import Grad, StepCompute, buckets, ddp_step, horovod_step
 
 NV = Cost(alpha=5e-6, beta=200e9)
 IB = Cost(alpha=10e-6, beta=50e9)
@@ -124,8 +124,8 @@ def test_unknown_links_are_one_clear_error():
 
 def test_layout_of_a_workload_holds_every_gradient_once():
     pytest.importorskip("torch")
-    from projection.layout import LayoutError, model_layout, workload_layout
-    from workloads import registry
+    from hvd_vs_ddp.projection.layout import LayoutError, model_layout, workload_layout
+    from hvd_vs_ddp.workloads import registry
 
     lay = workload_layout("gpt", {}, 4)
     model = registry.get("gpt", batch_size=4).build_model(False)
@@ -160,7 +160,7 @@ def _doc(tmp_path):
 
 def test_project_writes_a_labelled_projection_the_report_shows(tmp_path):
     from hvd_vs_ddp.cli import main
-    from reports import build_report
+    from hvd_vs_ddp.reports import build_report
 
     run = _doc(tmp_path)
     assert main(["project", str(run), "--devices", "8,64", "--devices-per-node", "8",
@@ -182,7 +182,7 @@ def test_project_writes_a_labelled_projection_the_report_shows(tmp_path):
 
 
 def test_measured_fits_come_from_each_librarys_own_sweep(tmp_path):
-    from projection.inputs import from_run
+    from hvd_vs_ddp.projection.inputs import from_run
 
     run = _doc(tmp_path)
     ((_, inputs, measured),) = from_run(run, links=None, per_node=4)

@@ -5,7 +5,7 @@ Hypothesis builds argument lists for `run`, `report` and `doctor` from the real
 option names (read from the CLI's own parser) with odd values: empty strings, blanks,
 0, negative, fractional, nan, inf, huge numbers, unicode, unbalanced quotes, option-
 like values, commas, real names and paths, and `--suite-args` strings assembled from
-the suites' real option names (harness/options.py) and pytest's. Each runs in process
+the suites' real option names (hvd_vs_ddp/harness/options.py) and pytest's. Each runs in process
 (`cli.main`) in a fresh working directory holding a recorded one-cell run; the
 runner's `run` and the selftest's `run_check` are tripwires, so a command that would
 really start cells or checks stops there instead (and must not have written anything
@@ -30,9 +30,10 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from common.log import log
-from harness import options as suite_options
-from hvd_vs_ddp import cli, runner, selftest
+from hvd_vs_ddp import cli
+from hvd_vs_ddp.cli import runner, selftest
+from hvd_vs_ddp.common.log import log
+from hvd_vs_ddp.harness import options as suite_options
 from tests.bad_inputs import tree_hash
 from tests.launch import ROOT
 

@@ -32,11 +32,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from hvd_vs_ddp.cli import main as cli
-from reports.answer import verdicts_doc
-from reports.compare import add_scaling, hvd_vs_ddp
-from reports.errors import ReportError
-from reports.frames import build_frames
-from reports.load import load_run
+from hvd_vs_ddp.reports.answer import verdicts_doc
+from hvd_vs_ddp.reports.compare import add_scaling, hvd_vs_ddp
+from hvd_vs_ddp.reports.errors import ReportError
+from hvd_vs_ddp.reports.frames import build_frames
+from hvd_vs_ddp.reports.load import load_run
 from tests.bad_inputs import tree_hash
 from tests.launch import ROOT
 

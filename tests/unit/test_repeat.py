@@ -11,9 +11,9 @@ import json
 import shutil
 from pathlib import Path
 
-from hvd_vs_ddp.matrix import PRESETS, Cell
-from hvd_vs_ddp.runner import Runner, _aggregate, repetitions, schedule
-from results_schema import CellEntry, Manifest, Repetition, load_manifest
+from hvd_vs_ddp.cli.matrix import PRESETS, Cell
+from hvd_vs_ddp.cli.runner import Runner, _aggregate, repetitions, schedule
+from hvd_vs_ddp.results_schema import CellEntry, Manifest, Repetition, load_manifest
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 CELLS = [Cell("ddp-gloo", "torchrun", 2, ("throughput", "convergence")),

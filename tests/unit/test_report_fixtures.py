@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from hvd_vs_ddp.cli import main as cli
-from reports import build_report
+from hvd_vs_ddp.reports import build_report
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 SMALL, FAILED = FIXTURES / "cpu-small", FIXTURES / "cpu-failed-cell"

@@ -1,11 +1,12 @@
-"""Tests of reports/: statistics, every refused input, and the rendered report.
+"""Tests of hvd_vs_ddp/reports/: statistics, every refused input, and the rendered report.
 
     .venv/bin/python -m pytest tests/unit/test_reports.py -q
     .venv/bin/python -m tests.test_reports /tmp/report-dev [--two]  # render a dev report
 
 !!! CONSTRUCTED INPUTS, NOT MEASUREMENTS !!!
 The run directories below are assembled by `write_run` from a seeded numpy RNG,
-through the results records (results_schema/), only to exercise the renderer. Their numbers
+through the results records (hvd_vs_ddp/results_schema/), only to exercise the renderer.
+Their numbers
 (step times, losses, bandwidths, monitor samples) are invented; nothing here says
 anything about Horovod or DDP. Real fixtures from suite runs go under
 tests/fixtures/runs/.
@@ -22,15 +23,22 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reports import ReportError, build_report
-from reports.compare import add_scaling, exposed_comm, hvd_vs_ddp
-from reports.frames import build_frames
-from reports.load import load_run
-from reports.stats import RatioCI, iqr, median, ratio_ci
-from reports.tables import throughput_table
-from reports.theme import backend_label, color
-from reports.verdicts import EQUIVALENT, FASTER, INCONCLUSIVE, classify, judge, reps_needed
-from results_schema import (
+from hvd_vs_ddp.reports import ReportError, build_report
+from hvd_vs_ddp.reports.compare import add_scaling, exposed_comm, hvd_vs_ddp
+from hvd_vs_ddp.reports.frames import build_frames
+from hvd_vs_ddp.reports.load import load_run
+from hvd_vs_ddp.reports.stats import RatioCI, iqr, median, ratio_ci
+from hvd_vs_ddp.reports.tables import throughput_table
+from hvd_vs_ddp.reports.theme import backend_label, color
+from hvd_vs_ddp.reports.verdicts import (
+    EQUIVALENT,
+    FASTER,
+    INCONCLUSIVE,
+    classify,
+    judge,
+    reps_needed,
+)
+from hvd_vs_ddp.results_schema import (
     FORMAT_VERSION,
     CellEntry,
     CollectiveRecord,
@@ -414,7 +422,7 @@ def _set_status(run: Path, status: str, error: str | None) -> str:
 
 
 def test_interrupted_cell_is_reported_like_a_failed_one(tmp_path):
-    from results_schema import STATUSES
+    from hvd_vs_ddp.results_schema import STATUSES
     if "interrupted" not in STATUSES:
         pytest.skip("the manifest format has no 'interrupted' status on this branch yet")
     run = write_run(tmp_path / "run", minimal=True)

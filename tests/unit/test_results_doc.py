@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-import results_schema as results
-from results_schema import FORMAT_VERSION, KINDS, LAUNCHERS
+from hvd_vs_ddp import results_schema as results
+from hvd_vs_ddp.results_schema import FORMAT_VERSION, KINDS, LAUNCHERS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "results-format.md"
 BLOCK = re.compile(r"^```fields (\w+)\n(.*?)^```$", re.S | re.M)

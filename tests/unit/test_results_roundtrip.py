@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import results_schema as results
-from results_schema import KINDS, LAUNCHERS, OPS, STATUSES
+from hvd_vs_ddp import results_schema as results
+from hvd_vs_ddp.results_schema import KINDS, LAUNCHERS, OPS, STATUSES
 
 SETTINGS = settings(max_examples=30, deadline=None, derandomize=True)
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-import results_schema as results
-from reports.load import load_run
-from results_schema.launchers import LAUNCHERS, resolve_legacy
-from results_schema.upgrade import upgrade_manifest, upgrade_results
+from hvd_vs_ddp import results_schema as results
+from hvd_vs_ddp.reports.load import load_run
+from hvd_vs_ddp.results_schema.launchers import LAUNCHERS, resolve_legacy
+from hvd_vs_ddp.results_schema.upgrade import upgrade_manifest, upgrade_results
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 SMALL = FIXTURES / "cpu-small"
@@ -157,8 +157,8 @@ def test_lenient_v1_manifest_gets_nulls(tmp_path):
 
 
 def test_writers_name_horovodrun_by_the_live_environment():
-    """Writers record backends.env's launcher: already the v2 vocabulary."""
-    from backends.env import detect
+    """Writers record hvd_vs_ddp.backends.env's launcher: already the v2 vocabulary."""
+    from hvd_vs_ddp.backends.env import detect
 
     gloo = {"HOROVOD_RANK": "0", "HOROVOD_SIZE": "2", "HOROVOD_GLOO_RENDEZVOUS_ADDR": "h"}
     mpi = {"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "2",

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-import results_schema as results
-from results_schema import FORMAT_VERSION, ResultsError, UnknownKind, write_json_atomic
+from hvd_vs_ddp import results_schema as results
+from hvd_vs_ddp.results_schema import FORMAT_VERSION, ResultsError, UnknownKind, write_json_atomic
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests" / "fixtures" / "runs" / "cpu-small"
@@ -222,7 +222,7 @@ def test_atomic_write_replaces_whole_files_and_cleans_up(tmp_path):
 
 
 def test_results_imports_neither_torch_nor_pandas():
-    code = ("import sys, results_schema, results_schema.files; "
+    code = ("import sys, hvd_vs_ddp.results_schema, hvd_vs_ddp.results_schema.files; "
             "print(sorted(m for m in ('torch', 'pandas') if m in sys.modules))")
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                        env=dict(os.environ, PYTHONPATH=str(ROOT)))
@@ -231,7 +231,7 @@ def test_results_imports_neither_torch_nor_pandas():
 
 
 def test_every_kind_names_a_suite_of_the_matrix():
-    from harness.options import SUITES
+    from hvd_vs_ddp.harness.options import SUITES
     assert {cls.SUITE for cls in results.KINDS.values()} == set(SUITES)
 
 

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 import torch
 
-from backends.held_bytes import held_bytes, tensor_bytes
-from backends.sharded import constructor_kwargs, rebuilt
-from reports.memory_table import dp_gpu_table, memory_table
-from results_schema import ResultsError, ThroughputRecord
+from hvd_vs_ddp.backends.held_bytes import held_bytes, tensor_bytes
+from hvd_vs_ddp.backends.sharded import constructor_kwargs, rebuilt
+from hvd_vs_ddp.reports.memory_table import dp_gpu_table, memory_table
+from hvd_vs_ddp.results_schema import ResultsError, ThroughputRecord
 
 MiB = 2**20
 
@@ -100,7 +100,7 @@ def test_dp_gpu_table_shows_the_first_gpus_extra_load():
 
 
 def test_throughput_table_shows_start_up_apart_from_throughput():
-    from reports.tables import throughput_table
+    from hvd_vs_ddp.reports.tables import throughput_table
     row = {"run": "r", "case": "mlp", "world_size": 2, "global_batch": 64, "n_steps": 4,
            "step_median": 0.01, "step_q25": 0.01, "step_q75": 0.01, "sps_median": 6400.0,
            "sps_q25": 6000.0, "sps_q75": 6600.0, "max_rss_mb": 700.0,

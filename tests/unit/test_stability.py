@@ -1,4 +1,4 @@
-"""reports/stability.py: coverage, opposite sides and same verdicts across runs, on
+"""hvd_vs_ddp/reports/stability.py: coverage, opposite sides and same verdicts across runs, on
 hand-made verdicts.json documents whose answers are known, and its bad-input line.
 
     python -m pytest tests/unit/test_stability.py -q
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from reports import stability
+from hvd_vs_ddp.reports import stability
 
 
 def _doc(*pairs):

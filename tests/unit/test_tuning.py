@@ -11,13 +11,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from backends.base import BackendOptions
-from backends.horovod import AUTOTUNE_BUDGET, fusion_conflict, init_env
-from common.horovod_autotune import AutotuneLogError, parse, read
-from harness import tuning
-from harness.knobs import SETS, TUNE, TUNE_ALL, by_name, side_of
-from hvd_vs_ddp import matrix
-from hvd_vs_ddp.runner import schedule
+from hvd_vs_ddp.backends.base import BackendOptions
+from hvd_vs_ddp.backends.horovod import AUTOTUNE_BUDGET, fusion_conflict, init_env
+from hvd_vs_ddp.cli import matrix
+from hvd_vs_ddp.cli.runner import schedule
+from hvd_vs_ddp.common.horovod_autotune import AutotuneLogError, parse, read
+from hvd_vs_ddp.harness import tuning
+from hvd_vs_ddp.harness.knobs import SETS, TUNE, TUNE_ALL, by_name, side_of
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "autotune" / "mlp-np2-gloo.horovod-autotune.csv"
 HEADER = ("hierarchical_allreduce,hierarchical_allgather,torus_allreduce,cache_enabled,"
@@ -55,7 +55,7 @@ def test_older_horovod_logs_without_torus_and_cache_columns_parse():
 
 
 def test_every_knob_is_listed_by_the_module_and_library_sets_name_their_side():
-    out = subprocess.run([sys.executable, "-m", "harness.knobs"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "hvd_vs_ddp.harness.knobs"], capture_output=True,
                          text=True, check=True).stdout
     for k in TUNE_ALL:
         assert k.name in out
@@ -107,7 +107,7 @@ def test_horovod_init_variables(monkeypatch):
 
 
 def test_a_second_horovod_setting_in_one_process_is_refused(monkeypatch):
-    from backends import horovod
+    from hvd_vs_ddp.backends import horovod
     monkeypatch.setitem(horovod._STATE, "init", init_env(BackendOptions()))
     assert fusion_conflict(BackendOptions()) is None
     assert "HOROVOD_CYCLE_TIME" in fusion_conflict(BackendOptions(cycle_time_ms=5.0))

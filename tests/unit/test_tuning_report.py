@@ -11,12 +11,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from reports import tuning
-from reports.answer import verdicts_doc
-from reports.compare import add_scaling, hvd_vs_ddp
-from reports.frames import build_frames
-from reports.load import load_run
-from reports.tables import Table
+from hvd_vs_ddp.reports import tuning
+from hvd_vs_ddp.reports.answer import verdicts_doc
+from hvd_vs_ddp.reports.compare import add_scaling, hvd_vs_ddp
+from hvd_vs_ddp.reports.frames import build_frames
+from hvd_vs_ddp.reports.load import load_run
+from hvd_vs_ddp.reports.tables import Table
 
 RUN = Path(__file__).parents[1] / "fixtures" / "runs" / "cpu-tune"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reports import build_report
-from reports.verdicts import band, classify
+from hvd_vs_ddp.reports import build_report
+from hvd_vs_ddp.reports.verdicts import band, classify
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 REPEATS, SMALL = FIXTURES / "cpu-repeats", FIXTURES / "cpu-small"

@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from reports import build_report
-from reports.frames import build_frames
-from reports.load import load_run
-from reports.why import where_step_goes
+from hvd_vs_ddp.reports import build_report
+from hvd_vs_ddp.reports.frames import build_frames
+from hvd_vs_ddp.reports.load import load_run
+from hvd_vs_ddp.reports.why import where_step_goes
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "cpu-why"
 

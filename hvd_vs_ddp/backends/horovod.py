@@ -1,0 +1,286 @@
+"""Horovod: DistributedOptimizer, broadcast from rank 0, compression, accumulation.
+
+hvd.init() picks the controller the launcher set up (horovodrun --gloo: Gloo;
+horovodrun --mpi or plain mpirun: MPI). Gradient accumulation is Horovod's own
+backward_passes_per_step; fp16 compression is hvd.Compression.fp16; bucket_mb,
+cycle_time_ms, hierarchical and autotune_log set HOROVOD_FUSION_THRESHOLD,
+HOROVOD_CYCLE_TIME, HOROVOD_HIERARCHICAL_ALLREDUCE and HOROVOD_AUTOTUNE(_LOG) before
+init; adasum reduces with hvd.Adasum (a different sum, not an average). The AMP pattern is Horovod's
+documented one: synchronize(), unscale, then step inside skip_synchronize().
+Every fact the result depends on (controller, tensor operations, fusion
+threshold, cycle time) goes into metadata().
+
+    horovodrun -np 2 --gloo python -m pytest suites/ -k horovod
+    horovodrun -np 2 --mpi  python -m pytest suites/ -k horovod
+"""
+from __future__ import annotations
+
+import atexit
+import os
+from importlib import metadata as importlib_metadata
+from typing import Any, Callable
+
+import torch
+
+from hvd_vs_ddp.backends import launchers
+from hvd_vs_ddp.backends.base import Availability, Backend, BackendUnavailable, check_op
+
+DEFAULT_FUSION_BYTES = 128 * 1024 * 1024
+DEFAULT_CYCLE_MS = 1.0
+
+
+# Autotune settles in (warm-up + ~max samples + 8 categorical) tries of 5 samples of
+# steps-per-sample steps each; Horovod's defaults (3, 10, 20) need thousands of steps,
+# too many for a benchmark budget. Horovod reads these when its library loads, so the
+# suites set them before that (hvd_vs_ddp/harness/tuning.py set_budget); here they are recorded.
+AUTOTUNE_BUDGET = {"HOROVOD_AUTOTUNE_WARMUP_SAMPLES": "1",
+                   "HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE": "2",
+                   "HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES": "6"}
+
+_STATE: dict[str, dict[str, str]] = {}
+
+
+def _requested_fusion(options) -> int:
+    if options.bucket_mb is not None:
+        return int(options.bucket_mb * 2**20)
+    return int(os.environ.get("HOROVOD_FUSION_THRESHOLD", DEFAULT_FUSION_BYTES))
+
+
+def init_env(options) -> dict[str, str]:
+    """The HOROVOD_* variables Horovod reads once, at init, for these options."""
+    env: dict[str, str] = {}
+    # Autotune tunes the fusion threshold only where it is not given (a given one is fixed).
+    if not (options.autotune_log is not None and options.bucket_mb is None
+            and "HOROVOD_FUSION_THRESHOLD" not in os.environ):
+        env["HOROVOD_FUSION_THRESHOLD"] = str(_requested_fusion(options))
+    if options.cycle_time_ms is not None:
+        env["HOROVOD_CYCLE_TIME"] = f"{options.cycle_time_ms:g}"
+    if options.hierarchical:
+        env["HOROVOD_HIERARCHICAL_ALLREDUCE"] = "1"
+    if options.autotune_log is not None:
+        env["HOROVOD_AUTOTUNE"] = "1"
+        env["HOROVOD_AUTOTUNE_LOG"] = options.autotune_log
+        for var, value in AUTOTUNE_BUDGET.items():  # the user's own values win
+            env[var] = os.environ.get(var, value)
+    return env
+
+
+def fusion_conflict(options) -> str | None:
+    """Horovod reads its fusion threshold, cycle time, hierarchical allreduce and
+    autotune once, at init: different ones need a new job."""
+    if "init" not in _STATE or init_env(options) == _STATE["init"]:
+        return None
+    have, want = _STATE["init"], init_env(options)
+    diff = ", ".join(f"{k}={have.get(k, 'unset')} in this job, {want.get(k, 'unset')} "
+                     "requested" for k in sorted(set(have) | set(want))
+                     if have.get(k) != want.get(k))
+    return (f"Horovod's settings are fixed when it starts ({diff}); run this knob set in "
+            "its own job (e.g. --knob-set NAME)")
+
+
+def _shutdown() -> None:
+    try:
+        _hvd().shutdown()
+    except Exception:  # interpreter teardown: nothing left to report to
+        pass
+
+
+def _hvd():
+    import horovod.torch as hvd
+
+    return hvd
+
+
+def build_info() -> dict[str, Any]:
+    """What the installed Horovod was built with, without launching anything."""
+    hvd = _hvd()
+    return {
+        "version": importlib_metadata.version("horovod"),
+        "controllers": [c for c, ok in (("gloo", hvd.gloo_built()), ("mpi", hvd.mpi_built()))
+                        if ok],
+        "tensor_ops": [o for o, ok in (("nccl", hvd.nccl_built()), ("gloo", hvd.gloo_built()),
+                                       ("mpi", hvd.mpi_built())) if ok],
+    }
+
+
+def _nhwc(t: torch.Tensor) -> bool:
+    return (t.dim() == 4 and not t.is_contiguous()
+            and t.is_contiguous(memory_format=torch.channels_last))
+
+
+def _dense_view(t: torch.Tensor) -> torch.Tensor:
+    """A channels_last tensor as the contiguous NHWC view of its own memory (no copy):
+    Horovod's collectives work in place on it and so on the tensor itself."""
+    return t.permute(0, 2, 3, 1) if _nhwc(t) else t
+
+
+class _ChannelsLastSafe:
+    """Wraps a Horovod compressor: channels_last gradients (a channels_last model's conv
+    weights get them) are reduced through their NHWC view instead of failing with
+    'Tensor is required to be contiguous'; the result keeps the channels_last layout."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def compress(self, tensor):
+        nhwc = _nhwc(tensor)
+        out, ctx = self.inner.compress(tensor.permute(0, 2, 3, 1) if nhwc else tensor)
+        return out, (nhwc, ctx)
+
+    def decompress(self, tensor, ctx):
+        nhwc, inner_ctx = ctx
+        out = self.inner.decompress(tensor, inner_ctx)
+        return out.permute(0, 3, 1, 2) if nhwc else out
+
+
+class HorovodBackend(Backend):
+    name = "horovod"
+    # horovodrun's Gloo rendezvous, or MPI ranks for its MPI controller
+    requires = frozenset({launchers.RANKS, launchers.HOROVOD})
+
+    @classmethod
+    def availability(cls) -> Availability:
+        try:
+            info = build_info()
+        except ImportError as exc:
+            return Availability(False, f"Horovod is not installed ({exc}); "
+                                       "run scripts/build_horovod.sh")
+        except Exception as exc:  # a broken build raises from its extension
+            return Availability(False, f"Horovod does not load: {exc}")
+        if not info["controllers"]:
+            return Availability(False, "Horovod was built without a controller "
+                                       "(neither Gloo nor MPI)")
+        if torch.cuda.is_available() and "nccl" not in info["tensor_ops"]:
+            return Availability(False, "a GPU is visible but Horovod was built without NCCL "
+                                       "ops; rebuild with HOROVOD_GPU_OPERATIONS=NCCL")
+        return Availability(True, f"controllers {'+'.join(info['controllers'])}")
+
+    @classmethod
+    def launch_fit(cls, env) -> Availability:
+        fit = super().launch_fit(env)  # the launcher table: can it start horovod at all?
+        if not fit or env.world_size == 1:
+            return fit
+        try:
+            controllers = build_info()["controllers"]
+        except Exception:  # not installed: availability() says so
+            return fit
+        if "HOROVOD_GLOO_RENDEZVOUS_ADDR" in os.environ:
+            if "gloo" not in controllers:
+                return Availability(False, "horovodrun --gloo but this Horovod has no Gloo "
+                                           "controller")
+        elif "mpi" not in controllers:
+            return Availability(False, f"started by {env.launcher} without Gloo rendezvous, "
+                                       "and this Horovod has no MPI controller")
+        return fit
+
+    def _setup(self) -> None:
+        if self.options.compression not in ("none", "fp16"):
+            raise BackendUnavailable(f"horovod: compression {self.options.compression!r} is "
+                                     "DDP's; Horovod has 'none' and 'fp16'")
+        if self.options.gradient_as_bucket_view or self.options.static_graph:
+            raise BackendUnavailable("horovod: gradient_as_bucket_view and static_graph are "
+                                     "DDP options; Horovod has no such setting")
+        conflict = fusion_conflict(self.options)
+        if conflict:
+            raise BackendUnavailable(f"horovod: {conflict}")
+        hvd = _hvd()
+        if not hvd.is_initialized():
+            want = init_env(self.options)
+            os.environ.update(want)
+            hvd.init()
+            atexit.register(_shutdown)
+            _STATE["init"] = want
+        self._fusion_bytes = int(_STATE["init"].get("HOROVOD_FUSION_THRESHOLD", 0)) or None
+        if hvd.size() != self.world_size or hvd.rank() != self.rank:
+            raise BackendUnavailable(
+                f"horovod: hvd.init() gave rank {hvd.rank()}/{hvd.size()} but the launcher "
+                f"says {self.rank}/{self.world_size}")
+        if self.device.type == "cuda":
+            # Modulo: a scheduler may give each rank one GPU (CUDA_VISIBLE_DEVICES per
+            # rank), and local rank 1 then has only device 0.
+            self.device = torch.device("cuda", hvd.local_rank() % torch.cuda.device_count())
+            torch.cuda.set_device(self.device)
+
+    def _close(self) -> None:
+        # Horovod stays initialised until the process ends: a second hvd.init() after
+        # shutdown() in a horovodrun job can read the first round's stale rendezvous
+        # entries and abort. Nothing of a backend's state outlives its training run.
+        _hvd().barrier()
+
+    def prepare(self, model, optimizer):
+        hvd = _hvd()
+        model = model.to(self.device)
+        # Horovod refuses non-contiguous tensors; channels_last weights are NHWC views.
+        hvd.broadcast_parameters({k: _dense_view(t) for k, t in model.state_dict().items()},
+                                 root_rank=0)
+        hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+        compression = hvd.Compression.fp16 if self.options.compression == "fp16" \
+            else hvd.Compression.none
+        optimizer = hvd.DistributedOptimizer(
+            optimizer, named_parameters=model.named_parameters(),
+            compression=_ChannelsLastSafe(compression),
+            backward_passes_per_step=self.options.accumulation_steps,
+            op=hvd.Adasum if self.options.adasum else hvd.Average)
+        return model, optimizer
+
+    def zero_grad(self, optimizer, set_to_none: bool = True) -> None:
+        # Horovod's zero_grad() takes no set_to_none; keep its safety check, then
+        # clear the gradients exactly as torch would.
+        if getattr(optimizer, "_handles", None):
+            raise RuntimeError("horovod: zero_grad() called after backward() but before "
+                               "step() or synchronize()")
+        torch.optim.Optimizer.zero_grad(optimizer, set_to_none=set_to_none)
+
+    def step(self, optimizer, scaler=None, before_step: Callable[[], None] | None = None):
+        # gradients averaged across ranks from here on; the training thread's wait for
+        # Horovod's background thread, named for torch.profiler (hvd_vs_ddp/harness/profiling.py)
+        with torch.profiler.record_function("horovod:synchronize"):
+            optimizer.synchronize()
+        if scaler is not None:
+            scaler.unscale_(optimizer)
+        if before_step is not None:
+            before_step()
+        with optimizer.skip_synchronize():
+            if scaler is not None:
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                optimizer.step()
+
+    def all_reduce(self, tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
+        hvd = _hvd()
+        ops = {"sum": hvd.Sum, "avg": hvd.Average, "min": hvd.Min, "max": hvd.Max,
+               "product": hvd.Product}
+        return hvd.allreduce_(tensor, op=ops[check_op(op)])
+
+    def broadcast(self, tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
+        return _hvd().broadcast_(tensor, root_rank=src)
+
+    def all_gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        return _hvd().allgather(tensor)
+
+    def broadcast_object(self, obj: Any, src: int = 0) -> Any:
+        return _hvd().broadcast_object(obj, root_rank=src)
+
+    def all_gather_object(self, obj: Any) -> list[Any]:
+        return _hvd().allgather_object(obj)
+
+    def barrier(self) -> None:
+        _hvd().barrier()
+
+    def metadata(self) -> dict[str, Any]:
+        meta = super().metadata()
+        hvd = _hvd()
+        controller = "mpi" if hvd.mpi_enabled() else "gloo" if hvd.gloo_enabled() else "?"
+        cuda = self.device.type == "cuda"
+        meta.update(build_info())
+        meta.update({
+            "controller": controller,
+            "tensor_ops": "nccl" if cuda and hvd.nccl_built() else controller,
+            "fusion_threshold_bytes": self._fusion_bytes,
+            "cycle_time_ms": float(os.environ.get("HOROVOD_CYCLE_TIME", DEFAULT_CYCLE_MS)),
+            "reduce_op": "adasum" if self.options.adasum else "average",
+            "hierarchical_allreduce": self.options.hierarchical,
+            "autotune": self.options.autotune_log is not None,
+        })
+        return meta

@@ -1,0 +1,79 @@
+"""Baselines in one process: `single` (one device) and `dp` (nn.DataParallel).
+
+`single` is world size 1 of the same training loop, not a separate code path;
+it is the reference every distributed backend is checked against. `dp` wraps the
+model in torch.nn.DataParallel over every visible GPU; on a machine without GPUs
+it runs exactly as `single` and says so in its metadata.
+
+    python -m pytest suites/ -k "single or dp"
+"""
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+
+from hvd_vs_ddp.backends.base import Availability, Backend, check_op
+
+
+class SingleBackend(Backend):
+    name = "single"
+    distributed = False
+
+    @classmethod
+    def availability(cls) -> Availability:
+        return Availability(True)
+
+    def _pick_device(self) -> torch.device:
+        if self.options.device == "cpu" or not torch.cuda.is_available():
+            return torch.device("cpu")
+        return torch.device("cuda", 0)
+
+    def _setup(self) -> None:
+        pass
+
+    def prepare(self, model, optimizer):
+        return model.to(self.device), optimizer
+
+    def all_reduce(self, tensor: torch.Tensor, op: str = "sum") -> torch.Tensor:
+        check_op(op)
+        return tensor  # one rank: every reduction is the identity
+
+    def broadcast(self, tensor: torch.Tensor, src: int = 0) -> torch.Tensor:
+        return tensor
+
+    def all_gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        return tensor.clone()
+
+    def broadcast_object(self, obj: Any, src: int = 0) -> Any:
+        if src != 0:
+            raise ValueError(f"{self.name}: src={src} but there is only rank 0")
+        return copy.deepcopy(obj)
+
+    def barrier(self) -> None:
+        pass
+
+
+class DataParallelBackend(SingleBackend):
+    name = "dp"
+
+    def prepare(self, model, optimizer):
+        model = model.to(self.device)
+        if self.device.type == "cuda" and torch.cuda.device_count() > 1:
+            model = torch.nn.DataParallel(model)
+        return model, optimizer
+
+    def synchronize(self) -> None:
+        """DataParallel runs replicas on every GPU: wait for all of them, not only the first."""
+        if self.device.type == "cuda":
+            for index in range(torch.cuda.device_count()):
+                torch.cuda.synchronize(index)
+
+    def metadata(self):
+        meta = super().metadata()
+        gpus = torch.cuda.device_count() if self.device.type == "cuda" else 0
+        meta["dp_devices"] = gpus
+        if gpus < 2:
+            meta["note"] = "fewer than 2 GPUs: DataParallel runs as single"
+        return meta

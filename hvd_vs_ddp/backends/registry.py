@@ -1,0 +1,70 @@
+"""Backend names -> backend classes.
+
+Classes are imported lazily, so a missing Horovod or mpi4py only matters to the
+backends that need it. An unknown name fails with the list of known names.
+
+    python -m hvd_vs_ddp.backends.registry     # one line per backend: name, available, why not
+"""
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+from hvd_vs_ddp.backends.base import Availability, BackendOptions
+from hvd_vs_ddp.common.errors import UnknownName
+
+if TYPE_CHECKING:
+    from hvd_vs_ddp.backends.base import Backend
+
+_BACKENDS: dict[str, str] = {
+    "single": "hvd_vs_ddp.backends.local:SingleBackend",
+    "dp": "hvd_vs_ddp.backends.local:DataParallelBackend",
+    "ddp-gloo": "hvd_vs_ddp.backends.ddp:DDPGlooBackend",
+    "ddp-nccl": "hvd_vs_ddp.backends.ddp:DDPNCCLBackend",
+    "ddp-mpi": "hvd_vs_ddp.backends.ddp:DDPMPIBackend",
+    "horovod": "hvd_vs_ddp.backends.horovod:HorovodBackend",
+    "fsdp": "hvd_vs_ddp.backends.sharded:FSDPBackend",
+    "zero": "hvd_vs_ddp.backends.sharded:ZeroBackend",
+}
+
+
+def names() -> list[str]:
+    return list(_BACKENDS)
+
+
+def get(name: str) -> type["Backend"]:
+    try:
+        target = _BACKENDS[name]
+    except KeyError:
+        raise UnknownName("backend", name, _BACKENDS) from None
+    module, cls = target.split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def distributed_names() -> list[str]:
+    """Backends that run on many ranks (not the one-process baselines)."""
+    return [n for n in _BACKENDS if get(n).distributed]
+
+
+def create(name: str, options: BackendOptions | None = None, env=None) -> "Backend":
+    return get(name)(options, env)
+
+
+def availability(name: str) -> Availability:
+    try:
+        return get(name).availability()
+    except ImportError as exc:  # a backend module whose own imports fail
+        return Availability(False, f"cannot import: {exc}")
+
+
+def doctor_lines() -> list[str]:
+    lines = []
+    for name in names():
+        avail = availability(name)
+        lines.append(f"{name:10s} {'available' if avail else 'unavailable':11s} "
+                     f"{avail.reason}".rstrip())
+    return lines
+
+
+if __name__ == "__main__":
+    print("\n".join(doctor_lines()))

@@ -1,0 +1,236 @@
+"""The comparison matrix: which cells a preset runs, each with its proper launcher.
+
+A cell is one pytest run of the suites for one backend, under one launcher, at
+one world size. Horovod runs under horovodrun (Gloo and MPI controllers are two
+cells), ddp-gloo under torchrun, ddp-mpi under mpirun, baselines in one process.
+The compute-only reference (for exposed communication) is its own cell per
+world size above 1 (at one rank nothing is communicated, so nothing is exposed).
+On a machine without GPUs a preset leaves out `dp` (DataParallel there is the
+single process itself) and `ddp-nccl`; asked for by name, they run or fail clearly.
+The quick preset runs only `single` at one rank (the reference for scaling and
+convergence); the full preset runs every backend there too (framework overhead
+without communication).
+Each Horovod cell at 2 or more ranks (of the first knob set) gets an
+instrumented twin (`<cell>-timeline`, suite `timeline`): the throughput test once
+more, a few rounds, with Horovod's timeline on (hvd_vs_ddp/harness/horovod_timeline.py says why
+never in the timed cell); a preset with `timeline=False` leaves them out.
+
+    python -m hvd_vs_ddp.cli.matrix quick      # lists the cells of a preset
+"""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import asdict, dataclass, field
+
+import torch
+
+from hvd_vs_ddp.backends import registry
+from hvd_vs_ddp.backends.launchers import matrix_launchers
+from hvd_vs_ddp.common.errors import InputError, UnknownName
+from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
+from hvd_vs_ddp.harness.options import SUITES, SuiteOptions
+
+BASELINES = ("single", "dp")
+TIMED_SUITES = ("throughput", "compute")  # what repetitions 2..N of a cell run
+
+
+class MatrixError(InputError):
+    pass
+
+
+@dataclass(frozen=True)
+class Cell:
+    backend: str          # a backend name, or "compute-only"
+    launcher: str
+    world_size: int
+    suites: tuple[str, ...]
+    pytest_args: tuple[str, ...] = ()
+    knob_set: str = "default"
+    workload: str | None = None  # one workload only (Horovod autotune: one per process)
+
+    @property
+    def id(self) -> str:
+        tail = "" if self.knob_set == "default" else f"-{self.knob_set}"
+        tail += f"-{self.workload}" if self.workload else ""
+        tail += "-timeline" if "timeline" in self.suites else ""
+        return f"{self.backend}-{self.launcher}-np{self.world_size}{tail}"
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["id"] = self.id
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Cell":
+        """The cell a manifest entry (as_dict() plus status fields) describes."""
+        return cls(d["backend"], d["launcher"], int(d["world_size"]), tuple(d["suites"]),
+                   tuple(d.get("pytest_args", ())), d.get("knob_set", "default"),
+                   d.get("workload"))
+
+
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    backends: tuple[str, ...]
+    world_sizes: tuple[int, ...]
+    workloads: tuple[str, ...]
+    suites: tuple[str, ...]
+    knob_set: str = "default"
+    options: SuiteOptions = field(default_factory=SuiteOptions)  # the suites' options
+    repeat: int = 1       # repetitions per cell (fresh processes), `run --repeat`
+    all_at_one: bool = True  # every backend at world size 1, or only the baselines
+    timeline: bool = True  # an instrumented Horovod timeline cell per Horovod cell (np >= 2)
+    without_launchers: tuple[str, ...] = ()  # launcher rows this preset leaves out
+    launchers: tuple[str, ...] = ()  # only these launchers (default: every fitting one)
+
+
+TIMELINE_ROUNDS = 3  # rounds of an instrumented timeline cell (at most the preset's)
+# Untimed steps of an autotune cell: Horovod scores one parameter sample per ~10 steps
+# (hvd_vs_ddp/backends/horovod.py AUTOTUNE_BUDGET), so 60 give it its 4 fixed test points and the
+# first Bayesian ones; the autotuned cell runs at the best of those (README).
+AUTOTUNE_WARMUP_STEPS = 60
+
+
+PRESETS = {
+    "quick": Preset("quick", ("single", "dp", "ddp-gloo", "ddp-mpi", "horovod"), (1, 2),
+                    ("resnet50", "gpt"), ("throughput", "compute", "convergence", "collectives"),
+                    options=SuiteOptions(rounds=5, steps_per_round=2, max_bytes=16 * 2**20,
+                                         collective_ops=("allreduce",)),
+                    repeat=3, all_at_one=False, without_launchers=("spawn",)),
+    "full": Preset("full", ("single", "dp", "ddp-gloo", "ddp-nccl", "ddp-mpi", "horovod",
+                            "fsdp", "zero"),
+                   (1, 2, 4), ("resnet50", "deeplabv3", "gpt", "mlp"),
+                   ("throughput", "compute", "convergence", "collectives", "gan"),
+                   knob_set="full",
+                   options=SuiteOptions(rounds=10, steps_per_round=3,
+                                        max_bytes=256 * 2**20), repeat=5),
+    # Each library at its best (README "Each at its best"; hvd_vs_ddp/harness/knobs.py TUNE).
+    "tune": Preset("tune", ("ddp-gloo", "horovod"), (2,), ("resnet50", "gpt"),
+                   ("throughput",), knob_set="tune",
+                   options=SuiteOptions(rounds=3, steps_per_round=2, warmup_steps=1,
+                                        ddp_sample_rate=0),
+                   repeat=2, all_at_one=False, timeline=False,
+                   launchers=("torchrun", "horovodrun-gloo")),
+}
+
+
+def preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise UnknownName("preset", name, PRESETS) from None
+
+
+def _gpus() -> int:
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def cells(preset: Preset, backends: list[str] | None = None,
+          world_sizes: list[int] | None = None) -> list[Cell]:
+    gpus = _gpus()
+    # A preset's GPU backend is left out where there is no GPU; asked for by name, it errors.
+    chosen = tuple(backends or (b for b in preset.backends
+                                if gpus or b not in ("ddp-nccl", "dp")))
+    sizes = tuple(world_sizes or preset.world_sizes)
+    train_suites = tuple(s for s in preset.suites if s != "compute")
+    # Horovod fixes its fusion threshold at init, so each knob set of a multi-set
+    # preset is its own process (cell); convergence and collectives run once.
+    knob_sets = [k for k in SETS[preset.knob_set] if gpus or not k.gpu_only]
+    knob_names = [k.name for k in knob_sets]
+    comm_only = {k.name for k in knob_sets if k.communicates}
+    per_library = {k.name for k in knob_sets if k.side != "both"}
+    workloads = preset.workloads
+    if len(knob_names) > 1 and "throughput" in train_suites:
+        rest = tuple(s for s in train_suites if s != "throughput")
+        groups = [(("throughput",) + (rest if k == "default" else ()), k) for k in knob_names]
+    else:
+        groups = [(train_suites, knob_names[0])]
+    out: list[Cell] = []
+    for n in sizes:
+        if n < 1:
+            raise MatrixError(f"world size must be >= 1, got {n}")
+        for backend in chosen:
+            # NCCL needs a GPU per rank: ddp-nccl always, horovod where it uses GPUs.
+            if (backend == "ddp-nccl" or (backend == "horovod" and gpus)) \
+                    and n > max(gpus, 1):
+                if backends:  # asked for by name
+                    raise MatrixError(f"{backend} at world size {n} needs {n} GPUs on this "
+                                      f"host; {gpus} visible (use --hosts for more machines)")
+                continue  # a preset goes as far as this host's GPUs
+            if n == 1 and not (preset.all_at_one or backends or backend in BASELINES):
+                continue  # the quick preset: only the reference at one rank
+            launchers_ = ("single",) if n == 1 else () if backend in BASELINES \
+                else matrix_launchers(backend, registry.get(backend).requires)
+            for launcher in (la for la in launchers_ if la not in preset.without_launchers):
+                if preset.launchers and n > 1 and launcher not in preset.launchers:
+                    continue
+                for suites, knob in groups:
+                    if backend in BASELINES and knob in comm_only:
+                        continue  # one process: nothing to compress or bucket
+                    if knob in per_library:
+                        out.extend(tuning_cells(backend, launcher, n, suites,
+                                                by_name(knob), workloads))
+                        continue
+                    if registry.get(backend).option_conflict(by_name(knob).backend_options()):
+                        continue  # a knob this backend has no equivalent of (fsdp)
+                    out.append(Cell(backend, launcher, n, suites, knob_set=knob))
+                    if backend == "horovod" and n > 1 and preset.timeline \
+                            and "throughput" in suites and knob == knob_names[0]:
+                        out.append(Cell(backend, launcher, n, ("timeline",),
+                                        knob_set=knob))
+        if "compute" in preset.suites and n > 1:
+            for knob in (k for k in knob_names if k not in comm_only):
+                out.append(Cell("compute-only", "single" if n == 1 else "torchrun", n,
+                                ("compute",), knob_set=knob))
+    return out
+
+
+def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
+                 knob: KnobSet, workloads: tuple[str, ...]) -> list[Cell]:
+    """A library's own knob set: only for that library's backends; Horovod autotune is
+    one cell per workload (Horovod reads it once per process), each followed by the
+    autotuned cell that reads what it chose, and the hierarchical set needs > 1 host.
+    A set the backend cannot honour (option_conflict: PowerSGD over Gloo) gets no cell."""
+    if not knob.applies_to(backend) or knob.hierarchical:
+        return []
+    if registry.get(backend).option_conflict(knob.backend_options()):
+        return []
+    if not (knob.autotune or knob.autotuned):
+        return [Cell(backend, launcher, n, suites, knob_set=knob.name)]
+    out = []
+    for w in workloads:
+        source = Cell(backend, launcher, n, suites, knob_set="hvd-autotune", workload=w)
+        args = ("--horovod-autotuned-from", source.id) if knob.autotuned \
+            else ("--warmup-steps", str(AUTOTUNE_WARMUP_STEPS))
+        out.append(Cell(backend, launcher, n, suites, args, knob.name, w))
+    return out
+
+
+def pytest_argv(cell: Cell, preset: Preset, json_path: str,
+                workloads: list[str] | None = None) -> list[str]:
+    """Arguments after `python` for the cell's pytest run."""
+    backend = cell.backend if cell.backend != "compute-only" else "single"
+    opts = preset.options.replace(backends=(backend,), knob_set=cell.knob_set,
+                                  workloads=(cell.workload,) if cell.workload
+                                  else tuple(workloads or preset.workloads))
+    if "timeline" in cell.suites:
+        opts = opts.replace(horovod_timeline="auto",
+                            rounds=min(TIMELINE_ROUNDS, opts.rounds))
+    return ["-m", "pytest", *(SUITES[s] for s in cell.suites), "-p", "no:cacheprovider",
+            "-q", *opts.to_argv(), *cell.pytest_args, "--benchmark-json", json_path]
+
+
+_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+def check_name(name: str) -> str:
+    if not _SAFE.match(name) or name in (".", ".."):
+        raise MatrixError(f"run name {name!r} must be letters, digits, '.', '_' or '-' "
+                          "(no path separators)")
+    return name
+
+
+if __name__ == "__main__":
+    for c in cells(preset(sys.argv[1] if len(sys.argv) > 1 else "quick")):
+        print(f"{c.id:32s} suites={','.join(c.suites)}")

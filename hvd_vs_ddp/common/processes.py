@@ -1,0 +1,51 @@
+"""Processes found by a marker in their environment: the whole process tree of a job,
+wherever its launcher put it (a new session, a daemon's child, a re-parented orphan).
+
+`hvd-vs-ddp run` starts every cell with a unique marker variable; when the cell ends
+(or is timed out or interrupted) every local process still carrying it is ended, so no
+rank outlives its cell. Linux only (reads /proc/<pid>/environ of the same user).
+
+    from hvd_vs_ddp.common.processes import marked, end_marked
+    pids = marked("HVD_VS_DDP_CELL", "run-x/cell-1/3f2a")
+    end_marked("HVD_VS_DDP_CELL", "run-x/cell-1/3f2a", grace=5.0)
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+
+def marked(name: str, value: str) -> list[int]:
+    """PIDs (not this process) whose environment holds name=value."""
+    needle = f"{name}={value}".encode()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
+        except OSError:  # gone, or not ours to read
+            continue
+        if needle in env:
+            found.append(int(entry))
+    return found
+
+
+def end_marked(name: str, value: str, grace: float = 5.0) -> list[int]:
+    """SIGTERM every marked process, SIGKILL those alive after `grace` seconds; returns
+    the PIDs found at first."""
+    pids = marked(name, value)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and marked(name, value):
+            time.sleep(0.1)
+        if not marked(name, value):
+            break
+    return pids

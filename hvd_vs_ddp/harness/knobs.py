@@ -1,0 +1,184 @@
+"""Knob sets: named combinations of the settings the field argues about.
+
+A knob set fixes precision, gradient accumulation (DDP no_sync vs Horovod
+backward_passes_per_step), fp16 gradient compression (fp16_compress_hook vs
+hvd.Compression.fp16), bucket vs fusion size, DataLoader workers, activation
+checkpointing and zero_grad(set_to_none). Both sides of a comparison get the same
+set (side "both"); hyperparameters are never part of a knob set.
+
+The `tune` sets add each library's own tuning knobs (side "ddp" or "horovod": a set
+runs only for that library's backends): DDP bucket_cap_mb, gradient_as_bucket_view,
+static_graph and its communication hooks (fp16, bf16, PowerSGD); Horovod's fusion
+threshold, cycle time, fp16 compression, Adasum, hierarchical allreduce (> 1 host
+only) and autotune (plus a set that runs at the parameters autotune chose, read
+from the autotune log of the same run). Host habits measured as knobs on both sides:
+loss.item() every step, torch.cuda.empty_cache() every step (GPU only).
+
+    python -m hvd_vs_ddp.harness.knobs        # lists every knob set and what it changes
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from hvd_vs_ddp.backends.base import BackendOptions
+from hvd_vs_ddp.common.errors import UnknownName
+from hvd_vs_ddp.workloads.loop import TrainConfig
+
+SIDES = ("both", "ddp", "horovod")
+
+
+def side_of(backend: str) -> str:
+    """The library a backend belongs to: "ddp", "horovod", or "other"."""
+    return "ddp" if backend.startswith("ddp-") else backend if backend == "horovod" \
+        else "other"
+
+
+@dataclass(frozen=True)
+class Autotuned:
+    """The parameters Horovod's autotune chose (hvd_vs_ddp/harness/autotune_log.py reads them)."""
+
+    fusion_mb: float
+    cycle_time_ms: float
+
+
+@dataclass(frozen=True)
+class KnobSet:
+    name: str
+    precision: str = "fp32"
+    accumulation_steps: int = 1
+    compression: str = "none"
+    bucket_mb: float | None = None
+    num_workers: int = 0
+    checkpointing: bool = False
+    set_to_none: bool = True
+    channels_last: bool = False
+    host_sync: bool = False       # loss.item() every step
+    empty_cache: bool = False     # torch.cuda.empty_cache() every step
+    side: str = "both"            # "both", or the one library it tunes: "ddp", "horovod"
+    gradient_as_bucket_view: bool = False  # DDP
+    static_graph: bool = False             # DDP
+    powersgd_rank: int = 1                 # DDP, compression "powersgd"
+    cycle_time_ms: float | None = None     # Horovod
+    adasum: bool = False                   # Horovod
+    hierarchical: bool = False             # Horovod; needs > 1 host
+    autotune: bool = False                 # Horovod: HOROVOD_AUTOTUNE=1
+    autotuned: bool = False                # Horovod: at the parameters autotune chose
+    gpu_only: bool = False
+
+    def __post_init__(self) -> None:
+        if self.side not in SIDES:
+            raise ValueError(f"side must be one of {SIDES}, got {self.side!r}")
+
+    def backend_options(self, timeout_s: float = 300.0, autotune_log: str | None = None,
+                        autotuned: "Autotuned | None" = None) -> BackendOptions:
+        """The communication options; `autotune_log` is where Horovod's autotune writes
+        (sets with autotune only), `autotuned` the parameters it chose (autotuned sets)."""
+        bucket, cycle = self.bucket_mb, self.cycle_time_ms
+        if self.autotuned and autotuned is not None:
+            bucket, cycle = autotuned.fusion_mb, autotuned.cycle_time_ms
+        return BackendOptions(accumulation_steps=self.accumulation_steps,
+                              compression=self.compression, bucket_mb=bucket,
+                              timeout_s=timeout_s, powersgd_rank=self.powersgd_rank,
+                              gradient_as_bucket_view=self.gradient_as_bucket_view,
+                              static_graph=self.static_graph, cycle_time_ms=cycle,
+                              adasum=self.adasum, hierarchical=self.hierarchical,
+                              autotune_log=autotune_log if self.autotune else None)
+
+    def applies_to(self, backend: str) -> bool:
+        """Whether this set is meant for `backend` (a library's own knobs only for it)."""
+        return self.side == "both" or side_of(backend) == self.side
+
+    @property
+    def changes_maths(self) -> bool:
+        """Compression, PowerSGD and Adasum change the numbers that are averaged."""
+        return self.compression != "none" or self.adasum
+
+    def train_config(self, steps: int, deterministic: bool = False) -> TrainConfig:
+        return TrainConfig(steps=steps, precision=self.precision,
+                           num_workers=self.num_workers, set_to_none=self.set_to_none,
+                           checkpointing=self.checkpointing,
+                           channels_last=self.channels_last, deterministic=deterministic,
+                           host_sync=self.host_sync, empty_cache=self.empty_cache)
+
+    @property
+    def communicates(self) -> bool:
+        """Whether the set only changes communication (meaningless for one process)."""
+        return (self.compression != "none" or self.bucket_mb is not None
+                or self.side != "both")
+
+    def changed(self) -> dict:
+        """Only the fields that differ from the defaults (what the set tunes)."""
+        base = asdict(KnobSet(self.name))
+        return {k: v for k, v in asdict(self).items() if k != "name" and v != base[k]}
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d.pop("gpu_only")
+        return d
+
+
+DEFAULT = KnobSet("default")
+
+FULL = (
+    DEFAULT,
+    KnobSet("bf16", precision="bf16"),
+    KnobSet("fp16-amp", precision="fp16", gpu_only=True),
+    KnobSet("accum4", accumulation_steps=4),
+    KnobSet("fp16-compress", compression="fp16"),
+    KnobSet("bucket1mb", bucket_mb=1.0),
+    KnobSet("bucket64mb", bucket_mb=64.0),
+    KnobSet("workers2", num_workers=2),
+    KnobSet("checkpointing", checkpointing=True),
+    KnobSet("keep-grads", set_to_none=False),
+    KnobSet("channels-last", channels_last=True, gpu_only=True),
+)
+
+# Each library's own tuning knobs, one at a time from its defaults (DDP: 25 MiB buckets;
+# Horovod: 128 MiB fusion, 1 ms cycle), and the host habits on both sides.
+TUNE_ALL = (
+    DEFAULT,
+    KnobSet("ddp-bucket1mb", side="ddp", bucket_mb=1.0),
+    KnobSet("ddp-bucket5mb", side="ddp", bucket_mb=5.0),
+    KnobSet("ddp-bucket100mb", side="ddp", bucket_mb=100.0),
+    KnobSet("ddp-bucket-view", side="ddp", gradient_as_bucket_view=True),
+    KnobSet("ddp-static-graph", side="ddp", static_graph=True),
+    KnobSet("ddp-fp16-hook", side="ddp", compression="fp16"),
+    KnobSet("ddp-bf16-hook", side="ddp", compression="bf16"),
+    KnobSet("ddp-powersgd1", side="ddp", compression="powersgd", powersgd_rank=1),
+    KnobSet("ddp-powersgd4", side="ddp", compression="powersgd", powersgd_rank=4),
+    KnobSet("hvd-autotune", side="horovod", autotune=True),
+    KnobSet("hvd-autotuned", side="horovod", autotuned=True),
+    KnobSet("hvd-fusion1mb", side="horovod", bucket_mb=1.0),
+    KnobSet("hvd-fusion32mb", side="horovod", bucket_mb=32.0),
+    KnobSet("hvd-cycle5ms", side="horovod", cycle_time_ms=5.0),
+    KnobSet("hvd-fp16", side="horovod", compression="fp16"),
+    KnobSet("hvd-adasum", side="horovod", adasum=True),
+    KnobSet("hvd-hierarchical", side="horovod", hierarchical=True),
+    KnobSet("host-sync", host_sync=True),
+    KnobSet("empty-cache", empty_cache=True, gpu_only=True),
+)
+
+# What the tune preset runs within its budget (README, "Each at its best", says how
+# these points were chosen).
+TUNE = tuple(k for k in TUNE_ALL if k.name in (
+    "default", "ddp-bucket1mb", "ddp-bucket100mb", "ddp-static-graph", "ddp-fp16-hook",
+    "ddp-powersgd1", "hvd-autotune", "hvd-autotuned", "hvd-fusion1mb", "hvd-cycle5ms",
+    "hvd-fp16", "host-sync", "empty-cache"))
+
+SETS = {"default": (DEFAULT,), "full": FULL, "tune": TUNE, "tune-all": TUNE_ALL}
+
+ALL = tuple({k.name: k for s in SETS.values() for k in s}.values())
+
+
+def by_name(name: str) -> KnobSet:
+    for k in ALL:
+        if k.name == name:
+            return k
+    raise UnknownName("knob set", name, (k.name for k in ALL))
+
+
+if __name__ == "__main__":
+    for group, sets in SETS.items():
+        print(f"[{group}]")
+        for k in sets:
+            print(f"  {k.name:18s} side={k.side:8s} {k.changed() or '(library defaults)'}")

@@ -1,0 +1,258 @@
+"""The suites' options, declared once: pytest's options and the runner's command lines.
+
+`SuiteOptions` is the one typed contract between `hvd-vs-ddp run` and the suites. Each
+field is one pytest option (`rounds` -> `--rounds`), with its help text and check; the
+suites' conftest adds them all to pytest with `add_to_pytest`, reads them back with
+`from_pytest`, and `hvd-vs-ddp run` writes a cell's command line with `to_argv`. The
+suites' test ids (`SUITES`) live here too, so the runner never spells a node id.
+`parse_argv` checks a user's `--suite-args` with the same declarations before any
+process starts.
+
+    python -m hvd_vs_ddp.harness.options              # the options, their defaults and help
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+from hvd_vs_ddp.common.errors import InputError
+
+# The suites' pytest node ids, by the names presets and cells use.
+SUITES = {
+    "throughput": "suites/test_throughput.py::test_throughput",
+    "compute": "suites/test_throughput.py::test_compute_only",
+    "convergence": "suites/test_convergence.py",
+    "collectives": "suites/test_collectives.py",
+    "gan": "suites/test_gan.py",  # two optimizers, toggled accumulation
+    # the throughput test again, run with --horovod-timeline (an instrumented cell)
+    "timeline": "suites/test_throughput.py::test_throughput",
+}
+DEFAULT_WORKLOADS = ("resnet50", "gpt")
+COLLECTIVE_OPS = ("allreduce", "broadcast", "allgather")  # the collectives suite's ops
+
+
+def _opt(default: Any, help: str, **extra: Any) -> Any:
+    return field(default=default, metadata={"help": help, **extra})
+
+
+def _names(kind: str) -> list[str]:
+    if kind == "backend":
+        from hvd_vs_ddp.backends import registry
+        return registry.names()
+    if kind == "workload":
+        from hvd_vs_ddp.workloads import registry as workloads
+        return workloads.names()
+    if kind == "collective":
+        return list(COLLECTIVE_OPS)
+    from hvd_vs_ddp.harness.knobs import ALL, SETS
+    return list(dict.fromkeys([*SETS, *(k.name for k in ALL)]))
+
+
+@dataclass(frozen=True)
+class SuiteOptions:
+    """Every option of the suites; defaults are the suites' own (also `pytest suites/`)."""
+
+    backends: tuple[str, ...] = _opt((), "comma-separated backends to run (default: all)",
+                                     csv="backend")
+    workloads: tuple[str, ...] = _opt(DEFAULT_WORKLOADS, "comma-separated workloads for "
+                                      "throughput", csv="workload")
+    workload_param: tuple[str, ...] = _opt((), "NAME:KEY=VALUE, e.g. "
+                                           "resnet50:image_size=224 (repeatable)", append=True)
+    knob_set: str = _opt("default", "knob sets for the throughput suite: 'default', "
+                         "'full', 'tune', 'tune-all', or one set's name", names="knob set")
+    rounds: int = _opt(5, "timed rounds per throughput cell", minimum=1)
+    steps_per_round: int = _opt(2, "optimizer steps per round", minimum=1)
+    warmup_steps: int = _opt(2, "untimed steps before the rounds", minimum=0)
+    convergence_steps: int = _opt(30, "steps of each convergence cell", minimum=2)
+    data_dir: str | None = _opt(None, "a local ImageFolder, or a folder holding CIFAR-10's "
+                                "cifar-10-batches-py: resnet50 trains on it (throughput, "
+                                "and a convergence cell); nothing is downloaded")
+    max_bytes: int = _opt(64 * 2**20, "largest collective message in bytes", minimum=4)
+    collective_ops: tuple[str, ...] = _opt(COLLECTIVE_OPS, "comma-separated collectives "
+                                           "to sweep", csv="collective")
+    collective_timeout: float = _opt(300.0, "process-group / Horovod timeout in seconds",
+                                     minimum=1.0)
+    ddp_sample_rate: int = _opt(1, "DDP's own runtime statistics (compute, communication, "
+                                "overlap) on every Nth step of the throughput suite; 0: off",
+                                minimum=0)
+    horovod_timeline: str | None = _opt(None, "write Horovod's timeline (HOROVOD_TIMELINE, "
+                                        "cycles marked) to this file; 'auto': beside "
+                                        "--benchmark-json, as <stem>.horovod-timeline.json")
+    profile_steps: int = _opt(0, "after the timed rounds of each throughput test, this many "
+                              "more steps under torch.profiler, one Chrome trace per rank "
+                              "beside --benchmark-json (hvd_vs_ddp/harness/profiling.py); 0: off",
+                              minimum=0)
+    horovod_autotuned_from: str | None = _opt(
+        None, "the results-file stem (beside --benchmark-json) of the Horovod autotune "
+        "cell whose log the 'hvd-autotuned' knob set reads its parameters from")
+    threads: int = _opt(0, "intra-op threads per rank; 0: cores of the node / ranks on "
+                        "it, at least 1, the same under every launcher", minimum=0)
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            value, meta = getattr(self, f.name), f.metadata
+            flag = flag_of(f.name)
+            if "minimum" in meta and not value >= meta["minimum"]:
+                raise InputError(f"{flag} {value}: must be >= {meta['minimum']}")
+            kind = meta.get("csv") or meta.get("names")
+            if kind:
+                items = value if isinstance(value, tuple) else (value,)
+                known = _names(meta.get("csv") or "knob")
+                unknown = [x for x in items if x not in known]
+                if unknown:
+                    raise InputError(f"{flag}: unknown {kind} {', '.join(map(repr, unknown))}"
+                                     f"; known: {', '.join(known)}")
+        for spec in self.workload_param:
+            workload_param(spec)  # raises on a malformed spec
+        if self.data_dir is not None:
+            from hvd_vs_ddp.workloads.data import check_data_dir
+
+            check_data_dir(self.data_dir)  # exists, and holds images the loaders can read
+
+    # -- the runner's side ------------------------------------------------
+    def to_argv(self, base: "SuiteOptions | None" = None) -> list[str]:
+        """Command-line options for the values that differ from `base` (default: the
+        suites' defaults)."""
+        base = base or SuiteOptions()
+        argv: list[str] = []
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value == getattr(base, f.name) or value is None:
+                continue
+            if f.metadata.get("append"):
+                for v in value:
+                    argv += [flag_of(f.name), str(v)]
+            else:
+                argv += [flag_of(f.name), ",".join(value) if isinstance(value, tuple)
+                         else str(value)]
+        return argv
+
+    def replace(self, **changes: Any) -> "SuiteOptions":
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def workload_params(self) -> dict[str, dict[str, object]]:
+        out: dict[str, dict[str, object]] = {}
+        for spec in self.workload_param:
+            name, key, value = workload_param(spec)
+            out.setdefault(name, {})[key] = value
+        if self.data_dir:
+            params = out.setdefault("resnet50", {})
+            params.setdefault("data_dir", str(Path(self.data_dir).expanduser().resolve()))
+        return out
+
+
+def flag_of(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def workload_param(spec: str) -> tuple[str, str, object]:
+    """'resnet50:image_size=224' -> ('resnet50', 'image_size', 224)."""
+    try:
+        name, assignment = spec.split(":", 1)
+        key, raw = assignment.split("=", 1)
+    except ValueError:
+        raise InputError(f"--workload-param {spec!r}: expected NAME:KEY=VALUE") from None
+    from hvd_vs_ddp.workloads import registry as workloads
+
+    known = workloads.parameters(name)  # UnknownName for an unknown workload
+    if key not in known:
+        raise InputError(f"--workload-param {spec!r}: workload {name!r} has no parameter "
+                         f"{key!r}; it takes {', '.join(known)}")
+    value: object = raw
+    for cast in (int, float):
+        try:
+            value = cast(raw)
+            break
+        except ValueError:
+            continue
+    return name, key, value
+
+
+def _declarations():
+    for f in dataclasses.fields(SuiteOptions):
+        meta, default = f.metadata, f.default
+        kwargs: dict[str, Any] = {"dest": f.name, "help": meta["help"]}
+        if meta.get("append"):
+            kwargs.update(action="append", default=[])
+        elif isinstance(default, tuple):
+            kwargs.update(default=",".join(default))
+        else:
+            kind = {int: int, float: float}.get(type(default), str)
+            kwargs.update(type=kind, default=default)
+        if default not in (None, ()) and not meta.get("append"):
+            kwargs["help"] += f" (default {kwargs['default'] if kwargs['default'] else 'all'})"
+        yield flag_of(f.name), kwargs
+
+
+def add_to_pytest(parser: Any) -> None:
+    """Add every option to pytest (suites/conftest.py's pytest_addoption)."""
+    group = parser.getgroup("hvd-vs-ddp suites")
+    for flag, kwargs in _declarations():
+        group.addoption(flag, **kwargs)
+
+
+def _from_values(get) -> SuiteOptions:
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(SuiteOptions):
+        raw = get(f.name)
+        if f.metadata.get("append"):
+            raw = tuple(raw or ())
+        elif isinstance(f.default, tuple):
+            raw = tuple(x.strip() for x in (raw or "").split(",") if x.strip())
+            if f.name == "backends" and not raw:
+                raw = tuple(_names("backend"))
+        values[f.name] = raw
+    return SuiteOptions(**values)
+
+
+def from_pytest(config: Any) -> SuiteOptions:
+    """The options of a pytest run; an InputError for a bad value."""
+    return _from_values(config.getoption)
+
+
+def parse_argv(argv: Sequence[str] | str) -> tuple[dict[str, Any], list[str]]:
+    """Check a user's extra suite arguments (a string is split like a shell would).
+
+    Returns (the options they set, as SuiteOptions field values; the other pytest
+    arguments). Raises InputError for a bad value, an unknown name or bad quoting, and
+    for other arguments pytest would refuse (hvd_vs_ddp/harness/pytest_args.py)."""
+    if isinstance(argv, str):
+        try:
+            argv = shlex.split(argv)
+        except ValueError as exc:
+            raise InputError(f"--suite-args {argv!r}: {exc}") from None
+
+    class _Parser(argparse.ArgumentParser):
+        def error(self, message: str):
+            raise InputError(f"--suite-args: {message}")
+
+    parser = _Parser(add_help=False, allow_abbrev=False)
+    for flag, kwargs in _declarations():
+        kwargs["default"] = argparse.SUPPRESS
+        parser.add_argument(flag, **kwargs)
+    known, rest = parser.parse_known_args(list(argv))
+    given = vars(known)
+    full = _from_values(lambda name: given.get(name, _pytest_default(name)))  # validates
+    from hvd_vs_ddp.harness import pytest_args
+
+    pytest_args.check(rest, add_to_pytest)  # the rest goes to pytest: its parser checks it
+    return {name: getattr(full, name) for name in given}, rest
+
+
+def _pytest_default(name: str) -> Any:
+    return dict(_declarations_by_dest())[name]
+
+
+def _declarations_by_dest():
+    for _flag, kwargs in _declarations():
+        yield kwargs["dest"], kwargs["default"]
+
+
+if __name__ == "__main__":
+    for flag, kwargs in _declarations():
+        print(f"{flag:24s} {kwargs['help']}")

@@ -1,0 +1,22 @@
+"""Projection: predict Horovod vs DDP past the machines a run measured.
+
+`hvd-vs-ddp project RUN_DIR --devices 8,64,512 --devices-per-node 8 --interconnect
+ib-hdr` predicts, per library, the step time, samples/s and scaling efficiency of a
+cluster the user does not have yet, from what the run measured on one machine:
+
+    compute      per-rank forward+backward time (compute-only cell, or --compute-ms)
+    layout       the model's gradients, their sizes and when backward makes each ready
+                 (hvd_vs_ddp/projection/layout.py: the model traced on torch's meta device)
+    collectives  an alpha-beta cost model (hvd_vs_ddp/projection/collectives.py): ring and tree
+                 allreduce, hierarchical intra-/inter-node, with alpha and beta from
+                 the interconnect table (hvd_vs_ddp/projection/interconnects.py, each row with its
+                 source) or fitted to the run's collectives suite (`measured`)
+    scheduling   DDP's buckets overlapping backward; Horovod's cycles, negotiation and
+                 fusion buffer (hvd_vs_ddp/projection/schedule.py), with the run's recorded values
+
+Every figure it prints is labelled a projection and carries a band from its inputs'
+uncertainty (hvd_vs_ddp/projection/model.py).
+`python -m hvd_vs_ddp.projection.validation` holds the model
+against published scaling results (hvd_vs_ddp/projection/data/published.csv, each row with its
+source) and prints every row's error; docs/projection.md records the table.
+"""

@@ -1,0 +1,222 @@
+"""What a projection takes from a run directory: compute, layout, settings, fits.
+
+Per workload of the run:
+- compute: each library's own one-rank step where the run has it (framework overhead
+  included), else the compute-only cell's step (the same step, no communication), as
+  draws of a two-level bootstrap (repetitions, then steps) of the median;
+- on a CPU run, ranks share the host's cores: a rank's compute at L ranks per node is
+  the reference step x max(L, cores) / max(L_ref, cores) (time slicing past one rank
+  per core); on GPUs each rank has its own device and the step stays as measured;
+- layout: the workload rebuilt with the run's recorded sizes (hvd_vs_ddp/projection/layout.py);
+- each library's settings: DDP's bucket cap and its own bucket sizes (ddp_stats),
+  Horovod's fusion threshold and cycle time (backend_meta), per knob set;
+- for `--interconnect measured`: alpha and beta fitted to that library's own
+  allreduce sweep (suites/test_collectives.py), resampled for the band;
+- the repetitions the report leaves out as disturbed (hvd_vs_ddp/reports/disturbed.py) are left
+  out here too.
+
+    for workload, inputs in from_run(Path("runs/x"), links=None, per_node=4): ...
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.projection.collectives import Cost, fit_alpha_beta
+from hvd_vs_ddp.projection.model import DEFAULT_MEMCPY_BYTES_PER_S, Inputs, Library, Links
+
+DRAWS = 200
+
+
+class ProjectionInputError(InputError):
+    pass
+
+
+@dataclass(frozen=True)
+class Measured:
+    """A library's throughput and step measured in the run (bare-model check, calibration)."""
+    library: str
+    workload: str
+    devices: int
+    samples_per_s: float
+    step_s: float
+
+
+def _bootstrap_medians(reps: list[np.ndarray], rng: np.random.Generator,
+                       draws: int = DRAWS) -> np.ndarray:
+    """Medians of a two-level bootstrap: repetitions, then steps inside each."""
+    reps = [np.asarray(r, dtype=float) for r in reps if len(r)]
+    out = np.empty(draws)
+    for k in range(draws):
+        chosen = [reps[i] for i in rng.integers(len(reps), size=len(reps))]
+        out[k] = np.median(np.concatenate([r[rng.integers(len(r), size=len(r))]
+                                           for r in chosen]))
+    return out
+
+
+def _label(rec) -> str:
+    meta = rec.backend_meta or {}
+    label = rec.backend
+    if rec.backend == "horovod" and meta.get("controller"):
+        label = f"horovod/{meta['controller']}"
+    knob_set = getattr(rec, "knob_set", None) or "default"
+    return label if knob_set == "default" else f"{label} [{knob_set}]"
+
+
+def _library(label: str, recs: list, fits: list[tuple[int, float, list[float]]],
+             rng: np.random.Generator) -> Library:
+    rec = recs[0]
+    meta = rec.backend_meta or {}
+    knobs = rec.knobs or {}
+    kw: dict = {}
+    if rec.backend == "horovod":
+        kind = "horovod"
+        kw["fusion_bytes"] = float(meta.get("fusion_threshold_bytes") or 128 * 2**20)
+        kw["cycle_s"] = float(meta.get("cycle_time_ms") or 1.0) / 1000
+        kw["hierarchical"] = bool(knobs.get("hierarchical"))
+    else:
+        kind = "ddp"
+        stats = next((r.ddp_stats for r in recs if r.ddp_stats), None) or {}
+        cap = stats.get("bucket_cap_bytes") or (knobs.get("bucket_mb") or 25) * 2**20
+        kw["bucket_bytes"] = float(cap)
+        if stats.get("bucket_sizes"):
+            kw["bucket_sizes"] = tuple(int(s) for s in stats["bucket_sizes"])
+    if fits:
+        points = [(p, n, float(np.median(ts))) for p, n, ts in fits]
+        kw["measured"] = fit_alpha_beta(points)
+        draws: list[Cost] = []
+        for _ in range(50):
+            sample = [(p, n, float(np.median(np.asarray(ts)[rng.integers(len(ts), size=len(ts))])))
+                      for p, n, ts in fits]
+            draws.append(fit_alpha_beta(sample))
+        kw["measured_draws"] = tuple(draws)
+        kw["measured_devices"] = max(p for p, _, _ in fits)
+    return Library(label, kind, **kw)
+
+
+def from_run(run_dir: Path, links: Links | None, per_node: int,
+             workloads: list[str] | None = None, seed: int = 0,
+             ) -> list[tuple[str, Inputs, list[Measured]]]:
+    from hvd_vs_ddp.projection.layout import workload_layout
+    from hvd_vs_ddp.reports.load import load_run
+    from hvd_vs_ddp.results_schema import ResultsError
+
+    rng = np.random.default_rng(seed)
+    from hvd_vs_ddp.reports.disturbed import leave_out_disturbed
+
+    try:
+        run = load_run(Path(run_dir))
+    except (ResultsError, InputError) as exc:
+        raise ProjectionInputError(f"{run_dir}: {exc}") from None
+    left_out = leave_out_disturbed(run)  # as the report does: disturbed repetitions out
+    hardware = run.manifest.get("hardware") or {}
+    cores = int(hardware.get("cores") or 1)
+    on_gpu = bool(hardware.get("gpus"))
+    # typed records of several kinds, told apart by KIND
+    recs: list[Any] = [b.record for c in run.cells for b in c.benchmarks
+                       if b.record is not None]
+    bench: list[tuple[Any, int]] = [(b.record, b.rep) for c in run.cells
+                                    for b in c.benchmarks if b.record is not None]
+    timed = [r for r in recs if r.KIND in ("throughput", "compute_only")]
+    names = sorted({r.workload for r in timed})
+    if not names:
+        raise ProjectionInputError(f"{run_dir}: no throughput or compute-only results: "
+                                   "nothing to project from (run the throughput suite)")
+    for w in workloads or []:
+        if w not in names:
+            raise ProjectionInputError(f"--workloads {w}: not in {run_dir} (it has "
+                                       f"{', '.join(names)})")
+    memcpy = [r.bandwidth_gbps for r in recs if r.KIND == "memcpy"]
+    memcpy_bps = (float(np.median(memcpy)) * 1e9 if memcpy and not on_gpu
+                  else DEFAULT_MEMCPY_BYTES_PER_S)
+    out = []
+    for w in workloads or names:
+        comp = [(r, k) for r, k in bench if r.KIND == "compute_only" and r.workload == w]
+        thr = [(r, k) for r, k in bench if r.KIND == "throughput" and r.workload == w]
+        if comp:
+            conc = sorted({r.concurrent_ranks or r.world_size for r, _ in comp})
+            fitting = [c for c in conc if c <= cores] or conc[:1]
+            ref = max(fitting)
+            ref_reps = [r.step_times for r, _ in comp
+                        if (r.concurrent_ranks or r.world_size) == ref]
+        else:
+            single = [r for r, _ in thr if r.world_size == 1]
+            if not single:
+                raise ProjectionInputError(
+                    f"{run_dir}: workload {w} has no compute-only cell nor a one-rank "
+                    "throughput result: the per-rank compute time is unknown")
+            ref = 1
+            ref_reps = [r.step_times for r in single]
+        base = _bootstrap_medians(ref_reps, rng)
+        conc_median = {c: float(np.median(np.concatenate(
+            [r.step_times for r, _ in comp if (r.concurrent_ranks or r.world_size) == c])))
+            for c in {r.concurrent_ranks or r.world_size for r, _ in comp}}
+        one = [r.step_times for r, _ in thr if r.world_size == 1]
+        if one and 1 not in conc_median:  # one rank communicates nothing: its step is compute
+            conc_median[1] = float(np.median(np.concatenate(one)))
+        sample: Any = (thr or comp)[0][0]
+        layout = workload_layout(w, dict(sample.workload_params or {}), sample.per_rank_batch)
+        libs: list[Library] = []
+        measured: list[Measured] = []
+        by_label: dict[str, list] = {}
+        for r, _ in thr:  # a library is what ran above one rank (its controller known)
+            if r.world_size > 1 and r.backend.startswith(("ddp-", "horovod")):
+                by_label.setdefault(_label(r), []).append(r)
+        for rs in by_label.values():  # + the same backend and knob set at one rank
+            rs += [r for r, _ in thr if r.world_size == 1 and r.backend == rs[0].backend
+                   and (r.knob_set or "default") == (rs[0].knob_set or "default")]
+        for label, rs in sorted(by_label.items()):
+            launchers = {r.launcher for r in rs if r.world_size > 1}
+            fits = [(c.world_size, float(s.bytes), list(s.times)) for c in recs
+                    if c.KIND == "collective" and c.op == "allreduce"
+                    and c.backend == rs[0].backend and c.launcher in launchers
+                    and c.world_size > 1 for s in c.sizes if s.times and s.correct]
+            if links is None and len({(p, n) for p, n, _ in fits}) < 2:
+                raise ProjectionInputError(
+                    f"{run_dir}: {label} has no allreduce sweep at 2 or more ranks (the "
+                    "collectives suite): --interconnect measured needs one; name an "
+                    "interconnect instead, or run the quick or full preset")
+            lib = _library(label, rs, fits if links is None else [], rng)
+            one = [r.step_times for r in rs if r.world_size == 1]
+            if one and on_gpu:  # its own one-device step: framework overhead included
+                # (not on a CPU: one rank there has every core's threads, unlike N ranks)
+                lib = _with_compute(lib, _bootstrap_medians(one, rng))
+            libs.append(lib)
+            for size in sorted({r.world_size for r in rs}):
+                at = [r for r in rs if r.world_size == size]
+                measured.append(Measured(
+                    label, w, size, float(np.median([np.median(r.samples_per_s) for r in at])),
+                    float(np.median(np.concatenate([r.step_times for r in at])))))
+        if not libs:
+            raise ProjectionInputError(f"{run_dir}: workload {w} has no DDP or Horovod "
+                                       "throughput result: no library to project")
+        inputs = Inputs(layout, int(sample.per_rank_batch), base, libs, links, per_node,
+                        memcpy_bps)
+        if not on_gpu:
+            inputs.compute_at = _cpu_scaling(ref, cores, conc_median)
+            inputs.notes.append(f"CPU run: ranks share the host's {cores} cores; a rank's "
+                                f"compute at L ranks per node is the compute-only step "
+                                f"measured at L ranks where the run has it "
+                                f"({', '.join(map(str, sorted(conc_median))) or 'none'}), "
+                                f"else the {ref}-rank one x max(L, {cores}) / "
+                                f"{max(ref, cores)} (time slicing)")
+        inputs.notes += left_out
+        out.append((w, inputs, measured))
+    return out
+
+
+def _cpu_scaling(ref: int, cores: int, measured: dict[int, float]):
+    def compute_at(t: float, local: int) -> float:
+        if local in measured and ref in measured:
+            return t * measured[local] / measured[ref]
+        return t * max(local, cores) / max(ref, cores)
+    return compute_at
+
+
+def _with_compute(lib: Library, draws: np.ndarray) -> Library:
+    from dataclasses import replace
+    return replace(lib, compute_s=tuple(float(x) for x in draws))

@@ -1,0 +1,128 @@
+"""The interconnect table: line rates, latencies and achieved fractions, with sources.
+
+A row is one kind of link. `gbit_s` is the line rate per direction: per GPU for an
+intra-node link (all of a GPU's NVLinks together, or its PCIe x16 slot), per NIC for an
+inter-node link (`--nics-per-node` multiplies it). The line rate comes from the
+standard or the vendor's datasheet named in `source`. What a collective achieves of it
+(NCCL's bus bandwidth over the line rate: `efficiency`, a low-high range) and the
+per-step latency (`latency_us`, low-high) are not in any datasheet: they are typical
+ranges, stated as assumptions, and the projection's band covers the whole range.
+
+    python -m hvd_vs_ddp.projection.interconnects     # prints the table
+    from hvd_vs_ddp.projection.interconnects import get; get("ib-hdr").bytes_per_s()
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+from hvd_vs_ddp.common.errors import UnknownName
+
+MEASURED = "measured"  # alpha and beta fitted to the run's own collectives suite
+
+# Typical achieved fractions and latencies (assumptions, not datasheet figures; the
+# band covers each range). NVLink/PCIe: NCCL bus bandwidth reaches ~70-90% of the
+# line rate; RDMA fabrics (IB, RoCE) ~80-95%; TCP over Ethernet ~50-85%.
+_NVLINK_EFF, _PCIE_EFF, _RDMA_EFF, _TCP_EFF = (0.70, 0.90), (0.70, 0.85), (0.80, 0.95), \
+    (0.50, 0.85)
+_NVLINK_LAT, _PCIE_LAT, _IB_LAT, _ROCE_LAT, _TCP_LAT = (2, 6), (3, 10), (4, 12), (6, 20), \
+    (25, 80)
+
+
+@dataclass(frozen=True)
+class Link:
+    name: str
+    scope: str                      # "intra" (inside a node) or "inter" (between nodes)
+    gbit_s: float                   # line rate per direction (per GPU, or per NIC)
+    latency_us: tuple[float, float]  # per collective step, low-high (assumed range)
+    efficiency: tuple[float, float]  # achieved fraction of the line rate (assumed range)
+    source: str                     # where the line rate comes from
+
+    def bytes_per_s(self, efficiency: float | None = None) -> float:
+        eff = efficiency if efficiency is not None else sum(self.efficiency) / 2
+        return self.gbit_s * 1e9 / 8 * eff
+
+    def latency_s(self, latency_us: float | None = None) -> float:
+        lat = latency_us if latency_us is not None else sum(self.latency_us) / 2
+        return lat * 1e-6
+
+
+_NV = "NVIDIA datasheet / architecture whitepaper"
+LINKS = {link.name: link for link in (
+    # intra-node: per GPU, all of its links, one direction
+    Link("nvlink1", "intra", 4 * 20 * 8, _NVLINK_LAT, _NVLINK_EFF,
+         f"{_NV}: Tesla P100 (Pascal), 4 NVLink 1.0 links x 20 GB/s per direction"),
+    Link("nvlink2", "intra", 6 * 25 * 8, _NVLINK_LAT, _NVLINK_EFF,
+         f"{_NV}: Tesla V100 (Volta), 6 NVLink 2.0 links x 25 GB/s per direction "
+         "(300 GB/s total)"),
+    Link("nvlink3", "intra", 12 * 25 * 8, _NVLINK_LAT, _NVLINK_EFF,
+         f"{_NV}: A100 (Ampere), 12 NVLink 3.0 links x 25 GB/s per direction (600 GB/s)"),
+    Link("nvlink4", "intra", 18 * 25 * 8, _NVLINK_LAT, _NVLINK_EFF,
+         f"{_NV}: H100 SXM (Hopper), 18 NVLink 4.0 links x 25 GB/s per direction "
+         "(900 GB/s)"),
+    Link("nvlink5", "intra", 18 * 50 * 8, _NVLINK_LAT, _NVLINK_EFF,
+         f"{_NV}: B200 (Blackwell), 18 NVLink 5.0 links x 50 GB/s per direction "
+         "(1.8 TB/s)"),
+    Link("pcie3", "intra", 16 * 8 * 128 / 130, _PCIE_LAT, _PCIE_EFF,
+         "PCI-SIG PCI Express 3.0 Base Specification: 8 GT/s per lane, 128b/130b, x16"),
+    Link("pcie4", "intra", 16 * 16 * 128 / 130, _PCIE_LAT, _PCIE_EFF,
+         "PCI-SIG PCI Express 4.0 Base Specification: 16 GT/s per lane, 128b/130b, x16"),
+    Link("pcie5", "intra", 16 * 32 * 128 / 130, _PCIE_LAT, _PCIE_EFF,
+         "PCI-SIG PCI Express 5.0 Base Specification: 32 GT/s per lane, 128b/130b, x16"),
+    # inter-node: per NIC, one direction
+    Link("ib-edr", "inter", 100, _IB_LAT, _RDMA_EFF,
+         "InfiniBand Trade Association roadmap: EDR 4x = 100 Gb/s"),
+    Link("ib-hdr", "inter", 200, _IB_LAT, _RDMA_EFF,
+         "InfiniBand Trade Association roadmap: HDR 4x = 200 Gb/s"),
+    Link("ib-ndr", "inter", 400, _IB_LAT, _RDMA_EFF,
+         "InfiniBand Trade Association roadmap: NDR 4x = 400 Gb/s"),
+    Link("ib-xdr", "inter", 800, _IB_LAT, _RDMA_EFF,
+         "InfiniBand Trade Association roadmap: XDR 4x = 800 Gb/s"),
+    Link("roce-25g", "inter", 25, _ROCE_LAT, _RDMA_EFF,
+         "IEEE 802.3by (25GBASE) with RoCE v2 (IBTA Annex A17)"),
+    Link("roce-100g", "inter", 100, _ROCE_LAT, _RDMA_EFF,
+         "IEEE 802.3bj (100GBASE-KR4/CR4) with RoCE v2 (IBTA Annex A17)"),
+    Link("roce-200g", "inter", 200, _ROCE_LAT, _RDMA_EFF,
+         "IEEE 802.3cd (200GBASE) with RoCE v2 (IBTA Annex A17)"),
+    Link("roce-400g", "inter", 400, _ROCE_LAT, _RDMA_EFF,
+         "IEEE 802.3bs/cd (400GBASE) with RoCE v2 (IBTA Annex A17)"),
+    Link("eth-10g", "inter", 10, _TCP_LAT, _TCP_EFF, "IEEE 802.3ae (10GbE), TCP sockets"),
+    Link("eth-25g", "inter", 25, _TCP_LAT, _TCP_EFF, "IEEE 802.3by (25GbE), TCP sockets"),
+    Link("eth-100g", "inter", 100, _TCP_LAT, _TCP_EFF,
+         "IEEE 802.3bj/ba (100GbE), TCP sockets"),
+)}
+
+
+def names(scope: str | None = None) -> list[str]:
+    return [n for n, link in LINKS.items() if scope is None or link.scope == scope]
+
+
+def get(name: str, scope: str | None = None) -> Link:
+    """The row named `name`; an unknown name (or one of the wrong scope) is one clear
+    error listing the known ones."""
+    link = LINKS.get(name)
+    if link is None or (scope is not None and link.scope != scope):
+        what = {"intra": "intra-node link", "inter": "interconnect"}.get(scope or "",
+                                                                           "link")
+        raise UnknownName(what, name, names(scope) + ([MEASURED] if scope == "inter" else []))
+    return link
+
+
+def table_rows() -> list[dict]:
+    return [{"name": link.name, "scope": link.scope, "gbit_s": round(link.gbit_s, 1),
+             "latency_us": f"{link.latency_us[0]:g}-{link.latency_us[1]:g}",
+             "efficiency": f"{link.efficiency[0]:.2f}-{link.efficiency[1]:.2f}",
+             "source": link.source} for link in LINKS.values()]
+
+
+def main() -> int:
+    print("| link | scope | Gb/s per direction | latency µs | achieved | source |")
+    print("| --- | --- | ---: | --- | --- | --- |")
+    for r in table_rows():
+        print(f"| {r['name']} | {r['scope']} | {r['gbit_s']:g} | {r['latency_us']} | "
+              f"{r['efficiency']} | {r['source']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,170 @@
+"""A model's gradient layout: every gradient's size and when backward makes it ready.
+
+The model is built on torch's meta device (shapes only: no memory, no arithmetic), one
+step of forward and backward runs under torch's FlopCounterMode, and a hook on every
+parameter notes the backward FLOPs done when its gradient was accumulated. A
+gradient's ready time is that fraction of the step's backward FLOPs: backward
+compute is taken to be proportional to FLOPs, so layers' time shares follow their
+arithmetic. Where DDP's own bucket sizes were recorded in the run, the schedule
+closes buckets where DDP did (hvd_vs_ddp/projection/schedule.py).
+
+Models: this project's workloads (with the sizes a run recorded) and torchvision's
+image classifiers by name (for a published single-device figure, `--model`).
+
+    python -m hvd_vs_ddp.projection.layout resnet50 --batch-size 32     # sizes, FLOPs, ready times
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.projection.schedule import Grad
+
+# torchvision classifiers a published figure may name, with their input size
+TORCHVISION = {"resnet18": 224, "resnet34": 224, "resnet50": 224, "resnet101": 224,
+               "resnet152": 224, "resnext50_32x4d": 224, "resnext101_32x8d": 224,
+               "wide_resnet50_2": 224, "vgg16": 224, "vgg19": 224, "inception_v3": 299,
+               "densenet121": 224, "mobilenet_v2": 224, "efficientnet_b0": 224,
+               "vit_b_16": 224, "alexnet": 224}
+
+
+class LayoutError(InputError):
+    pass
+
+
+@dataclass(frozen=True)
+class Layout:
+    model: str
+    grads: list[Grad]         # in the order backward makes them ready
+    forward_flops: float      # per rank per step
+    backward_flops: float
+    source: str               # how it was derived
+
+    @property
+    def grad_bytes(self) -> int:
+        return sum(g.bytes for g in self.grads)
+
+    @property
+    def backward_share(self) -> float:
+        """Backward's share of a step's compute time: two thirds (backward computes the
+        gradients of inputs and of weights, twice forward's arithmetic). The counter's
+        own total is not used for it: torch's FlopCounterMode counts grouped
+        convolutions' backward without their groups (ResNeXt: 3.6x forward); the
+        counter only orders the gradients inside backward."""
+        return 2 / 3
+
+
+def _trace(model, inputs, loss_fn, name: str, source: str) -> Layout:
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise LayoutError(f"model {name!r} has no trainable parameters: nothing to project")
+    counter = FlopCounterMode(display=False)
+    ready: dict[int, float] = {}
+
+    def note(i: int):
+        def hook(_param) -> None:
+            ready.setdefault(i, counter.get_total_flops())
+        return hook
+
+    hooks = [p.register_post_accumulate_grad_hook(note(i)) for i, p in enumerate(params)]
+    try:
+        with counter:
+            out = model(inputs[0]) if len(inputs) == 1 else model(*inputs[:-1])
+            if isinstance(out, dict):  # torchvision segmentation: {"out": ...}
+                out = out["out"]
+            if hasattr(out, "logits"):  # torchvision inception in train mode
+                out = out.logits
+            loss = loss_fn(out, inputs[-1]) if loss_fn else out.float().sum()
+            forward = counter.get_total_flops()
+            loss.backward()
+            total = counter.get_total_flops()
+    except Exception as exc:  # a model the meta device cannot trace
+        raise LayoutError(f"cannot analyse model {name!r} on torch's meta device: "
+                          f"{type(exc).__name__}: {exc}".splitlines()[0]) from None
+    finally:
+        for h in hooks:
+            h.remove()
+    backward = max(total - forward, 1.0)
+    grads = [Grad(bytes=p.numel() * p.element_size(),
+                  ready=min(1.0, max(0.0, (ready.get(i, total) - forward) / backward)))
+             for i, p in enumerate(params)]
+    grads.sort(key=lambda g: g.ready)
+    del torch
+    return Layout(name, grads, float(forward), float(backward), source)
+
+
+def torchvision_layout(name: str, batch_size: int) -> Layout:
+    import torch
+    import torchvision
+
+    if name not in TORCHVISION:
+        raise LayoutError(f"cannot analyse model {name!r}: not a workload of this project "
+                          f"nor a known torchvision classifier ({', '.join(TORCHVISION)})")
+    size = TORCHVISION[name]
+    kwargs = {"aux_logits": False, "init_weights": False} if name == "inception_v3" else {}
+    with torch.device("meta"):
+        model = getattr(torchvision.models, name)(**kwargs)
+        x = torch.empty(batch_size, 3, size, size)
+        y = torch.zeros(batch_size, dtype=torch.long)
+    return _trace(model, (x, y), torch.nn.functional.cross_entropy, name,
+                  f"torchvision {name}, {size}x{size} input, batch {batch_size}, "
+                  "traced on the meta device")
+
+
+def workload_layout(name: str, params: dict[str, Any], batch_size: int) -> Layout:
+    """The layout of this project's workload `name` built with a run's recorded sizes."""
+    import torch
+
+    from hvd_vs_ddp.workloads import registry
+
+    if name not in registry.names():
+        raise LayoutError(f"cannot analyse workload {name!r}: not a workload of this project "
+                          f"({', '.join(registry.names())})")
+    accepted = set(registry.parameters(name))
+    kwargs = {k: v for k, v in params.items() if k in accepted and k != "batch_size"}
+    wl = registry.get(name, batch_size=batch_size, **kwargs)
+    torch.manual_seed(wl.seed)
+    data: Any = wl.build_dataset(wl.seed)  # a map-style dataset: len and []
+    samples = [data[i % len(data)] for i in range(batch_size)]
+    x = torch.stack([torch.as_tensor(s[0]) for s in samples]).to("meta")
+    y = torch.stack([torch.as_tensor(s[1]) for s in samples]).to("meta")
+    with torch.device("meta"):
+        model = wl.build_model(False)
+    return _trace(model, (x, y), wl.loss, name,
+                  f"workload {name} ({', '.join(f'{k}={v}' for k, v in sorted(kwargs.items()))}), "
+                  f"batch {batch_size}, traced on the meta device")
+
+
+def model_layout(name: str, batch_size: int) -> Layout:
+    """`--model NAME` of a published figure: a torchvision classifier (ImageNet input)
+    first, else this project's workload at its default sizes."""
+    from hvd_vs_ddp.workloads import registry
+
+    if name in TORCHVISION or name not in registry.names():
+        return torchvision_layout(name, batch_size)
+    return workload_layout(name, {}, batch_size)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m hvd_vs_ddp.projection.layout", description=__doc__)
+    ap.add_argument("model")
+    ap.add_argument("--batch-size", type=int, default=32)
+    args = ap.parse_args(argv)
+    lay = model_layout(args.model, args.batch_size)
+    print(f"{lay.model}: {len(lay.grads)} gradients, {lay.grad_bytes / 2**20:.1f} MiB, "
+          f"forward {lay.forward_flops / 1e9:.1f} GFLOP, backward "
+          f"{lay.backward_flops / 1e9:.1f} GFLOP ({lay.source})")
+    for q in (0.25, 0.5, 0.75, 1.0):
+        done = sum(g.bytes for g in lay.grads if g.ready <= q) / max(lay.grad_bytes, 1)
+        print(f"  by {q:.0%} of backward: {done:.0%} of gradient bytes ready")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,198 @@
+"""One projection: a library's step time on a target cluster, with a band.
+
+Inputs a projection depends on (`Inputs`): the per-rank compute time (draws, so its
+uncertainty travels), the gradient layout, the libraries' settings and a fabric
+sampler (links from the interconnect table with their efficiency and latency drawn
+over the table's ranges, or alpha-beta fits to the run's collectives, resampled).
+`project()` draws inputs `draws` times, runs each library's schedule and reports the
+median and the 2.5-97.5 percentiles of step time, samples/s and scaling efficiency
+(per-device throughput over that of one device that communicates nothing).
+
+    inputs = Inputs(layout, batch=32, compute_s=np.array([0.097]), ...)
+    project(inputs, devices=[8, 64], draws=400)   # -> [Projected(...), ...]
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from hvd_vs_ddp.projection.collectives import Cost, Fabric
+from hvd_vs_ddp.projection.interconnects import Link
+from hvd_vs_ddp.projection.schedule import Step, StepCompute, ddp_step, horovod_step
+
+if TYPE_CHECKING:  # the layout tracer needs torch; the model only reads its result
+    from hvd_vs_ddp.projection.layout import Layout
+
+DEFAULT_MEMCPY_BYTES_PER_S = 300e9  # GPU device-to-device copy (HBM2 and later): assumed
+
+
+@dataclass(frozen=True)
+class Library:
+    """One side's scheduling settings, as the run recorded them (or the defaults)."""
+    label: str                     # e.g. "ddp-gloo", "horovod (horovodrun-gloo)"
+    kind: str                      # "ddp" or "horovod"
+    bucket_bytes: float = 25 * 2**20
+    bucket_sizes: tuple[int, ...] | None = None   # DDP's own, where recorded
+    fusion_bytes: float = 128 * 2**20
+    cycle_s: float = 1e-3
+    hierarchical: bool = False
+    measured: Cost | None = None   # this library's own allreduce fit (interconnect measured)
+    measured_draws: tuple[Cost, ...] = ()
+    measured_devices: int = 2      # the (largest) world size the fit was measured at
+    compute_s: tuple[float, ...] | None = None  # its own one-device step, where measured
+    # Calibration: what the run measured at `residual_devices` minus what the model gives
+    # there (framework overhead, contention the model leaves out), carried forward
+    residual_s: float = 0.0
+    residual_devices: int = 0
+
+
+@dataclass(frozen=True)
+class Links:
+    """A target built from the interconnect table."""
+    intra: Link
+    inter: Link | None
+    nics_per_node: int = 1
+    algorithm: str = "auto"
+
+    def sample(self, rng: np.random.Generator, devices: int, per_node: int) -> Fabric:
+        def draw(link: Link, scale: int = 1) -> Cost:
+            eff = rng.uniform(*link.efficiency)
+            lat = rng.uniform(*link.latency_us)
+            return Cost(link.latency_s(lat), link.bytes_per_s(eff) * scale)
+
+        inter = draw(self.inter, self.nics_per_node) if self.inter is not None else None
+        return Fabric(devices, per_node, draw(self.intra), inter, self.algorithm)
+
+
+@dataclass
+class Inputs:
+    layout: "Layout"
+    batch: int                     # samples per device per step
+    compute_s: np.ndarray          # draws of the per-rank compute step (no communication)
+    libraries: list[Library]
+    links: Links | None            # None: interconnect measured (each library's own fit)
+    per_node: int
+    memcpy_bytes_per_s: float = DEFAULT_MEMCPY_BYTES_PER_S
+    compute_at: Callable[[float, int], float] = field(default=lambda t, local: t)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Band:
+    median: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, values: np.ndarray) -> "Band":
+        lo, med, hi = np.percentile(values, [2.5, 50, 97.5])
+        return cls(float(med), float(lo), float(hi))
+
+    def as_list(self) -> list[float]:
+        return [self.median, self.low, self.high]
+
+
+@dataclass(frozen=True)
+class Projected:
+    library: str
+    devices: int
+    nodes: int
+    step_s: Band
+    samples_per_s: Band          # all devices together
+    efficiency: Band
+    exposed_comm_s: Band
+    ops: int                     # allreduces per step (median draw)
+
+
+def _measured_fabric(cost: Cost, devices: int, per_node: int) -> Fabric:
+    """A flat ring with the run's own alpha and beta between every pair of ranks."""
+    return Fabric(devices, max(per_node, devices), cost, None, "ring")
+
+
+def step_time(inputs: Inputs, lib: Library, fabric: Fabric, compute_s: float) -> Step:
+    share = inputs.layout.backward_share
+    compute = StepCompute(compute_s * (1 - share), compute_s * share)
+    if lib.kind == "ddp":
+        step = ddp_step(compute, inputs.layout.grads, fabric.allreduce, lib.bucket_bytes,
+                        lib.bucket_sizes)
+    else:
+        allreduce = fabric.allreduce
+        negotiation = fabric.small_message_latency()
+        if inputs.links is None:  # a fit to hvd.allreduce already holds its cycle wait
+            # and negotiation: take out the half cycle the schedule adds back itself
+            def allreduce(n: float, f=fabric, half=lib.cycle_s / 2) -> float:
+                return max(0.0, f.allreduce(n) - half) if f.devices > 1 else 0.0
+            negotiation = 0.0
+        step = horovod_step(compute, inputs.layout.grads, allreduce, lib.fusion_bytes,
+                            lib.cycle_s, negotiation, inputs.memcpy_bytes_per_s)
+    return step
+
+
+def residual(inputs: Inputs, lib: Library, local: int) -> float:
+    """The calibration residual at `local` ranks per node: CPU work, so on a CPU run it
+    time-slices with compute like the step does (compute_at's scaling). It belongs to
+    communicating: one device carries none of it."""
+    if not lib.residual_s:
+        return 0.0
+    ref = min(lib.residual_devices, inputs.per_node)
+    return lib.residual_s * inputs.compute_at(1.0, local) / inputs.compute_at(1.0, ref)
+
+
+def calibrate(inputs: Inputs, measured_step_s: dict[str, tuple[int, float]],
+              draws: int = 200) -> list[str]:
+    """Set each library's residual from its step measured at the largest world size
+    above 1 ({label: (devices, seconds)}); the notes saying what was carried."""
+    notes = []
+    for k, lib in enumerate(inputs.libraries):
+        if lib.label not in measured_step_s:
+            continue
+        n, measured = measured_step_s[lib.label]
+        base = replace(lib, residual_s=0.0, residual_devices=0)
+        (p,) = project(replace(inputs, libraries=[base]), [n], draws=draws)
+        res = measured - p.step_s.median
+        inputs.libraries[k] = replace(lib, residual_s=res, residual_devices=n)
+        notes.append(f"{lib.label}: calibrated at {n} ranks: measured step "
+                     f"{measured * 1000:.4g} ms, model {p.step_s.median * 1000:.4g} ms; the "
+                     f"difference ({res * 1000:+.3g} ms) is carried to every size")
+    return notes
+
+
+def project(inputs: Inputs, devices: list[int], draws: int = 400,
+            seed: int = 0) -> list[Projected]:
+    rng = np.random.default_rng(seed)
+    out = []
+    for lib in inputs.libraries:
+        for n in devices:
+            local = min(n, inputs.per_node)
+            steps, exposed, ops, base = [], [], [], []
+            for _ in range(draws):
+                t_ref = float(rng.choice(lib.compute_s or inputs.compute_s))
+                t = inputs.compute_at(t_ref, local)
+                if inputs.links is not None:
+                    fabric = inputs.links.sample(rng, n, inputs.per_node)
+                else:
+                    fits = lib.measured_draws or ((lib.measured,) if lib.measured else ())
+                    if not fits:
+                        raise ValueError(f"{lib.label}: no allreduce measurements to fit")
+                    cost = fits[int(rng.integers(len(fits)))]
+                    # on a CPU run collectives are CPU work too: past one rank per core
+                    # they time-slice like compute (on GPUs compute_at is flat: f = 1)
+                    f = inputs.compute_at(1.0, local) / inputs.compute_at(
+                        1.0, min(lib.measured_devices, inputs.per_node))
+                    fabric = _measured_fabric(Cost(cost.alpha * f, cost.beta / f), n,
+                                              inputs.per_node)
+                s = step_time(inputs, lib, fabric, t)
+                carried = residual(inputs, lib, local) if n > 1 else 0.0  # 1: no comm
+                steps.append(max(s.step_s + carried, t))
+                exposed.append(s.exposed_s)
+                ops.append(s.ops)
+                base.append(inputs.compute_at(t_ref, 1))
+            steps_a = np.array(steps)
+            out.append(Projected(
+                lib.label, n, math.ceil(n / inputs.per_node), Band.of(steps_a),
+                Band.of(inputs.batch * n / steps_a), Band.of(np.array(base) / steps_a),
+                Band.of(np.array(exposed)), int(np.median(ops))))
+    return out

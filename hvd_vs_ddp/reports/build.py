@@ -1,0 +1,235 @@
+"""build_report: run directories -> one self-contained HTML file, a Markdown summary
+and verdicts.json.
+
+The Markdown is written beside the HTML with the same stem (report.html ->
+report.md) and references its figures as PNG files in <stem>_figures/ beside it.
+verdicts.json (docs/verdicts-format.md) is written beside them: the answer per case
+and world size and every pairwise verdict, for other tools and CI.
+Run directories are only read: an output path inside one of them is refused.
+The outputs are written together (hvd_vs_ddp.results_schema.io.write_files_atomic): every file
+to a temporary sibling first, and only when all of them are written are they moved
+into place (os.replace), so a full disk or an interruption never leaves a half-written
+report or a report whose figures belong to another; a failed write raises WriteError
+("writing PATH: No space left on device") and the previous report stays as it was.
+A passed cell whose results file cannot be read is listed as "unreadable" (Failed
+cells, the answer box, verdicts.json) and the rest is reported; ReportPaths.unreadable
+lists those cells, and the CLI then exits 3.
+
+    from hvd_vs_ddp.reports import build_report
+    paths = build_report([Path("runs/a"), Path("runs/b")], Path("out/report.html"),
+                         margin=0.05)
+    python -m reports runs/a runs/b -o out/report.html
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hvd_vs_ddp.reports import compare, cost, tables, tails, tuning, verdicts
+from hvd_vs_ddp.reports.answer import answers, verdicts_doc
+from hvd_vs_ddp.reports.disturbed import leave_out_disturbed
+from hvd_vs_ddp.reports.errors import ReportError
+from hvd_vs_ddp.reports.figures import Figures, training_figures
+from hvd_vs_ddp.reports.figures_comm import comm_figures
+from hvd_vs_ddp.reports.frames import Data, build_frames
+from hvd_vs_ddp.reports.load import Run, load_run
+from hvd_vs_ddp.reports.memory_table import dp_gpu_table, memory_table
+from hvd_vs_ddp.reports.projection_section import projection_section
+from hvd_vs_ddp.reports.render import Block, Notes, Section, render_html, render_markdown
+from hvd_vs_ddp.reports.why_section import why_section
+from hvd_vs_ddp.results_schema import write_files_atomic
+
+TITLE = "Horovod or DDP? Benchmark report"
+_OURS = re.compile(r"^(throughput|scaling_efficiency|step_times|loss|busbw|exposed_comm|"
+                   r"where_step_goes|monitor_\d+)\.png$")
+
+
+@dataclass
+class ReportPaths:
+    html: Path
+    markdown: Path
+    figures_dir: Path
+    figures: list[Path] = field(default_factory=list)
+    verdicts: Path | None = None
+    unreadable: list[str] = field(default_factory=list)  # "run: cell: reason", one each
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
+def output_paths(run_dirs: list[Path], out: Path) -> tuple[Path, Path, Path, Path]:
+    out = Path(out)
+    if out.is_dir():
+        out = out / "report.html"
+    if out.suffix.lower() not in (".html", ".htm"):
+        raise ReportError(f"{out}: the output must be an .html path (the Markdown goes "
+                          "beside it with the same stem), e.g. -o report.html.")
+    html = out.resolve()
+    md, figdir = html.with_suffix(".md"), html.with_name(html.stem + "_figures")
+    vjson = html.with_name("verdicts.json")
+    for d in run_dirs:
+        root = Path(d).resolve()
+        if any(_inside(p, root) for p in (html, md, figdir, vjson)):
+            raise ReportError(f"{out}: lies inside the results directory {d}; write the "
+                              "report elsewhere so outputs never mix with results.")
+    return html, md, figdir, vjson
+
+
+def _names(run_dirs: list[Path]) -> list[str]:
+    names = [Path(d).resolve().name for d in run_dirs]
+    if len(set(names)) < len(names):
+        names = ["/".join(Path(d).resolve().parts[-2:]) for d in run_dirs]
+    if len(set(names)) < len(names):
+        names = [f"{n}#{i + 1}" for i, n in enumerate(names)]
+    return names
+
+
+def _subtitle(runs: list[Run]) -> list[str]:
+    out = []
+    for i, r in enumerate(runs):
+        m = r.manifest
+        tag = ("Run: " if len(runs) == 1 else
+               f"Run {'AB'[i]}: " if len(runs) == 2 else f"Run {i + 1}: ")
+        ver = ", ".join(f"{k} {v}" for k, v in (m.get("versions") or {}).items() if v)
+        done = "" if m.get("complete") else " — INCOMPLETE run"
+        out.append(f"{tag}{r.name} (preset {m.get('preset') or '?'}, started "
+                   f"{m.get('started') or '?'}, git {str(m.get('git_commit') or '?')[:12]}){done}. "
+                   f"{ver}")
+    return out
+
+
+def _sections(data: Data, tp, cmp, ex, ba, ba_notes, figs: Figures,
+              margin: float) -> list[Section]:
+    def fig(name):
+        f = figs.get(name)
+        return [] if f is None else [f]
+    multi = len(data.runs) > 1
+    secs = [Section("Horovod vs DDP", [tables.comparison_table(cmp, margin)]
+                    if not cmp.empty else ["No case was measured with both a Horovod and a "
+                                           "DDP backend at the same world size."])]
+    best = tuning.section(tuning.at_best(data, margin))  # runs with per-library knob sets
+    secs += [best] if best is not None else []
+    secs.append(Section("Throughput and scaling", (
+        [tables.throughput_table(tp)] if not tp.empty else ["No throughput results."])
+        + fig("throughput") + fig("scaling_efficiency")))
+    steps: list[Block] = []
+    if not tp.empty:
+        st = tails.stragglers(tp)
+        steps += [tables.tails_table(tails.tails(tp))]
+        steps += [tables.straggler_table(st), Notes(tails.straggler_notes(st) or [
+            "No rank was the slowest in most steps beyond chance (p < 0.01)."])] \
+            if not st.empty else []
+    secs.append(Section("Step times", steps + fig("step_times")))
+    comm: list[Block] = [tables.exposed_table(ex)] if not ex.empty else []
+    comm += fig("exposed_comm")
+    if not data.collective.empty:
+        comm.append(tables.collectives_table(data.collective, data.memcpy))
+    secs.append(Section("Communication", comm + fig("busbw")))
+    conv: list[Block] = [tables.convergence_table(data.convergence)] \
+        if not data.convergence.empty else []
+    conv += fig("loss")
+    conv += [tables.tta_table(data.tta)] if not data.tta.empty else [
+        "No time-to-accuracy results."]
+    secs.append(Section("Convergence", conv))
+    mon = figs.group("monitor")
+    held = [t for t in (memory_table(tp), dp_gpu_table(tp)) if t is not None]
+    secs.append(Section("Utilisation and memory", held + ([mon] if mon else fig("monitor"))))
+    if len(data.runs) == 2:
+        a, b = data.runs[0].name, data.runs[1].name
+        blocks: list[Block] = [tables.before_after_table(ba, a, b)] if not ba.empty else [
+            "No throughput cell matches between the two runs."]
+        secs.append(Section("Before / after", blocks + ([Notes(ba_notes)] if ba_notes else [])))
+    elif multi:
+        data.notes.append("Before/after comparison needs exactly two run directories.")
+    if not data.cells.empty and (data.cells["status"] != "passed").any():
+        secs.append(Section("Failed cells", [tables.failed_table(data.cells)]))
+    secs.append(Section("Metadata", [tables.run_meta_table(data), tables.knob_table(data),
+                                     tables.cell_meta_table(data)]))
+    notes = data.notes + figs.notes
+    secs.append(Section("Notes", [Notes(notes + [
+        "Throughput = global batch / step time, each step timed on every rank and "
+        "represented by the slowest rank; medians over timed steps after warm-up.",
+        "Verdicts come from 95% two-level bootstrap intervals of ratios of medians "
+        "(repetitions, then steps; 2000 resamples, fixed seed) with a practical margin of "
+        f"±{margin * 100:g}% (report --margin): 'faster' beyond it, 'equivalent' inside "
+        "it, else 'inconclusive'. With one repetition an interval is within-run only and "
+        "a verdict is indicative. At 1 rank nothing is communicated: the ratio is "
+        "framework overhead, not a win."])]))
+    return secs
+
+
+def build_report(run_dirs: list[Path], out: Path,
+                 margin: float = verdicts.DEFAULT_MARGIN,
+                 keep_disturbed: bool = False, price_per_device_hour: float | None = None,
+                 epoch_samples: int = cost.IMAGENET_1K_TRAIN) -> ReportPaths:
+    """Read run_dirs (never modified), write out (.html), out.md, out_figures/*.png and
+    verdicts.json beside them. Repetitions disturbed by other work on the host are left
+    out of the timings unless keep_disturbed (hvd_vs_ddp/reports/disturbed.py). The Cost section
+    (hvd_vs_ddp/reports/cost.py) prices device-hours when price_per_device_hour is given."""
+    try:
+        margin = verdicts.check_margin(margin)
+        price = cost.check_price(price_per_device_hour)
+        epoch_samples = cost.check_epoch_samples(epoch_samples)
+    except ValueError as err:
+        raise ReportError(str(err)) from None
+    run_dirs = [Path(d) for d in run_dirs]
+    if not run_dirs:
+        raise ReportError("no run directory given; pass one or more directories written by "
+                          "`hvd-vs-ddp run`.")
+    html_path, md_path, figdir, vjson = output_paths(run_dirs, out)
+    runs = [load_run(d, n) for d, n in zip(run_dirs, _names(run_dirs))]
+    for r in runs:
+        r.notes += leave_out_disturbed(r, keep=keep_disturbed)
+    data = build_frames(runs)
+    tp = compare.add_scaling(data.throughput)
+    cmp = compare.hvd_vs_ddp(tp, margin)
+    ex = compare.exposed_comm(data)
+    ba, ba_notes = (compare.before_after(tp, runs[0].name, runs[1].name, margin)
+                    if len(runs) == 2 else (None, []))
+    figs = Figures()
+    multi = len(runs) > 1
+    training_figures(tp, data.convergence, figs, multi)
+    comm_figures(data.collective, data.memcpy, ex, tp, figs, multi)
+    why = why_section(data, figs, multi)
+    sections = _sections(data, tp, cmp, ex, ba, ba_notes, figs, margin)
+    cf = cost.cost_frame(tp, data.throughput_reps, price, epoch_samples)
+    if not cf.empty:  # after "Throughput and scaling"
+        at = next((i + 1 for i, s in enumerate(sections)
+                   if s.title == "Throughput and scaling"), 1)
+        sections.insert(at, Section("Cost", [cost.cost_table(cf)]))
+    if why is not None:  # after "Communication"
+        at = next((i + 1 for i, s in enumerate(sections) if s.title == "Communication"), 1)
+        sections.insert(at, why)
+    projected = projection_section([(r.name, r.path) for r in runs])
+    if projected is not None:  # last: apart from every measured figure
+        sections.append(projected)
+    heads = compare.headlines(data, cmp, ba, margin,
+                              [a["sentence"] for a in answers(data, cmp, margin)])
+    sub = _subtitle(runs)
+
+    written = [figdir / f"{f.name}.png" for f in figs.items]
+    rel = {f.name: f"{figdir.name}/{f.name}.png" for f in figs.items}
+    files = {p: f.png for p, f in zip(written, figs.items)}
+    files[md_path] = render_markdown(TITLE, sub, heads, sections, rel).encode()
+    files[html_path] = render_html(TITLE, sub, heads, sections).encode()
+    files[vjson] = json.dumps({**verdicts_doc(data, cmp, margin), "cost": cost.records(cf)},
+                              indent=1).encode()
+    made = [d for d in (*reversed(html_path.parents), figdir) if not d.exists()]
+    try:
+        html_path.parent.mkdir(parents=True, exist_ok=True)
+        figdir.mkdir(exist_ok=True)
+        write_files_atomic(files)  # all or nothing: WriteError leaves the old report as it was
+    except BaseException:
+        for d in reversed(made):  # the directories this call made, if still empty
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+    for stale in figdir.glob("*.png"):
+        if stale not in written and _OURS.match(stale.name):
+            stale.unlink()  # a figure an earlier report wrote at this path
+    unreadable = [f"{r.name}: cell {c.id!r}: {c.unreadable}" for r in runs for c in r.unreadable]
+    return ReportPaths(html_path, md_path, figdir, written, vjson, unreadable)

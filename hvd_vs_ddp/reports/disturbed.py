@@ -1,0 +1,62 @@
+"""Repetitions disturbed by other work on the host are left out of the timings.
+
+`hvd-vs-ddp run` records per repetition the *foreign load*: cores' worth of CPU that
+processes other than the cell's used on the host while it ran (hvd_vs_ddp/common/cpu_load.py).
+On a machine whose ranks fill the cores, one such core slows a repetition by a factor
+that has nothing to do with the library measured (seen here: 2x to 30x, while other
+test suites ran). A repetition whose foreign load exceeds `MAX_SHARE` of the host's
+cores is *disturbed*: its throughput and compute-only timings are left out of the
+medians, intervals and verdicts when at least two undisturbed repetitions of the cell
+remain; otherwise all are kept and a note says the intervals include that load. The
+other suites of a first repetition (convergence, collectives) are always kept.
+`report --keep-disturbed` keeps everything. Every decision is listed in the report's
+notes.
+
+    from hvd_vs_ddp.reports.disturbed import leave_out_disturbed
+    notes = leave_out_disturbed(run)          # run: hvd_vs_ddp.reports.load.Run, changed in place
+"""
+from __future__ import annotations
+
+import os
+
+MAX_SHARE = 0.10          # of the host's cores: above it a repetition is disturbed
+TIMED_KINDS = ("throughput", "compute_only")
+
+
+def _cores(manifest: dict) -> int:
+    hw = manifest.get("hardware") or {}
+    try:
+        return max(1, int(hw.get("cores") or os.cpu_count() or 1))
+    except (TypeError, ValueError):
+        return os.cpu_count() or 1
+
+
+def leave_out_disturbed(run, keep: bool = False, max_share: float = MAX_SHARE) -> list[str]:
+    """Drop the timings of disturbed repetitions from `run` (hvd_vs_ddp.reports.load.Run);
+    return the notes saying what was left out or kept, and why."""
+    cores = _cores(run.manifest)
+    limit = max_share * cores
+    notes: list[str] = []
+    for cell in run.cells:
+        entry = cell.record
+        reps = [r for r in (entry.repeats or []) if r.status == "passed"] if entry else []
+        bad = [r for r in reps if r.foreign_load is not None and r.foreign_load > limit]
+        if not bad:
+            continue
+        what = ", ".join(f"r{r.rep} ({r.foreign_load:g} cores)" for r in bad)
+        clean = len(reps) - len(bad)
+        if keep or clean < 2:
+            why = ("kept (--keep-disturbed)" if keep else
+                   f"kept: only {clean} undisturbed repetition(s); its intervals include "
+                   "that load")
+            notes.append(f"{run.name}: {cell.id}: other work used more than {limit:g} of "
+                         f"the host's {cores} cores during {what}; {why}.")
+            continue
+        out = {r.rep for r in bad}
+        cell.benchmarks = [b for b in cell.benchmarks
+                           if not (b.rep in out and b.kind in TIMED_KINDS)]
+        notes.append(f"{run.name}: {cell.id}: timings of {what} left out: other work "
+                     f"used more than {limit:g} of the host's {cores} cores meanwhile "
+                     f"({clean} undisturbed repetitions kept; report --keep-disturbed "
+                     "keeps them).")
+    return notes

@@ -1,0 +1,131 @@
+"""Loaded runs -> tidy pandas DataFrames, one per result kind, plus one of cells.
+
+The rows come from each benchmark's record (`rows()`, beside the record in
+hvd_vs_ddp/results_schema/kinds/); this module only adds where each row came from (run, cell, suite,
+label) and makes the DataFrames. Medians and IQRs are computed from the raw per-step
+values (never copied from the summary fields of the JSON), so every table and figure
+shows the same numbers. A benchmark's `suite` is the suite that writes its kind
+(results.kinds: throughput, compute, convergence, collectives).
+
+Repetitions: every row carries `rep` (1..N, the repetition of its cell). The per-
+repetition throughput rows are `throughput_reps`; `throughput` has one row per cell
+and case with the repetitions pooled (`samples`/`steps`: every timed step of every
+repetition, medians over those) and kept apart for the statistics (`rep_samples`,
+`rep_steps`, `rep_rank_steps`: one entry per repetition; `n_reps`).
+
+    from hvd_vs_ddp.reports.frames import build_frames
+    data = build_frames([load_run(p) for p in run_dirs])
+    data.throughput[["label", "world_size", "sps_median"]]
+    python -m hvd_vs_ddp.reports.frames RUN_DIR...       # prints the throughput frame
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from hvd_vs_ddp.reports.load import Cell, Run, load_run
+from hvd_vs_ddp.reports.theme import backend_label
+from hvd_vs_ddp.results_schema import KINDS, BenchmarkRecord, summary
+
+# Cells that measure the same thing (Horovod vs DDP is compared inside one group).
+CASE_KEY = ["run", "workload", "workload_params", "per_rank_batch", "knob_set", "knobs"]
+
+
+@dataclass
+class Data:
+    runs: list[Run]
+    cells: pd.DataFrame
+    throughput: pd.DataFrame
+    compute_only: pd.DataFrame
+    convergence: pd.DataFrame
+    tta: pd.DataFrame
+    collective: pd.DataFrame
+    memcpy: pd.DataFrame
+    throughput_reps: pd.DataFrame = field(default_factory=pd.DataFrame)
+    notes: list[str] = field(default_factory=list)
+    frames: dict[str, pd.DataFrame] = field(default_factory=dict)  # every FRAME, by name
+
+
+def _common(run: Run, cell: Cell, rec: BenchmarkRecord, rep: int) -> dict[str, Any]:
+    """Columns every kind's rows get besides the record's own: where it came from."""
+    return {"run": run.name, "cell_id": cell.id, "suite": rec.SUITE, "rep": rep,
+            "label": backend_label(rec.backend, rec.backend_meta or {})}
+
+
+POOL_KEY = ["run", "cell_id", "workload", "workload_params", "per_rank_batch", "knob_set",
+            "knobs"]
+
+
+def pool_reps(reps: pd.DataFrame) -> pd.DataFrame:
+    """One throughput row per cell and case: repetitions pooled, and kept apart."""
+    out = []
+    for _, g in reps.sort_values("rep", kind="stable").groupby(POOL_KEY, sort=False):
+        first = g.iloc[0].to_dict()
+        sps, steps = np.concatenate(list(g["samples"])), np.concatenate(list(g["steps"]))
+        q25, q75 = summary.iqr(sps)
+        s25, s75 = summary.iqr(steps)
+        out.append({**first, "rep": None, "n_reps": len(g), "samples": sps, "steps": steps,
+                    "rep_samples": list(g["samples"]), "rep_steps": list(g["steps"]),
+                    "rep_rank_steps": list(g["rank_steps"]),
+                    "sps_median": summary.median(sps), "sps_q25": q25, "sps_q75": q75,
+                    "step_median": summary.median(steps), "step_q25": s25, "step_q75": s75,
+                    "n_steps": int(sps.size), "max_rss_mb": g["max_rss_mb"].max(),
+                    "cuda_max_mb": g["cuda_max_mb"].max()})
+    return pd.DataFrame(out)
+
+
+def _case_labels(df: pd.DataFrame) -> pd.Series:
+    """'resnet50', 'resnet50 [fp16]', plus ', b32/rank' where one workload has several batches."""
+    nbatch = df.groupby(["run", "workload", "knob_set"])["per_rank_batch"].transform("nunique")
+    nparams = df.groupby(["run", "workload", "knob_set"])["workload_params"].transform("nunique")
+    out = []
+    for (_, r), nb, npar in zip(df.iterrows(), nbatch, nparams):
+        s = r["workload"] + ("" if r["knob_set"] == "default" else f" [{r['knob_set']}]")
+        if nb > 1 or npar > 1:
+            s += f", b{r['per_rank_batch']}/rank"
+        if npar > 1:
+            s += f" {r['workload_params']}"
+        out.append(s)
+    return pd.Series(out, index=df.index, dtype=object)
+
+
+def build_frames(runs: list[Run]) -> Data:
+    rows: dict[str, list[dict]] = {"cells": [], **{cls.FRAME: [] for cls in KINDS.values()}}
+    notes = [n for r in runs for n in r.notes]
+    for run in runs:
+        for cell in run.cells:
+            e = cell.entry
+            rows["cells"].append({
+                "run": run.name, "cell_id": cell.id, "suite": ",".join(e.get("suites") or []),
+                "backend": e.get("backend", ""), "launcher": e.get("launcher", ""),
+                "world_size": e.get("world_size"), "status": cell.status,
+                "error": cell.error, "seconds": e.get("seconds"),
+                "log": e.get("log") or "", "env": cell.machine.get("env") or {},
+                "versions": cell.machine.get("versions") or {},
+                "benchmarks": len(cell.benchmarks)})
+            for b in cell.benchmarks:
+                assert b.record is not None  # the loader sets it for every benchmark
+                common = _common(run, cell, b.record, b.rep)
+                rows[b.record.FRAME].extend({**common, **row} for row in b.record.rows())
+    frames = {k: pd.DataFrame(v) for k, v in rows.items()}
+    reps = frames["throughput"]
+    tp = frames["throughput"] = pool_reps(reps) if not reps.empty else reps
+    if not tp.empty:
+        tp["case"] = _case_labels(tp)
+        nlaunch = tp.groupby(CASE_KEY + ["label"])["launcher"].transform("nunique")
+        tp["series"] = [lab + (f" via {la}" if n > 1 else "")
+                        for lab, la, n in zip(tp["label"], tp["launcher"], nlaunch)]
+    return Data(runs=runs, notes=notes, frames=frames, throughput_reps=reps, **{
+        k: frames[k] for k in ("cells", "throughput", "compute_only", "convergence", "tta",
+                               "collective", "memcpy")})
+
+
+if __name__ == "__main__":
+    d = build_frames([load_run(Path(p)) for p in sys.argv[1:]])
+    cols = ["run", "case", "label", "world_size", "sps_median", "step_median"]
+    print(d.throughput[cols].to_string() if not d.throughput.empty else "no throughput")

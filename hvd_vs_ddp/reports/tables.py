@@ -1,0 +1,268 @@
+"""Report tables: pandas frames of display strings with a title and a note.
+
+Numbers are formatted here once (samples/s with 1 decimal, step times in ms with 2,
+ratios and CIs with 3), so the HTML and the Markdown show identical text.
+
+    from hvd_vs_ddp.reports.tables import throughput_table
+    t = throughput_table(add_scaling(data.throughput))   # Table(title, df, note)
+    python -m hvd_vs_ddp.reports.tables RUN_DIR...                   # prints every table
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from hvd_vs_ddp.reports.frames import Data
+
+DASH = "–"
+OP_ORDER = {"allreduce": 0, "allgather": 1, "broadcast": 2}
+
+
+@dataclass
+class Table:
+    title: str
+    df: pd.DataFrame
+    note: str = ""
+
+
+def sps(v: float) -> str:
+    return "" if pd.isna(v) else f"{v:.1f}"
+
+
+def ms(v: float) -> str:
+    return "" if pd.isna(v) else f"{v * 1e3:.2f}"
+
+
+def r3(v: float) -> str:
+    return "" if pd.isna(v) else f"{v:.3f}"
+
+
+def human_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:g} {unit}" if unit == "B" else f"{n:.4g} {unit}"
+        n /= 1024
+    return f"{n:g}"
+
+
+def kv(d: dict | None, keep_none: bool = False) -> str:
+    if not d:
+        return ""
+    return "; ".join(f"{k}={json.dumps(v) if isinstance(v, (dict, list)) else v}"
+                     for k, v in d.items() if keep_none or v is not None)
+
+
+def throughput_table(tp: pd.DataFrame) -> Table:
+    rows = [{"run": r["run"], "case": r["case"], "backend": r["series"],
+             "world size": r["world_size"], "global batch": r["global_batch"],
+             "steps": r["n_steps"], "median step (ms)": ms(r["step_median"]),
+             "step IQR (ms)": f"{ms(r['step_q25'])}{DASH}{ms(r['step_q75'])}",
+             "median samples/s": sps(r["sps_median"]),
+             "samples/s IQR": f"{sps(r['sps_q25'])}{DASH}{sps(r['sps_q75'])}",
+             "scaling eff.": "" if pd.isna(r.get("efficiency", np.nan))
+             else f"{r['efficiency']:.2f}",
+             "max RSS (MB)": "" if pd.isna(r["max_rss_mb"]) else f"{r['max_rss_mb']:.0f}"}
+            for _, r in tp.sort_values(["run", "case", "world_size"]).iterrows()]
+    df = pd.DataFrame(rows)
+    if not tp.empty and "startup_s" in tp and tp["startup_s"].notna().any():
+        # launch to suites configured, slowest rank: spawn's cost against torchrun
+        df["start-up (s)"] = [f"{v:.2f}" if not pd.isna(v) else "" for v in
+                              tp.sort_values(["run", "case", "world_size"])["startup_s"]]
+    if not tp.empty and tp["cuda_max_mb"].notna().any():
+        df["max CUDA alloc (MB)"] = [f"{v:.0f}" if not pd.isna(v) else "" for v in
+                                     tp.sort_values(["run", "case", "world_size"])["cuda_max_mb"]]
+    return Table("Throughput per cell", df,
+                 "Medians and IQRs over timed steps (each step: the slowest rank). "
+                 "Scaling efficiency = samples/s / (world size x the np=1 samples/s). "
+                 "Start-up: from the launch to the slowest rank's suites being configured "
+                 "(process start, imports), apart from the steady-state throughput.")
+
+
+def comparison_table(cmp: pd.DataFrame, margin: float) -> Table:
+    rows = [{"run": r["run"], "case": r["case"], "world size": r["world_size"],
+             "horovod": r["horovod"], "ddp": r["ddp"], "horovod samples/s": sps(r["hvd_sps"]),
+             "ddp samples/s": sps(r["ddp_sps"]), "ratio hvd/ddp": r3(r["ratio"]),
+             "95% interval": f"{r3(r['lo'])}{DASH}{r3(r['hi'])}", "repetitions": r["reps"],
+             "verdict": (f"less overhead: {r['faster']}" if r["faster"] and r["scope"] ==
+                         "overhead" else f"faster: {r['faster']}" if r["faster"]
+                         else r["verdict"]),
+             "note": "; ".join(x for x in (
+                 "overhead only (1 rank)" if r["scope"] == "overhead" else "",
+                 "indicative (within-run interval)" if r["strength"] == "indicative" else "",
+                 f"~{int(r['reps_needed'])} repetitions to settle"
+                 if not pd.isna(r["reps_needed"])
+                 else "") if x)}
+            for _, r in cmp.iterrows()]
+    return Table("Horovod / DDP throughput, every pair", pd.DataFrame(rows),
+                 "Ratio of median samples/s (all timed steps of all repetitions); 95% interval "
+                 "from a two-level bootstrap (repetitions, then steps within each; 2000 "
+                 "resamples, fixed seed), so it includes run-to-run variation when there are "
+                 f"2 or more repetitions. Verdicts with a margin of ±{margin * 100:g}%: "
+                 "'faster' when the interval lies beyond it, 'equivalent' when inside "
+                 f"[{1 / (1 + margin):.3f}, {1 + margin:.3f}], else 'inconclusive'.")
+
+
+def tails_table(tl: pd.DataFrame) -> Table:
+    rows = [{"run": r["run"], "case": r["case"], "backend": r["series"],
+             "world size": r["world_size"], "repetitions": r["reps"], "steps": r["steps"],
+             "p50 (ms)": ms(r["p50"]), "p95 (ms)": ms(r["p95"]), "p99 (ms)": ms(r["p99"]),
+             "CV": "" if pd.isna(r["cv"]) else f"{r['cv']:.3f}",
+             "first step (ms)": ms(r["first"]), "first / p50": f"{r['first_x']:.2f}"}
+            for _, r in tl.sort_values(["run", "case", "world_size"]).iterrows()]
+    return Table("Step-time tails", pd.DataFrame(rows),
+                 "Percentiles and CV (sd/mean) over the timed steps after the first of every "
+                 "repetition; the first timed step (median over repetitions) is shown apart.")
+
+
+def straggler_table(st: pd.DataFrame) -> Table:
+    rows = [{"run": r["run"], "case": r["case"], "backend": r["series"],
+             "world size": r["world_size"], "rank": r["rank"],
+             "slowest in": f"{r['slowest_steps']}/{r['steps']} ({r['share'] * 100:.0f}%)",
+             "median excess when slowest (ms)": ms(r["excess"]),
+             "straggler": "YES" if r["straggler"] else "no"} for _, r in st.iterrows()]
+    return Table("Stragglers: which rank is the slowest", pd.DataFrame(rows),
+                 "Per rank: the steps in which it was the slowest rank and its median excess "
+                 "over the other ranks then. Named a straggler when slowest in most steps "
+                 "and a binomial test against 1/world size gives p < 0.01.")
+
+
+def before_after_table(ba: pd.DataFrame, run_a: str, run_b: str) -> Table:
+    rows = [{"case": r["case"], "backend": r["backend"], "world size": r["world_size"],
+             "suite": r["suite"], "A samples/s": sps(r["a_sps"]), "B samples/s": sps(r["b_sps"]),
+             "ratio B/A": r3(r["ratio"]), "95% interval": f"{r3(r['lo'])}{DASH}{r3(r['hi'])}",
+             "verdict": r["verdict"]} for _, r in ba.iterrows()]
+    return Table(f"Run B ({run_b}) vs run A ({run_a})", pd.DataFrame(rows),
+                 "Matching cells: same suite, backend, launcher, world size, workload and "
+                 "knobs. Ratio of median samples/s, 95% two-level bootstrap interval and "
+                 "margin verdict as above.")
+
+
+def exposed_table(ex: pd.DataFrame) -> Table:
+    rows = [{"run": r["run"], "case": r["case"], "backend": r["series"],
+             "world size": r["world_size"], "median step (ms)": ms(r["step_median"]),
+             "compute only (ms)": ms(r["compute_s"]),
+             "compute-only processes": r["compute_ranks"], "exposed comm (ms)": ms(r["exposed_s"]),
+             "exposed share": f"{r['exposed_frac'] * 100:.0f}%"} for _, r in ex.iterrows()]
+    return Table("Exposed communication", pd.DataFrame(rows),
+                 "Exposed = median step time - median compute-only step time (same workload, "
+                 "per-rank batch and knobs; compute-only run by as many concurrent processes "
+                 "as the backend has ranks where measured). Negative values are noise.")
+
+
+def convergence_table(cv: pd.DataFrame) -> Table:
+    rows = [{"run": r["run"], "workload": r["workload"], "backend": r["label"],
+             "world size": r["world_size"], "steps": r["steps"],
+             "final loss": f"{r['losses'][-1]:.4g}",
+             "reference final loss": f"{r['reference_losses'][-1]:.4g}",
+             "max rel dev": f"{r['max_rel_dev']:.3g}", "tolerance": f"{r['tolerance']:.3g}",
+             "within": "yes" if r["within"] else "NO"} for _, r in cv.iterrows()]
+    return Table("Convergence vs the single-process reference", pd.DataFrame(rows))
+
+
+def tta_table(tta: pd.DataFrame) -> Table:
+    rows = [{"run": r["run"], "workload": r["workload"], "backend": r["label"],
+             "world size": r["world_size"], "target": f"{r['target']:.3g}",
+             "reached": "yes" if r["reached"] else "no",
+             "seconds": "" if r["seconds"] is None else f"{float(r['seconds']):.2f}",
+             "steps": "" if r["steps"] is None else str(r["steps"])}
+            for _, r in tta.iterrows()]
+    return Table("Time to accuracy", pd.DataFrame(rows))
+
+
+def _pick_sizes(sizes, k: int = 6) -> list[int]:
+    sizes = sorted(set(sizes))
+    if len(sizes) <= k:
+        return sizes
+    return [sizes[i] for i in sorted(set(np.linspace(0, len(sizes) - 1, k).round().astype(int)))]
+
+
+def collectives_table(coll: pd.DataFrame, memcpy: pd.DataFrame) -> Table:
+    picked = _pick_sizes(coll["bytes"])
+    rows = []
+    groups = sorted(coll.groupby(["run", "op", "label", "world_size", "dtype"]),
+                    key=lambda kg: (kg[0][0], OP_ORDER.get(kg[0][1], 9), kg[0][1:]))
+    for (run, op, lab, ws, dt), g in groups:
+        row = {"run": run, "op": op, "backend": lab, "world size": ws, "dtype": dt}
+        for b in picked:
+            hit = g[g["bytes"] == b]
+            row[human_bytes(b)] = "" if hit.empty else (
+                f"{hit['busbw_gbps'].iloc[0]:.3g}" + ("" if hit["correct"].all() else " ✗"))
+        row["all correct"] = "yes" if g["correct"].all() else "NO"
+        rows.append(row)
+    note = "busbw in GB/s per message size (per rank); ✗ = result was wrong at that size."
+    if not memcpy.empty:
+        note += " memcpy peak (the limit): " + ", ".join(
+            f"{g['bandwidth_gbps'].max():.3g} GB/s ({dev}, {run})"
+            for (run, dev), g in memcpy.groupby(["run", "device"]))
+    return Table("Collectives: bus bandwidth", pd.DataFrame(rows), note)
+
+
+def failed_table(cells: pd.DataFrame) -> Table:
+    bad = cells[cells["status"] != "passed"] if not cells.empty else cells
+    rows = [{"run": r["run"], "cell": r["cell_id"], "status": r["status"],
+             "error": r["error"] or ("not run" if r["status"] == "pending" else "(no message)"),
+             "log": r["log"]} for _, r in bad.iterrows()]
+    return Table("Cells that did not pass", pd.DataFrame(rows),
+                 "Not used in any comparison. 'pending' cells never ran (incomplete run); "
+                 "'interrupted' cells were stopped by Ctrl-C or a signal (resume the run); "
+                 "'unreadable' cells passed, but a results file of theirs cannot be used "
+                 "(the error names the file and the field).")
+
+
+def run_meta_table(data: Data) -> Table:
+    rows = []
+    for run in data.runs:
+        m, hw = run.manifest, run.manifest.get("hardware") or {}
+        rows.append({"run": run.name, "directory": str(run.path),
+                     "command": " ".join(map(str, m.get("command") or [])),
+                     "preset": m.get("preset") or "", "git": str(m.get("git_commit") or "")[:12],
+                     "started": m.get("started") or "", "finished": m.get("finished") or "",
+                     "complete": "yes" if m.get("complete") else "NO",
+                     "versions": kv(m.get("versions")), "hardware": kv(hw)})
+    return Table("Runs", pd.DataFrame(rows))
+
+
+def knob_table(data: Data) -> Table:
+    """Each knob set once: its name and every knob (None = the library's default)."""
+    seen: dict[tuple, str] = {}
+    for run in data.runs:
+        for c in run.cells:
+            for b in c.benchmarks:
+                if "knobs" in b.info:
+                    seen.setdefault((run.name, b.info.get("knob_set") or "default",
+                                     kv(b.info["knobs"], keep_none=True)), "")
+    rows = [{"run": r, "knob set": k, "knobs": v} for r, k, v in sorted(seen)]
+    return Table("Knob sets", pd.DataFrame(rows), "None = the library's own default.")
+
+
+def cell_meta_table(data: Data) -> Table:
+    meta = {}
+    for run in data.runs:
+        for c in run.cells:
+            b = c.benchmarks[0].info if c.benchmarks else {}
+            sets = sorted({x.info.get("knob_set") or "default" for x in c.benchmarks
+                           if "knobs" in x.info})
+            meta[(run.name, c.id)] = (kv(b.get("backend_meta")), ", ".join(sets))
+    rows = []
+    for _, r in data.cells.iterrows():
+        bm, knobs = meta.get((r["run"], r["cell_id"]), ("", ""))
+        rows.append({"run": r["run"], "cell": r["cell_id"], "launcher": r["launcher"],
+                     "world size": r["world_size"], "status": r["status"],
+                     "seconds": "" if r["seconds"] is None else f"{float(r['seconds']):.1f}",
+                     "knob sets": knobs, "backend meta": bm, "env": kv(r["env"])})
+    return Table("Cells: launcher, knob sets, backend metadata, environment",
+                 pd.DataFrame(rows))
+
+
+if __name__ == "__main__":
+    from hvd_vs_ddp.reports.compare import add_scaling
+    from hvd_vs_ddp.reports.frames import build_frames
+    from hvd_vs_ddp.reports.load import load_run
+    d = build_frames([load_run(Path(p)) for p in sys.argv[1:]])
+    for t in (throughput_table(add_scaling(d.throughput)), failed_table(d.cells)):
+        print(t.title, "\n", t.df.to_string(), "\n")

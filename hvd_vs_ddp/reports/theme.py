@@ -1,0 +1,81 @@
+"""One look for every figure: backend labels, a fixed colour per backend, the theme.
+
+Colours are keyed by the backend's display label, never assigned by plotting order,
+so ddp-gloo is the same blue in every figure of every report. Horovod is labelled by
+its controller when backend_meta names one: "horovod (gloo)", "horovod (mpi)"; all
+Horovod shades are warm (vermillion, orange), all DDP ones cool (blues, green).
+Colours are from the Okabe-Ito colour-blind-safe set.
+
+    from hvd_vs_ddp.reports.theme import backend_label, color, style
+    with style():  # seaborn theme, as a context: global matplotlib state is untouched
+        ...
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from typing import Any, Iterator
+
+import matplotlib
+import seaborn as sns
+
+matplotlib.use("Agg")  # reports never open windows
+
+PALETTE = {
+    "single": "#000000",
+    "dp": "#CC79A7",
+    "ddp-gloo": "#0072B2",
+    "ddp-nccl": "#009E73",
+    "ddp-mpi": "#56B4E9",
+    "horovod": "#D55E00",
+    "horovod (gloo)": "#D55E00",
+    "horovod (mpi)": "#E69F00",
+    "mpi4py-raw": "#7F7F7F",
+}
+_SPARE = ("#7F7F7F", "#8C564B", "#BCBD22", "#9467BD", "#17BECF", "#F0E442")
+ORDER = tuple(PALETTE)
+REFERENCE = "single (reference)"
+
+
+def backend_label(backend: str, meta: dict[str, Any] | None = None) -> str:
+    """Display name: the backend, with Horovod's controller when it is known."""
+    controller = (meta or {}).get("controller")
+    if backend == "horovod" and controller and controller != "?":
+        return f"horovod ({controller})"
+    return backend
+
+
+def is_horovod(label: str) -> bool:
+    return label.startswith("horovod")
+
+
+def is_ddp(label: str) -> bool:
+    return label.startswith("ddp-")
+
+
+def color(label: str) -> str:
+    """Fixed colour of a backend label; unknown labels get a stable spare colour."""
+    if label in PALETTE:
+        return PALETTE[label]
+    digest = int(hashlib.sha256(label.encode()).hexdigest(), 16)
+    return _SPARE[digest % len(_SPARE)]
+
+
+def order(labels) -> list[str]:
+    """Labels sorted the same way everywhere: known backends first, then by name."""
+    known = {name: i for i, name in enumerate(ORDER)}
+    return sorted(set(labels), key=lambda s: (known.get(s, len(known)), s))
+
+
+def palette(labels) -> dict[str, str]:
+    return {lab: color(lab) for lab in labels}
+
+
+@contextlib.contextmanager
+def style() -> Iterator[None]:
+    rc = {**sns.axes_style("whitegrid"), **sns.plotting_context("notebook", font_scale=0.9),
+          "figure.dpi": 100, "savefig.dpi": 110, "axes.titlesize": 11,
+          "axes.titleweight": "bold", "legend.fontsize": 8.5, "legend.title_fontsize": 9,
+          "legend.frameon": True, "legend.framealpha": 0.9, "font.family": "DejaVu Sans"}
+    with matplotlib.rc_context(rc):
+        yield

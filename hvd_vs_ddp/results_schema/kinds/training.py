@@ -1,0 +1,179 @@
+"""Records of suites/test_throughput.py: throughput and compute_only.
+
+throughput: one (backend, workload, knob set) timed over fixed rounds. step_times and
+samples_per_s have one value per timed step (the slowest rank's), rank_step_times one
+row per rank with every timed step's seconds, so all three have equal lengths.
+ddp_stats (DDP only): DDP's own runtime statistics of the timed steps, per rank
+(hvd_vs_ddp/harness/ddp_stats.py). compute_only: the same per-rank step with no communication,
+run by `concurrent_ranks` processes at once (for exposed communication).
+
+    rec = ThroughputRecord(backend="ddp-gloo", world_size=2, launcher="torchrun", ...)
+    benchmark.extra_info.update(rec.to_dict())
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from hvd_vs_ddp.results_schema import summary
+from hvd_vs_ddp.results_schema.fields import (
+    Invalid,
+    integer,
+    listof,
+    mapping,
+    nullable,
+    number,
+    numbers,
+    opt,
+    req,
+    text,
+)
+from hvd_vs_ddp.results_schema.kinds.base import BenchmarkRecord, array, as_json
+
+_times = listof(number(0), nonempty=True)
+_per_rank = listof(nullable(number(0)))
+
+
+HELD = ("param_bytes", "grad_bytes", "optim_state_bytes")
+
+
+def _memory(v: Any, name: str, finite: bool) -> None:
+    """{"max_rss_mb": [per rank], "cuda_max_allocated_mb": [per rank] or null, and
+    optionally "param_bytes", "grad_bytes", "optim_state_bytes": [per rank], the local
+    storage each rank holds after the timed steps (hvd_vs_ddp/backends/held_bytes.py), and
+    "cuda_per_device_mb": [per GPU] peak memory of `dp` over >= 2 GPUs}."""
+    mapping(v, name, finite)
+    _per_rank(v.get("max_rss_mb", []), f"{name}.max_rss_mb", finite)
+    nullable(_per_rank)(v.get("cuda_max_allocated_mb"), f"{name}.cuda_max_allocated_mb", finite)
+    for key in HELD:
+        nullable(listof(integer(0)))(v.get(key), f"{name}.{key}", finite)
+    nullable(listof(number(0)))(v.get("cuda_per_device_mb"), f"{name}.cuda_per_device_mb",
+                                finite)
+
+
+def _monitor(v: Any, name: str, finite: bool) -> None:
+    """{"interval_s", "ranks": [{"rank", "t", "cpu_percent", "rss_mb", "gpu_util",
+    "gpu_mem_mb", "gpu_energy_j"}]}: every series a list of finite numbers or null;
+    gpu_energy_j (the GPU's energy over the timed rounds) a number >= 0 or null."""
+    mapping(v, name, finite)
+    ranks = v.get("ranks", [])
+    listof(mapping)(ranks, f"{name}.ranks", finite)
+    for i, r in enumerate(ranks):
+        nullable(number(0))(r.get("gpu_energy_j"), f"{name}.ranks[{i}].gpu_energy_j", finite)
+        for key, series in r.items():
+            if isinstance(series, list):
+                numbers(series, f"{name}.ranks[{i}].{key}", finite)
+
+
+_DDP_SERIES = ("forward_compute_s", "backward_compute_s", "backward_comm_s", "overlap_s",
+               "backward_compute_end_ns", "backward_comm_end_ns")
+
+
+def _ddp_stats(v: Any, name: str, finite: bool) -> None:
+    """{"sample_rate", "bucket_cap_bytes", "bucket_sizes", ..., "ranks": [{"rank",
+    "iterations", <series>...} or null]}: every rank's series as long as its iterations."""
+    mapping(v, name, finite)
+    integer(0)(v.get("sample_rate", 0), f"{name}.sample_rate", finite)
+    listof(integer(0))(v.get("bucket_sizes", []), f"{name}.bucket_sizes", finite)
+    ranks = v.get("ranks", [])
+    listof(nullable(mapping))(ranks, f"{name}.ranks", finite)
+    for i, r in enumerate(ranks):
+        if r is None:
+            continue
+        n = len(r.get("iterations", []))
+        for key in _DDP_SERIES:
+            series = r.get(key, [])
+            listof(number(0))(series, f"{name}.ranks[{i}].{key}", finite)
+            if len(series) != n:
+                raise Invalid(f"{name}.ranks[{i}].{key}", f"has {len(series)} values; "
+                              f"expected {n} (one per iteration)")
+
+
+def _equal_rows(step_times: list, rank_step_times: list | None, name: str) -> None:
+    for i, row in enumerate(rank_step_times or []):
+        if len(row) != len(step_times):
+            raise Invalid(f"{name}[{i}]", f"has {len(row)} steps; expected {len(step_times)} "
+                          "(one per timed step, like step_times)")
+
+
+@dataclass(kw_only=True)
+class ThroughputRecord(BenchmarkRecord):
+    KIND, SUITE, FRAME = "throughput", "throughput", "throughput"
+
+    workload: str = req(text)
+    knobs: dict[str, Any] = req(mapping)
+    per_rank_batch: int = req(integer(1))
+    global_batch: int = req(integer(1))
+    step_times: list[float] = req(_times)
+    samples_per_s: list[float] = req(_times)
+    workload_params: dict[str, Any] | None = opt(mapping)
+    knob_set: str | None = opt(text)
+    warmup_steps: int | None = opt(integer(0))
+    steps_per_round: int | None = opt(integer(1))
+    rounds: int | None = opt(integer(1))
+    rank_step_times: list[list[float]] | None = opt(listof(listof(number(0))))
+    samples_per_s_median: float | None = opt(number())
+    samples_per_s_iqr: list[float] | None = opt(listof(number(), length=2))
+    losses: list[float] | None = opt(numbers)
+    memory: dict[str, Any] | None = opt(_memory)
+    monitor: dict[str, Any] | None = opt(_monitor)
+    ddp_stats: dict[str, Any] | None = opt(_ddp_stats)
+    profile_traces: list[str] | None = opt(listof(text))
+    startup_s: list[float] | None = opt(listof(number(0)))
+
+    def consistency(self) -> None:
+        if len(self.samples_per_s) != len(self.step_times):
+            raise Invalid("samples_per_s", f"has {len(self.samples_per_s)} values; expected "
+                          f"{len(self.step_times)} (one per step_times value)")
+        _equal_rows(self.step_times, self.rank_step_times, "rank_step_times")
+
+    def rows(self) -> list[dict[str, Any]]:
+        sps, steps = array(self.samples_per_s), array(self.step_times)
+        mem = self.memory or {}
+        rss = [v for v in mem.get("max_rss_mb") or [] if v is not None]
+        cuda = [v for v in mem.get("cuda_max_allocated_mb") or [] if v is not None]
+        q25, q75 = summary.iqr(sps)
+        s25, s75 = summary.iqr(steps)
+        return [{**self.common_row(), "workload": self.workload,
+                 "workload_params": as_json(self.workload_params or {}),
+                 "knob_set": self.knob_set or "default", "knobs": as_json(self.knobs),
+                 "knobs_dict": self.knobs, "per_rank_batch": int(self.per_rank_batch),
+                 "global_batch": int(self.global_batch), "samples": sps, "steps": steps,
+                 "sps_median": summary.median(sps), "sps_q25": q25, "sps_q75": q75,
+                 "step_median": summary.median(steps), "step_q25": s25, "step_q75": s75,
+                 "n_steps": int(sps.size), "max_rss_mb": max(rss) if rss else np.nan,
+                 "rank_steps": (np.asarray(self.rank_step_times, dtype=float)
+                                if self.rank_step_times else None),
+                 "losses": list(self.losses) if self.losses else None,
+                 "cuda_max_mb": max(cuda) if cuda else np.nan, "monitor": self.monitor,
+                 "ddp_stats": self.ddp_stats, "profile_traces": self.profile_traces,
+                 "startup_s": max(self.startup_s) if self.startup_s else np.nan,
+                 "cuda_per_device_mb": mem.get("cuda_per_device_mb"),
+                 **{key: (max(mem[key]) if mem.get(key) else np.nan) for key in HELD}}]
+
+
+@dataclass(kw_only=True)
+class ComputeOnlyRecord(BenchmarkRecord):
+    KIND, SUITE, FRAME = "compute_only", "compute", "compute_only"
+
+    workload: str = req(text)
+    knobs: dict[str, Any] = req(mapping)
+    per_rank_batch: int = req(integer(1))
+    step_times: list[float] = req(_times)
+    workload_params: dict[str, Any] | None = opt(mapping)
+    knob_set: str | None = opt(text)
+    concurrent_ranks: int | None = opt(integer(1))
+    rank_step_times: list[list[float]] | None = opt(listof(listof(number(0))))
+    step_time_median: float | None = opt(number())
+
+    def consistency(self) -> None:
+        _equal_rows(self.step_times, self.rank_step_times, "rank_step_times")
+
+    def rows(self) -> list[dict[str, Any]]:
+        ranks = self.concurrent_ranks if self.concurrent_ranks is not None else self.world_size
+        return [{**self.common_row(), "workload": self.workload, "knobs": as_json(self.knobs),
+                 "ranks": int(ranks), "per_rank_batch": int(self.per_rank_batch),
+                 "steps": array(self.step_times),
+                 "step_median": summary.median(array(self.step_times))}]

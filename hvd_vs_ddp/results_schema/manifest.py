@@ -1,0 +1,141 @@
+"""manifest.json of a run directory: the run and every cell's status.
+
+Written by hvd_vs_ddp/cli/runner.py (atomically, after every cell), read by `--resume`
+and by reports. A cell is one pytest run of some suites for one backend, under one
+launcher, at one world size; `results` (relative to the run directory) names its
+pytest-benchmark JSON once it ran.
+
+    m = Manifest(command=[...], preset="quick", cells=[CellEntry.pending(**cell.as_dict())])
+    m.cells[0].status = "passed"
+    write_json_atomic(run_dir / "manifest.json", m.to_dict())
+
+Repetitions (`hvd-vs-ddp run --repeat N`, optional fields of format version 2): each
+cell runs N times, each time a fresh process with its own results file and log
+(`cells/<id>.r<k>.json`), recorded in `CellEntry.repeats` (a cell that times nothing,
+e.g. collectives only, runs once); the cell's own status is
+"passed" only when every repetition passed, and its `results` names the first
+repetition's file (so a reader that knows nothing of repetitions reads one). The
+manifest records `repeat`, the shuffle seed `order_seed` and the interleaved `order`
+("<cell id>.r<k>", round by round) in which the repetitions ran.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from hvd_vs_ddp.results_schema.fields import (
+    Invalid,
+    Record,
+    flag,
+    instance,
+    integer,
+    listof,
+    mapping,
+    nullable,
+    number,
+    one_of,
+    opt,
+    req,
+    strings,
+    text,
+)
+from hvd_vs_ddp.results_schema.version import FORMAT, FORMAT_VERSION
+
+STATUSES = ("passed", "failed", "timeout", "interrupted", "pending", "running")
+_text_or_null = nullable(text)
+
+
+@dataclass(kw_only=True)
+class RunStatus(Record):
+    """How one run of a cell went: shared by a cell entry and each of its repetitions."""
+    status: str = req(one_of(*STATUSES), default="pending")
+    error: str | None = req(_text_or_null, default=None)
+    seconds: float | None = req(nullable(number(0)), default=None)
+    results: str | None = req(_text_or_null, default=None)   # relative to the run directory
+    log: str | None = req(_text_or_null, default=None)
+    started: str | None = opt(text)
+    returncode: int | None = opt(integer())
+
+
+@dataclass(kw_only=True)
+class _RepetitionId(Record):
+    rep: int = req(integer(1))        # 1..repeat
+
+
+@dataclass(kw_only=True)
+class Repetition(RunStatus, _RepetitionId):  # fields: rep, then the status
+    """One run (one fresh process) of a cell."""
+    # CPU cores' worth of work done on this host by processes other than the cell's
+    # while it ran (hvd_vs_ddp/common/cpu_load.py); the report leaves disturbed repetitions out.
+    foreign_load: float | None = opt(number(0))
+
+
+@dataclass(kw_only=True)
+class _CellId(Record):
+    id: str = req(text)
+    backend: str = req(text)          # a backend name, or "compute-only"
+    launcher: str = req(text)
+    world_size: int = req(integer(1))
+    suites: list[str] = req(strings)
+    pytest_args: list[str] = req(strings, default_factory=list)
+    knob_set: str = req(text, default="default")
+
+
+@dataclass(kw_only=True)
+class CellEntry(RunStatus, _CellId):  # fields: the cell, its status, its repetitions
+    repeats: list[Repetition] | None = opt(listof(instance(Repetition)), nested=Repetition)
+    workload: str | None = opt(text)  # the one workload this cell runs (Horovod autotune)
+
+    def consistency(self) -> None:
+        reps = [r.rep for r in self.repeats or []]
+        if reps != list(range(1, len(reps) + 1)):
+            raise Invalid("repeats", f"numbers repetitions {reps}; expected 1..{len(reps)} "
+                          "in order")
+
+    @classmethod
+    def pending(cls, id: str, backend: str, launcher: str, world_size: int,
+                suites: Iterable[str], pytest_args: Iterable[str] = (),
+                knob_set: str = "default", workload: str | None = None) -> "CellEntry":
+        """A cell not run yet, from matrix.Cell.as_dict() (tuples become lists)."""
+        return cls(id=id, backend=backend, launcher=launcher, world_size=world_size,
+                   suites=list(suites), pytest_args=list(pytest_args), knob_set=knob_set,
+                   workload=workload)
+
+
+@dataclass(kw_only=True)
+class Manifest(Record):
+    format: str = req(one_of(FORMAT), default=FORMAT)
+    format_version: int = req(integer(1), default=FORMAT_VERSION)
+    command: list[str] | None = req(nullable(strings), default=None)
+    preset: str | None = req(_text_or_null, default=None)
+    git_commit: str | None = req(_text_or_null, default=None)
+    started: str | None = req(_text_or_null, default=None)
+    finished: str | None = req(_text_or_null, default=None)
+    complete: bool | None = req(nullable(flag), default=False)
+    versions: dict[str, Any] | None = req(nullable(mapping), default=None)
+    hardware: dict[str, Any] | None = req(nullable(mapping), default=None)
+    env: dict[str, Any] | None = req(nullable(mapping), default=None)
+    workloads: list[str] | None = req(nullable(strings), default=None)
+    knob_set: str | None = req(_text_or_null, default=None)
+    hosts: str | None = req(_text_or_null, default=None)
+    cells: list[CellEntry] = req(listof(instance(CellEntry)), nested=CellEntry,
+                                 default_factory=list)
+    resumed: list[str] | None = opt(strings)        # once the run was resumed
+    interrupted: str | None = opt(text)             # when SIGINT/SIGTERM/SIGHUP stopped it
+    repeat: int | None = opt(integer(1))            # repetitions per cell (--repeat)
+    order_seed: int | None = opt(integer())         # seed of the shuffled round-robin order
+    order: list[str] | None = opt(strings)          # "<cell id>.r<k>" in the order they ran
+
+    def consistency(self) -> None:
+        seen: set[str] = set()
+        for i, c in enumerate(self.cells):
+            if c.id in seen:
+                raise Invalid(f"cells[{i}].id", f"{c.id!r} repeats an earlier cell's id; "
+                              "expected unique cell ids")
+            seen.add(c.id)
+            if self.repeat is not None and len(c.repeats or []) > self.repeat:
+                raise Invalid(f"cells[{i}].repeats", f"has {len(c.repeats or [])} "
+                              f"repetitions; expected at most repeat = {self.repeat}")
+
+    def cell(self, cell_id: str) -> CellEntry:
+        return next(c for c in self.cells if c.id == cell_id)

@@ -1,0 +1,235 @@
+"""The ONE training loop that every backend runs.
+
+`train(workload, backend, config)` seeds, builds the model and optimizer from the
+workload (identical on every rank), lets the backend wrap them, and runs
+`config.steps` optimizer steps. Each step is timed whole, with the device
+synchronized before each clock read. It returns this rank's step times and the
+global mean loss of every step (averaged across ranks once, after training, so
+timing is not disturbed by an extra collective per step).
+
+    from hvd_vs_ddp.backends import registry as B; from workloads import registry as W
+    from hvd_vs_ddp.workloads.loop import TrainConfig, train
+    with B.create("single") as be:
+        print(train(W.get("mlp"), be, TrainConfig(steps=5)).losses)
+"""
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import torch
+
+from hvd_vs_ddp.backends.base import Backend
+from hvd_vs_ddp.workloads.data import ShardedBatches
+from hvd_vs_ddp.workloads.spec import Workload
+
+PRECISIONS = ("fp32", "bf16", "fp16")
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Knobs of the loop (the communication knobs live in BackendOptions).
+
+    steps: optimizer steps to run (each with accumulation_steps micro-batches).
+    precision: fp32; bf16 autocast (CPU or GPU); fp16 autocast + GradScaler (GPU).
+    num_workers: DataLoader worker processes per rank.
+    set_to_none: optimizer.zero_grad(set_to_none=...).
+    checkpointing: activation checkpointing in the model's blocks.
+    channels_last: NHWC memory format for image models on GPUs.
+    deterministic: torch.use_deterministic_algorithms for bitwise repeatability.
+    host_sync: loss.item() after every step (the habit of logging each step's loss:
+        the host waits for the device).
+    empty_cache: torch.cuda.empty_cache() after every step (GPU only; a no-op on CPU).
+    """
+
+    steps: int = 10
+    precision: str = "fp32"
+    num_workers: int = 0
+    set_to_none: bool = True
+    checkpointing: bool = False
+    channels_last: bool = False
+    deterministic: bool = False
+    host_sync: bool = False
+    empty_cache: bool = False
+
+    def __post_init__(self) -> None:
+        if self.steps < 1:
+            raise ValueError(f"steps must be >= 1, got {self.steps}")
+        if self.precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
+        if self.num_workers < 0:
+            raise ValueError(f"num_workers must be >= 0, got {self.num_workers}")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class TrainResult:
+    losses: list[float]          # global mean loss per optimizer step
+    step_times: list[float]      # this rank's seconds per optimizer step
+    per_rank_batch: int
+    global_batch: int            # samples per optimizer step, all ranks
+    world_size: int
+    model: torch.nn.Module = field(repr=False)
+
+    def samples_per_s(self, skip: int = 0) -> float:
+        times = self.step_times[skip:]
+        return self.global_batch / float(np.median(times))
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _autocast(device: torch.device, precision: str):
+    if precision == "fp32":
+        return contextlib.nullcontext()
+    dtype = torch.bfloat16 if precision == "bf16" else torch.float16
+    return torch.autocast(device_type=device.type, dtype=dtype)
+
+
+def build(workload: Workload, backend: Backend, config: TrainConfig):
+    """Model and optimizer, seeded identically on every rank, wrapped by the backend."""
+    if config.precision == "fp16" and backend.device.type != "cuda":
+        raise ValueError("precision fp16 needs a CUDA device (GradScaler); use bf16 on CPU")
+    seed_everything(workload.seed)
+    model = workload.build_model(config.checkpointing)
+    if config.channels_last and workload.supports_channels_last:
+        model = model.to(memory_format=torch.channels_last)
+    model = model.to(backend.device)
+    optimizer = workload.make_optimizer(model.parameters())
+    return backend.prepare(model, optimizer)
+
+
+class Trainer:
+    """A model, optimizer and data stream ready to step; `run(n)` steps n times.
+
+    The suites use it to warm up and then time rounds of steps on one model;
+    `train()` below is the whole run in one call.
+    """
+
+    def __init__(self, workload: Workload, backend: Backend, config: TrainConfig,
+                 on_grads: Callable[[int, torch.nn.Module], None] | None = None,
+                 emulate_ranks: int = 1) -> None:
+        """`emulate_ranks` W > 1 (one process only): each micro-batch of W x B samples is
+        cut into the W per-rank shards that W real ranks would see, and their losses,
+        each divided by W, are back-propagated one shard at a time. The gradient is then
+        the average of W per-rank gradients, as allreduce makes it, and models with
+        BatchNorm normalise over B samples like each real rank: the exact single-process
+        reference of synchronous data parallelism."""
+        if emulate_ranks < 1 or (emulate_ranks > 1 and backend.world_size != 1):
+            raise ValueError(f"emulate_ranks={emulate_ranks} needs one process, "
+                             f"got world size {backend.world_size}")
+        if workload.batch_size % emulate_ranks:
+            raise ValueError(f"emulate_ranks={emulate_ranks} does not divide the batch "
+                             f"of {workload.batch_size}")
+        self.emulate_ranks = emulate_ranks
+        if config.deterministic:
+            torch.use_deterministic_algorithms(True)
+        self.workload, self.backend, self.config = workload, backend, config
+        self.on_grads = on_grads
+        self.device = backend.device
+        self.model, self.optimizer = build(workload, backend, config)
+        self.model.train()
+        self.batches = ShardedBatches(
+            workload.build_dataset(workload.seed), workload.batch_size, backend.rank,
+            backend.world_size, workload.seed, config.num_workers,
+            pin_memory=self.device.type == "cuda")
+        self.accum = backend.options.accumulation_steps
+        self.scaler = torch.amp.GradScaler("cuda") if config.precision == "fp16" else None
+        self.channels_last = config.channels_last and workload.supports_channels_last
+        self.local_losses: list[torch.Tensor] = []
+        self.step_times: list[float] = []
+
+    @property
+    def global_batch(self) -> int:
+        return self.workload.batch_size * self.accum * self.backend.world_size
+
+    def step(self) -> float:
+        """One optimizer step (accum micro-batches); returns its wall time in seconds."""
+        backend, device, model = self.backend, self.device, self.model
+        backend.synchronize()
+        start = time.perf_counter()
+        backend.zero_grad(self.optimizer, self.config.set_to_none)
+        total = torch.zeros((), dtype=torch.float64, device=device)
+        for micro in range(self.accum):
+            x, y = next(self.batches)
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            if self.channels_last and x.dim() == 4:
+                x = x.contiguous(memory_format=torch.channels_last)
+            with backend.accumulate(model, last=micro == self.accum - 1):
+                total += self._forward_backward(x, y)
+        index = len(self.step_times)
+        on_grads = self.on_grads
+        hook = (lambda: on_grads(index, model)) if on_grads is not None else None
+        backend.step(self.optimizer, self.scaler, before_step=hook)
+        if self.config.host_sync:
+            total.item()  # the field's per-step loss logging: waits for the device
+        if self.config.empty_cache and device.type == "cuda":
+            torch.cuda.empty_cache()
+        backend.synchronize()
+        elapsed = time.perf_counter() - start
+        self.local_losses.append(total)
+        self.step_times.append(elapsed)
+        return elapsed
+
+    def _forward_backward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Loss of one micro-batch (already divided for accumulation), back-propagated."""
+        parts = self.emulate_ranks
+        shards = [(x, y)] if parts == 1 else [(x[r::parts], y[r::parts]) for r in range(parts)]
+        total: torch.Tensor | None = None  # no extra tensor op in the step when parts == 1
+        for xs, ys in shards:
+            with _autocast(self.device, self.config.precision):
+                loss = self.workload.loss(self.model(xs), ys) / (self.accum * parts)
+            (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
+            part = loss.detach().double()
+            total = part if total is None else total + part
+        assert total is not None  # at least one shard
+        return total
+
+    def run(self, steps: int) -> list[float]:
+        return [self.step() for _ in range(steps)]
+
+    def global_losses(self) -> list[float]:
+        """Mean loss over all ranks for every step so far (one collective)."""
+        if not self.local_losses:
+            return []
+        local = torch.stack(self.local_losses)
+        return (self.backend.all_reduce(local, op="sum") / self.backend.world_size).cpu().tolist()
+
+    def result(self) -> TrainResult:
+        return TrainResult(losses=self.global_losses(), step_times=list(self.step_times),
+                           per_rank_batch=self.workload.batch_size,
+                           global_batch=self.global_batch,
+                           world_size=self.backend.world_size, model=self.model)
+
+
+def train(workload: Workload, backend: Backend, config: TrainConfig,
+          on_grads: Callable[[int, torch.nn.Module], None] | None = None) -> TrainResult:
+    """Run `config.steps` steps; `on_grads(step, model)` sees the final gradients."""
+    trainer = Trainer(workload, backend, config, on_grads)
+    trainer.run(config.steps)
+    return trainer.result()
+
+
+@torch.no_grad()
+def accuracy(model: torch.nn.Module, dataset, device: torch.device,
+             batch_size: int = 512) -> float:
+    """Top-1 accuracy of `model` on a (small, held-out) data set."""
+    was_training = model.training
+    model.eval()
+    correct = total = 0
+    loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size)
+    for x, y in loader:
+        pred = model(x.to(device)).argmax(dim=-1)
+        correct += int((pred == y.to(device)).sum())
+        total += y.numel()
+    model.train(was_training)
+    return correct / max(total, 1)
