@@ -28,6 +28,7 @@ import numpy as np
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.projection.collectives import Cost, fit_alpha_beta
 from hvd_vs_ddp.projection.model import DEFAULT_MEMCPY_BYTES_PER_S, Inputs, Library, Links
+from hvd_vs_ddp.runs import stats
 
 DRAWS = 200
 
@@ -48,14 +49,9 @@ class Measured:
 
 def _bootstrap_medians(reps: list[np.ndarray], rng: np.random.Generator,
                        draws: int = DRAWS) -> np.ndarray:
-    """Medians of a two-level bootstrap: repetitions, then steps inside each."""
-    reps = [np.asarray(r, dtype=float) for r in reps if len(r)]
-    out = np.empty(draws)
-    for k in range(draws):
-        chosen = [reps[i] for i in rng.integers(len(reps), size=len(reps))]
-        out[k] = np.median(np.concatenate([r[rng.integers(len(r), size=len(r))]
-                                           for r in chosen]))
-    return out
+    """Medians of the report's two-level bootstrap (repetitions, then steps inside each;
+    hvd_vs_ddp/runs/stats.py), so a band and a measured interval agree on the noise."""
+    return np.exp(stats.boot_medians([r for r in reps if len(r)], rng, draws))
 
 
 def _label(rec) -> str:
@@ -102,25 +98,21 @@ def from_run(run_dir: Path, links: Links | None, per_node: int,
              workloads: list[str] | None = None, seed: int = 0,
              ) -> list[tuple[str, Inputs, list[Measured]]]:
     from hvd_vs_ddp.projection.layout import workload_layout
-    from hvd_vs_ddp.reports.load import load_run
     from hvd_vs_ddp.results_schema import ResultsError
+    from hvd_vs_ddp.runs.load import load_run
 
     rng = np.random.default_rng(seed)
-    from hvd_vs_ddp.reports.disturbed import leave_out_disturbed
+    from hvd_vs_ddp.runs.disturbed import leave_out_disturbed
 
     try:
         run = load_run(Path(run_dir))
     except (ResultsError, InputError) as exc:
         raise ProjectionInputError(f"{run_dir}: {exc}") from None
     left_out = leave_out_disturbed(run)  # as the report does: disturbed repetitions out
-    hardware = run.manifest.get("hardware") or {}
-    cores = int(hardware.get("cores") or 1)
-    on_gpu = bool(hardware.get("gpus"))
+    cores, on_gpu = run.cores, run.gpus > 0
     # typed records of several kinds, told apart by KIND
-    recs: list[Any] = [b.record for c in run.cells for b in c.benchmarks
-                       if b.record is not None]
-    bench: list[tuple[Any, int]] = [(b.record, b.rep) for c in run.cells
-                                    for b in c.benchmarks if b.record is not None]
+    recs: list[Any] = [b.record for b in run.benchmarks()]
+    bench: list[tuple[Any, int]] = [(b.record, b.rep) for b in run.benchmarks()]
     timed = [r for r in recs if r.KIND in ("throughput", "compute_only")]
     names = sorted({r.workload for r in timed})
     if not names:

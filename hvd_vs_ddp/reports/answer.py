@@ -119,7 +119,7 @@ def verdicts_doc(data: Data, cmp: pd.DataFrame, margin: float) -> dict[str, Any]
               **r["judged"].as_json()} for _, r in cmp.iterrows()] if not cmp.empty else []
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "margin": margin,
             "level": 0.95, "runs": [{"name": r.name, "path": str(r.path),
-                                     "repeat": r.manifest.get("repeat") or 1}
+                                     "repeat": r.manifest.repeat or 1}
                                     for r in data.runs],
             "answers": answers(data, cmp, margin), "pairs": pairs,
             "each_at_its_best": at_best(data, margin),
@@ -130,7 +130,7 @@ def verdicts_doc(data: Data, cmp: pd.DataFrame, margin: float) -> dict[str, Any]
 if __name__ == "__main__":
     from hvd_vs_ddp.reports.compare import add_scaling, hvd_vs_ddp
     from hvd_vs_ddp.reports.frames import build_frames
-    from hvd_vs_ddp.reports.load import load_run
+    from hvd_vs_ddp.runs.load import load_run
     dat = build_frames([load_run(Path(p)) for p in sys.argv[1:]])
     c = hvd_vs_ddp(add_scaling(dat.throughput))
     print(json.dumps(verdicts_doc(dat, c, verdicts.DEFAULT_MARGIN), indent=1))

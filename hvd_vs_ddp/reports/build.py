@@ -30,17 +30,17 @@ from pathlib import Path
 
 from hvd_vs_ddp.reports import compare, cost, tables, tails, tuning, verdicts
 from hvd_vs_ddp.reports.answer import answers, verdicts_doc
-from hvd_vs_ddp.reports.disturbed import leave_out_disturbed
 from hvd_vs_ddp.reports.errors import ReportError
 from hvd_vs_ddp.reports.figures import Figures, training_figures
 from hvd_vs_ddp.reports.figures_comm import comm_figures
 from hvd_vs_ddp.reports.frames import Data, build_frames
-from hvd_vs_ddp.reports.load import Run, load_run
 from hvd_vs_ddp.reports.memory_table import dp_gpu_table, memory_table
 from hvd_vs_ddp.reports.projection_section import projection_section
 from hvd_vs_ddp.reports.render import Block, Notes, Section, render_html, render_markdown
 from hvd_vs_ddp.reports.why_section import why_section
 from hvd_vs_ddp.results_schema import write_files_atomic
+from hvd_vs_ddp.runs.disturbed import leave_out_disturbed
+from hvd_vs_ddp.runs.load import Run, load_run
 
 TITLE = "Horovod or DDP? Benchmark report"
 _OURS = re.compile(r"^(throughput|scaling_efficiency|step_times|loss|busbw|exposed_comm|"
@@ -94,10 +94,10 @@ def _subtitle(runs: list[Run]) -> list[str]:
         m = r.manifest
         tag = ("Run: " if len(runs) == 1 else
                f"Run {'AB'[i]}: " if len(runs) == 2 else f"Run {i + 1}: ")
-        ver = ", ".join(f"{k} {v}" for k, v in (m.get("versions") or {}).items() if v)
-        done = "" if m.get("complete") else " — INCOMPLETE run"
-        out.append(f"{tag}{r.name} (preset {m.get('preset') or '?'}, started "
-                   f"{m.get('started') or '?'}, git {str(m.get('git_commit') or '?')[:12]}){done}. "
+        ver = ", ".join(f"{k} {v}" for k, v in (m.versions or {}).items() if v)
+        done = "" if m.complete else " — INCOMPLETE run"
+        out.append(f"{tag}{r.name} (preset {m.preset or '?'}, started "
+                   f"{m.started or '?'}, git {str(m.git_commit or '?')[:12]}){done}. "
                    f"{ver}")
     return out
 

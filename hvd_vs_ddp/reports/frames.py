@@ -28,9 +28,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hvd_vs_ddp.reports.load import Cell, Run, load_run
 from hvd_vs_ddp.reports.theme import backend_label
 from hvd_vs_ddp.results_schema import KINDS, BenchmarkRecord, summary
+from hvd_vs_ddp.runs.load import Cell, Run, load_run
 
 # Cells that measure the same thing (Horovod vs DDP is compared inside one group).
 CASE_KEY = ["run", "workload", "workload_params", "per_rank_batch", "knob_set", "knobs"]
@@ -99,17 +99,16 @@ def build_frames(runs: list[Run]) -> Data:
     notes = [n for r in runs for n in r.notes]
     for run in runs:
         for cell in run.cells:
-            e = cell.entry
+            e, machine = cell.entry, cell.machine
             rows["cells"].append({
-                "run": run.name, "cell_id": cell.id, "suite": ",".join(e.get("suites") or []),
-                "backend": e.get("backend", ""), "launcher": e.get("launcher", ""),
-                "world_size": e.get("world_size"), "status": cell.status,
-                "error": cell.error, "seconds": e.get("seconds"),
-                "log": e.get("log") or "", "env": cell.machine.get("env") or {},
-                "versions": cell.machine.get("versions") or {},
+                "run": run.name, "cell_id": cell.id, "suite": ",".join(e.suites),
+                "backend": e.backend, "launcher": e.launcher,
+                "world_size": e.world_size, "status": cell.status,
+                "error": cell.error, "seconds": e.seconds,
+                "log": e.log or "", "env": (machine.env if machine else None) or {},
+                "versions": (machine.versions if machine else None) or {},
                 "benchmarks": len(cell.benchmarks)})
             for b in cell.benchmarks:
-                assert b.record is not None  # the loader sets it for every benchmark
                 common = _common(run, cell, b.record, b.rep)
                 rows[b.record.FRAME].extend({**common, **row} for row in b.record.rows())
     frames = {k: pd.DataFrame(v) for k, v in rows.items()}

@@ -217,13 +217,13 @@ def failed_table(cells: pd.DataFrame) -> Table:
 def run_meta_table(data: Data) -> Table:
     rows = []
     for run in data.runs:
-        m, hw = run.manifest, run.manifest.get("hardware") or {}
+        m = run.manifest
         rows.append({"run": run.name, "directory": str(run.path),
-                     "command": " ".join(map(str, m.get("command") or [])),
-                     "preset": m.get("preset") or "", "git": str(m.get("git_commit") or "")[:12],
-                     "started": m.get("started") or "", "finished": m.get("finished") or "",
-                     "complete": "yes" if m.get("complete") else "NO",
-                     "versions": kv(m.get("versions")), "hardware": kv(hw)})
+                     "command": " ".join(map(str, m.command or [])),
+                     "preset": m.preset or "", "git": str(m.git_commit or "")[:12],
+                     "started": m.started or "", "finished": m.finished or "",
+                     "complete": "yes" if m.complete else "NO",
+                     "versions": kv(m.versions), "hardware": kv(run.hardware)})
     return Table("Runs", pd.DataFrame(rows))
 
 
@@ -233,9 +233,10 @@ def knob_table(data: Data) -> Table:
     for run in data.runs:
         for c in run.cells:
             for b in c.benchmarks:
-                if "knobs" in b.info:
-                    seen.setdefault((run.name, b.info.get("knob_set") or "default",
-                                     kv(b.info["knobs"], keep_none=True)), "")
+                knobs = getattr(b.record, "knobs", None)
+                if knobs is not None:
+                    seen.setdefault((run.name, getattr(b.record, "knob_set", None)
+                                     or "default", kv(knobs, keep_none=True)), "")
     rows = [{"run": r, "knob set": k, "knobs": v} for r, k, v in sorted(seen)]
     return Table("Knob sets", pd.DataFrame(rows), "None = the library's own default.")
 
@@ -244,10 +245,10 @@ def cell_meta_table(data: Data) -> Table:
     meta = {}
     for run in data.runs:
         for c in run.cells:
-            b = c.benchmarks[0].info if c.benchmarks else {}
-            sets = sorted({x.info.get("knob_set") or "default" for x in c.benchmarks
-                           if "knobs" in x.info})
-            meta[(run.name, c.id)] = (kv(b.get("backend_meta")), ", ".join(sets))
+            first = c.benchmarks[0].record if c.benchmarks else None
+            sets = sorted({getattr(x.record, "knob_set", None) or "default"
+                           for x in c.benchmarks if getattr(x.record, "knobs", None) is not None})
+            meta[(run.name, c.id)] = (kv(getattr(first, "backend_meta", None)), ", ".join(sets))
     rows = []
     for _, r in data.cells.iterrows():
         bm, knobs = meta.get((r["run"], r["cell_id"]), ("", ""))
@@ -262,7 +263,7 @@ def cell_meta_table(data: Data) -> Table:
 if __name__ == "__main__":
     from hvd_vs_ddp.reports.compare import add_scaling
     from hvd_vs_ddp.reports.frames import build_frames
-    from hvd_vs_ddp.reports.load import load_run
+    from hvd_vs_ddp.runs.load import load_run
     d = build_frames([load_run(Path(p)) for p in sys.argv[1:]])
     for t in (throughput_table(add_scaling(d.throughput)), failed_table(d.cells)):
         print(t.title, "\n", t.df.to_string(), "\n")

@@ -1,7 +1,7 @@
 """Verdicts with a practical margin: the wording of every Horovod/DDP answer, in one place.
 
 A ratio r = horovod/ddp samples per second (> 1: Horovod faster) with its interval
-[lo, hi] (hvd_vs_ddp.reports.stats: two-level bootstrap) and a margin m (default 5%,
+[lo, hi] (hvd_vs_ddp.runs.stats: two-level bootstrap) and a margin m (default 5%,
 `hvd-vs-ddp report --margin`) gives one of three verdicts:
 
 - "faster":       the interval lies beyond the margin band, lo > 1+m or hi < 1/(1+m):
@@ -27,7 +27,7 @@ import math
 import sys
 from dataclasses import dataclass
 
-from hvd_vs_ddp.reports.stats import RatioCI
+from hvd_vs_ddp.runs.stats import RatioCI
 
 DEFAULT_MARGIN = 0.05
 FASTER, EQUIVALENT, INCONCLUSIVE = "faster", "equivalent", "inconclusive"

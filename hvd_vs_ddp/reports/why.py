@@ -3,7 +3,7 @@
 Three views of the same step, per case, world size and backend:
 - the subtraction (hvd_vs_ddp.reports.compare.exposed_comm): exposed communication = median step
   - median compute-only step, here with a 95% interval from the same two-level
-  bootstrap as the verdicts (hvd_vs_ddp.reports.stats: repetitions, then steps; each median
+  bootstrap as the verdicts (hvd_vs_ddp.runs.stats: repetitions, then steps; each median
   resampled on its own);
 - DDP's own statistics (ddp_stats in the throughput results, hvd_vs_ddp/harness/ddp_stats.py): per
   step, on the rank that finished backward last (the step waits for it), forward and
@@ -35,11 +35,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hvd_vs_ddp.reports import stats
 from hvd_vs_ddp.reports.frames import POOL_KEY, Data, build_frames
 from hvd_vs_ddp.reports.horovod_timeline import TimelineError, parse, per_step, read_events
-from hvd_vs_ddp.reports.load import Run, load_run
 from hvd_vs_ddp.reports.theme import order
+from hvd_vs_ddp.runs import stats
+from hvd_vs_ddp.runs.load import Run, load_run
 
 MATCH = ["run", "label", "world_size", "workload", "workload_params", "per_rank_batch",
          "knob_set", "knobs"]
@@ -131,7 +131,7 @@ def beside_results(run: Run, cell_id: str, ref: str) -> Path:
     if p.is_absolute():
         return p
     cell = next(c for c in run.cells if c.id == cell_id)
-    results = cell.entry.get("results") or "cells/x.json"
+    results = cell.entry.results or "cells/x.json"
     return run.path / Path(results).parent / p
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from hvd_vs_ddp.cli import main as cli
-from hvd_vs_ddp.reports.load import load_run
+from hvd_vs_ddp.runs.load import load_run
 from tests.launch import horovod_available
 
 pytestmark = [pytest.mark.multiproc, pytest.mark.slow]

@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from hvd_vs_ddp.reports import stats
 from hvd_vs_ddp.reports.frames import CASE_KEY, build_frames
-from hvd_vs_ddp.reports.load import load_run
+from hvd_vs_ddp.runs import stats
+from hvd_vs_ddp.runs.load import load_run
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "cpu-repeats"
 REPEAT, HALF = 6, 3

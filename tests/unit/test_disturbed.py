@@ -11,8 +11,8 @@ import json
 import shutil
 from pathlib import Path
 
-from hvd_vs_ddp.reports.disturbed import leave_out_disturbed
-from hvd_vs_ddp.reports.load import load_run
+from hvd_vs_ddp.runs.disturbed import leave_out_disturbed
+from hvd_vs_ddp.runs.load import load_run
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "cpu-repeats"
 

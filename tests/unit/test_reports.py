@@ -26,8 +26,6 @@ import pytest
 from hvd_vs_ddp.reports import ReportError, build_report
 from hvd_vs_ddp.reports.compare import add_scaling, exposed_comm, hvd_vs_ddp
 from hvd_vs_ddp.reports.frames import build_frames
-from hvd_vs_ddp.reports.load import load_run
-from hvd_vs_ddp.reports.stats import RatioCI, iqr, median, ratio_ci
 from hvd_vs_ddp.reports.tables import throughput_table
 from hvd_vs_ddp.reports.theme import backend_label, color
 from hvd_vs_ddp.reports.verdicts import (
@@ -51,6 +49,8 @@ from hvd_vs_ddp.results_schema import (
     ThroughputRecord,
     TimeToAccuracyRecord,
 )
+from hvd_vs_ddp.runs.load import load_run
+from hvd_vs_ddp.runs.stats import RatioCI, iqr, median, ratio_ci
 
 ROOT = Path(__file__).resolve().parents[2]
 CONSTRUCTED = "CONSTRUCTED renderer test input, not a measurement"

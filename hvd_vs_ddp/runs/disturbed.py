@@ -12,8 +12,8 @@ other suites of a first repetition (convergence, collectives) are always kept.
 `report --keep-disturbed` keeps everything. Every decision is listed in the report's
 notes.
 
-    from hvd_vs_ddp.reports.disturbed import leave_out_disturbed
-    notes = leave_out_disturbed(run)          # run: hvd_vs_ddp.reports.load.Run, changed in place
+    from hvd_vs_ddp.runs.disturbed import leave_out_disturbed
+    notes = leave_out_disturbed(run)          # run: hvd_vs_ddp.runs.load.Run, changed in place
 """
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ MAX_SHARE = 0.10          # of the host's cores: above it a repetition is distur
 TIMED_KINDS = ("throughput", "compute_only")
 
 
-def _cores(manifest: dict) -> int:
-    hw = manifest.get("hardware") or {}
+def _cores(run) -> int:
+    hw = run.hardware
     try:
         return max(1, int(hw.get("cores") or os.cpu_count() or 1))
     except (TypeError, ValueError):
@@ -32,13 +32,13 @@ def _cores(manifest: dict) -> int:
 
 
 def leave_out_disturbed(run, keep: bool = False, max_share: float = MAX_SHARE) -> list[str]:
-    """Drop the timings of disturbed repetitions from `run` (hvd_vs_ddp.reports.load.Run);
+    """Drop the timings of disturbed repetitions from `run` (hvd_vs_ddp.runs.load.Run);
     return the notes saying what was left out or kept, and why."""
-    cores = _cores(run.manifest)
+    cores = _cores(run)
     limit = max_share * cores
     notes: list[str] = []
     for cell in run.cells:
-        entry = cell.record
+        entry = cell.entry
         reps = [r for r in (entry.repeats or []) if r.status == "passed"] if entry else []
         bad = [r for r in reps if r.foreign_load is not None and r.foreign_load > limit]
         if not bad:
