@@ -20,9 +20,9 @@ import contextlib
 import pytest
 import torch
 
-from hvd_vs_ddp.backends import registry
-from hvd_vs_ddp.backends.base import BackendOptions
+from hvd_vs_ddp.backends import catalog, registry
 from hvd_vs_ddp.backends.env import detect
+from hvd_vs_ddp.backends.options import BackendOptions
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.log import configure as configure_logging
 from hvd_vs_ddp.harness import (
@@ -31,10 +31,12 @@ from hvd_vs_ddp.harness import (
     options,
     profiling,
     startup,
+    suite_run,
     threads,
     tuning,
     versions,
 )
+from hvd_vs_ddp.harness.suite_run import SuiteRun
 from hvd_vs_ddp.results_schema import MachineInfo
 from hvd_vs_ddp.workloads import registry as workload_registry
 
@@ -52,7 +54,6 @@ def pytest_configure(config: pytest.Config) -> None:
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
     configure_logging()  # the project logger's records (e.g. threads warnings) to stderr
-    config.hvd_options = opts
     tuning.set_budget(opts.knob_set)  # before horovod.torch loads
     # Before the collective plugin hides --benchmark-json from ranks other than 0.
     json_path = getattr(config.option, "benchmark_json", None)
@@ -62,20 +63,19 @@ def pytest_configure(config: pytest.Config) -> None:
         timeline = horovod_timeline.target(opts.horovod_timeline, json_path)
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
-    config.hvd_timeline, config.hvd_timeline_ref = timeline or (None, None)
-    config.hvd_profile_at = profiling.folder_and_stem(json_path)  # --profile-steps traces
-    config.hvd_results_json = json_path  # autotune logs go beside it
     if timeline:
         horovod_timeline.enable(timeline[0])
-    config.hvd_selected_backends = list(opts.backends)
-    config.hvd_selected_workloads = list(opts.workloads)
-    config.hvd_workload_params = opts.workload_params
-    config.hvd_plugin = plugin = collective_pytest.register(config)
+    plugin = collective_pytest.register(config)
     # Every rank the same intra-op threads, whatever the launcher set (harness/threads.py).
     plan = threads.decide(plugin.env.local_size, opts.threads)
     threads.apply(plan)
-    config.hvd_threads = dict(plan.as_dict(), ranks=plugin.coord.gather(
-        torch.get_num_threads(), "threads per rank"))
+    suite_run.store(config, SuiteRun(
+        options=opts, plugin=plugin, results_json=json_path,  # autotune logs go beside it
+        timeline=timeline[0] if timeline else None,
+        timeline_ref=timeline[1] if timeline else None,
+        profile_at=profiling.folder_and_stem(json_path),  # --profile-steps traces
+        threads=dict(plan.as_dict(), ranks=plugin.coord.gather(torch.get_num_threads(),
+                                                                "threads per rank"))))
 
 
 # Parameters through which a suite test names its backend (first element of a tuple).
@@ -92,39 +92,46 @@ def _backend_of(item: pytest.Item) -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Horovod's tests run after every other test of the job (a stable sort, the same on
+    """Tests of a backend whose settings are fixed at its start (Horovod: `fixed_at_init`
+    in its catalog row) run after every other test of the job (a stable sort, the same on
     every rank). Horovod cannot be shut down and started again in one process, and its
     background thread keeps running once started: with the MPI controller, rank 0 spins
     a whole core while idle (measured here: 4.98 CPU-seconds in 5 idle seconds; Gloo
     controller 0.3). On a busy host that would slow every DDP test that came after it."""
-    items.sort(key=lambda item: _backend_of(item) == "horovod")
+    def last(item: pytest.Item) -> bool:
+        name = _backend_of(item)
+        return name in catalog.CATALOG and catalog.get(name).fixed_at_init
+    items.sort(key=last)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    plugin = getattr(config, "hvd_plugin", None)
-    if plugin is not None:
-        plugin.unconfigure()
+    run = suite_run.find(config)
+    if run is not None:
+        run.plugin.unconfigure()
 
 
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
-    env = detect()
+    env, run = detect(), suite_run.find(config)
     machine_info["hvd_vs_ddp"] = MachineInfo(
         launcher=env.launcher, world_size=env.world_size,
         versions=versions.versions(), hardware=versions.hardware(),
-        env=versions.knob_env(), threads=getattr(config, "hvd_threads", None),
+        env=versions.knob_env(), threads=run.threads if run else None,
     ).to_dict()
 
 
-def selected_backends(config: pytest.Config) -> list[str]:
-    return config.hvd_selected_backends
+@pytest.fixture
+def suite(request) -> SuiteRun:
+    """This session's typed run: options, plugin, output places (harness/suite_run.py)."""
+    return suite_run.of(request.config)
 
 
 @pytest.fixture
-def make_workload(request):
+def make_workload(suite):
     """make_workload(name, **overrides): the workload with --workload-param applied."""
+    params = suite.options.workload_params
+
     def _make(name: str, **overrides):
-        params = {**request.config.hvd_workload_params.get(name, {}), **overrides}
-        return workload_registry.get(name, **params)
+        return workload_registry.get(name, **{**params.get(name, {}), **overrides})
     return _make
 
 
@@ -134,17 +141,17 @@ def env():
 
 
 @pytest.fixture
-def plugin(request) -> collective_pytest.CollectivePlugin:
-    return request.config.hvd_plugin
+def plugin(suite) -> collective_pytest.CollectivePlugin:
+    return suite.plugin
 
 
 @pytest.fixture
-def open_backend(request, plugin):
+def open_backend(suite, plugin):
     """open_backend(name, options) -> a set-up backend, or a collective skip."""
     opened = []
 
     def _open(name: str, options: BackendOptions | None = None):
-        if name not in request.config.hvd_selected_backends:
+        if name not in suite.backends:
             pytest.skip(f"{name}: not selected (--backends)")
         cls = registry.get(name)
         avail = registry.availability(name)
@@ -155,8 +162,7 @@ def open_backend(request, plugin):
         bad = [(r, why) for r, (ok, why) in enumerate(verdicts) if not ok]
         if bad:
             pytest.skip(f"{name}: {bad[0][1]}")
-        timeout = request.config.getoption("collective_timeout")
-        opts = options or BackendOptions(timeout_s=timeout)
+        opts = options or BackendOptions(timeout_s=suite.options.collective_timeout)
         backend = registry.create(name, opts, env=plugin.env).setup()
         opened.append(backend)
         return backend

@@ -18,16 +18,17 @@ import numpy as np
 import pytest
 import torch
 
-from hvd_vs_ddp.backends import registry
-from hvd_vs_ddp.backends.base import BackendOptions
+from hvd_vs_ddp.backends import catalog, registry
 from hvd_vs_ddp.backends.env import detect
 from hvd_vs_ddp.backends.launchers import mpi_ranks
+from hvd_vs_ddp.backends.options import BackendOptions
+from hvd_vs_ddp.harness import suite_run
 from hvd_vs_ddp.harness.options import COLLECTIVE_OPS
 from hvd_vs_ddp.results_schema import CollectiveRecord, CollectiveSize, MemcpyRecord
 
 # every backend that runs on many ranks with collectives of its own
 BACKENDS = tuple(n for n in registry.distributed_names()
-                 if not registry.get(n).reuses_collectives)
+                 if not catalog.get(n).reuses_collectives)
 SIZES = [4 * 16**i for i in range(8)] + [256 * 2**20]   # 4 B, 64 B, ... 1 GiB capped below
 
 
@@ -46,8 +47,9 @@ def _iters(nbytes: int) -> tuple[int, int]:
 
 def pytest_generate_tests(metafunc):
     if "coll_cell" in metafunc.fixturenames:
-        names = [b for b in BACKENDS if b in metafunc.config.hvd_selected_backends]
-        chosen = metafunc.config.hvd_options.collective_ops
+        suite = suite_run.of(metafunc.config)
+        names = [b for b in BACKENDS if b in suite.backends]
+        chosen = suite.options.collective_ops
         ops = [op for op in COLLECTIVE_OPS if op in chosen]
         cells = [(b, op) for b in names for op in ops]
         metafunc.parametrize("coll_cell", cells, ids=[f"{b}-{op}" for b, op in cells])
@@ -95,13 +97,13 @@ def _one(backend, op: str, numel: int) -> tuple[float, bool]:
     return took, ok
 
 
-def test_collective(benchmark, request, open_backend, coll_cell):
+def test_collective(benchmark, suite, open_backend, coll_cell):
     name, op = coll_cell
-    timeout = request.config.getoption("collective_timeout")
+    timeout = suite.options.collective_timeout
     backend = open_backend(name, BackendOptions(timeout_s=timeout))
     if backend.world_size < 2:
         pytest.skip(f"{name}: a collective needs at least 2 ranks (world size 1)")
-    sizes = _sizes(request.config.getoption("max_bytes"))
+    sizes = _sizes(suite.options.max_bytes)
     results: list[dict] = []
 
     def sweep() -> None:
@@ -139,9 +141,9 @@ def test_collective(benchmark, request, open_backend, coll_cell):
     assert not wrong, f"{name} {op}: wrong result at sizes {wrong} bytes"
 
 
-def test_memcpy(benchmark, request):
+def test_memcpy(benchmark, suite):
     """Host (or device) memcpy bandwidth: the limit no collective can beat."""
-    nbytes = min(request.config.getoption("max_bytes"), 256 * 2**20)
+    nbytes = min(suite.options.max_bytes, 256 * 2**20)
     env = detect()  # each rank copies on its own GPU, not all of them on GPU 0
     dev = torch.device("cuda", env.local_rank % torch.cuda.device_count()) \
         if torch.cuda.is_available() else torch.device("cpu")
@@ -170,7 +172,7 @@ def test_memcpy(benchmark, request):
         bandwidth_gbps=nbytes / median / 1e9).to_dict())
 
 
-def test_raw_mpi_allreduce(benchmark, request, plugin):
+def test_raw_mpi_allreduce(benchmark, suite, plugin):
     """mpi4py's own Allreduce on the same sizes: the bar ddp-mpi and Horovod-MPI are held to."""
     if plugin.env.world_size < 2 or not mpi_ranks():
         pytest.skip("raw MPI allreduce: needs an MPI launcher and at least 2 ranks")
@@ -179,7 +181,7 @@ def test_raw_mpi_allreduce(benchmark, request, plugin):
     except ImportError as exc:
         pytest.skip(f"raw MPI allreduce: {exc}")
     comm, n = MPI.COMM_WORLD, plugin.env.world_size
-    sizes = _sizes(request.config.getoption("max_bytes"))
+    sizes = _sizes(suite.options.max_bytes)
     results: list[dict] = []
 
     def sweep() -> None:

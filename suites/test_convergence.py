@@ -18,10 +18,11 @@ import time
 
 import numpy as np
 
-from hvd_vs_ddp.backends import registry
-from hvd_vs_ddp.backends.base import BackendOptions
+from hvd_vs_ddp.backends import catalog, registry
 from hvd_vs_ddp.backends.env import SINGLE
 from hvd_vs_ddp.backends.local import SingleBackend
+from hvd_vs_ddp.backends.options import BackendOptions
+from hvd_vs_ddp.harness import suite_run
 from hvd_vs_ddp.results_schema import ConvergenceRecord, TimeToAccuracyRecord
 from hvd_vs_ddp.workloads.loop import TrainConfig, Trainer, accuracy
 
@@ -39,7 +40,8 @@ from hvd_vs_ddp.workloads.loop import TrainConfig, Trainer, accuracy
 TOLERANCE = 1e-4
 CONVERGENCE_WORKLOADS = ("mlp", "gpt")
 # Every backend but the reference itself: the distributed ones and DataParallel.
-DISTRIBUTED = tuple(n for n in registry.names() if n != "single")
+REFERENCE = catalog.reference()
+DISTRIBUTED = tuple(n for n in registry.names() if n != REFERENCE)
 
 TTA_TARGET = 0.95
 TTA_MAX_STEPS = 600
@@ -47,14 +49,14 @@ TTA_EVAL_EVERY = 10
 
 
 def pytest_generate_tests(metafunc):
-    backends = [b for b in DISTRIBUTED if b in metafunc.config.hvd_selected_backends]
+    suite = suite_run.of(metafunc.config)
+    backends = [b for b in DISTRIBUTED if b in suite.backends]
     if "conv_cell" in metafunc.fixturenames:
-        workloads = CONVERGENCE_WORKLOADS + (
-            ("resnet50",) if metafunc.config.getoption("data_dir") else ())
+        workloads = CONVERGENCE_WORKLOADS + (("resnet50",) if suite.options.data_dir else ())
         cells = [(b, w) for w in workloads for b in backends]
         metafunc.parametrize("conv_cell", cells, ids=[f"{b}-{w}" for b, w in cells])
     if "tta_backend" in metafunc.fixturenames:
-        names = ["single", *backends]
+        names = [REFERENCE, *backends]
         metafunc.parametrize("tta_backend", names, ids=names)
 
 
@@ -63,10 +65,10 @@ def max_relative_deviation(losses, reference) -> float:
     return float(np.max(np.abs(a - b) / np.maximum(np.abs(b), 1e-12)))
 
 
-def test_convergence(benchmark, request, plugin, open_backend, make_workload, conv_cell):
+def test_convergence(benchmark, suite, plugin, open_backend, make_workload, conv_cell):
     name, workload_name = conv_cell
-    steps = request.config.getoption("convergence_steps")
-    timeout = request.config.getoption("collective_timeout")
+    steps = suite.options.convergence_steps
+    timeout = suite.options.collective_timeout
     backend = open_backend(name, BackendOptions(timeout_s=timeout))
     workload = make_workload(workload_name)
     config = TrainConfig(steps=steps)
@@ -99,9 +101,9 @@ def test_convergence(benchmark, request, plugin, open_backend, make_workload, co
                               f"{dev:.3e} (relative) > {TOLERANCE:g}")
 
 
-def test_time_to_accuracy(benchmark, request, plugin, open_backend, make_workload, tta_backend):
+def test_time_to_accuracy(benchmark, suite, plugin, open_backend, make_workload, tta_backend):
     """Training seconds until held-out accuracy on digits reaches 95%."""
-    timeout = request.config.getoption("collective_timeout")
+    timeout = suite.options.collective_timeout
     backend = open_backend(tta_backend, BackendOptions(timeout_s=timeout))
     workload = make_workload("digits")
     trainer = Trainer(workload, backend, TrainConfig(steps=1))

@@ -22,20 +22,23 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from hvd_vs_ddp.backends.base import BackendOptions
+from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.backends.env import SINGLE
 from hvd_vs_ddp.backends.local import SingleBackend
+from hvd_vs_ddp.backends.options import BackendOptions
+from hvd_vs_ddp.harness import suite_run
 from hvd_vs_ddp.results_schema import GanConvergenceRecord
 from hvd_vs_ddp.workloads.gan import GANConfig, train_gan
 
 TOLERANCE = 1e-4  # the convergence suite's, for the same reason (test_convergence.py)
-GAN_BACKENDS = ("ddp-gloo", "ddp-nccl", "ddp-mpi", "zero", "horovod")
+# backends that train two models with toggled accumulation (declared in the catalog)
+GAN_BACKENDS = tuple(catalog.names(several_models=True))
 ACCUMULATION = 2
 
 
 def pytest_generate_tests(metafunc):
     if "gan_backend" in metafunc.fixturenames:
-        names = [b for b in GAN_BACKENDS if b in metafunc.config.hvd_selected_backends]
+        names = [b for b in GAN_BACKENDS if b in suite_run.of(metafunc.config).backends]
         metafunc.parametrize("gan_backend", names, ids=names)
 
 
@@ -45,9 +48,9 @@ def _deviation(losses: dict, reference: dict) -> float:
     return float(max(devs))
 
 
-def test_gan_toggled_accumulation(benchmark, request, plugin, open_backend, gan_backend):
-    steps = request.config.getoption("convergence_steps")
-    timeout = request.config.getoption("collective_timeout")
+def test_gan_toggled_accumulation(benchmark, suite, plugin, open_backend, gan_backend):
+    steps = suite.options.convergence_steps
+    timeout = suite.options.collective_timeout
     backend = open_backend(gan_backend, BackendOptions(timeout_s=timeout,
                                                        accumulation_steps=ACCUMULATION))
     if backend.world_size < 2:

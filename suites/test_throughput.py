@@ -21,9 +21,10 @@ import numpy as np
 import pytest
 import torch
 
+from hvd_vs_ddp.backends import catalog, registry
 from hvd_vs_ddp.backends.env import SINGLE
 from hvd_vs_ddp.backends.held_bytes import held_bytes
-from hvd_vs_ddp.harness import profiling, startup, tuning
+from hvd_vs_ddp.harness import profiling, startup, suite_run, tuning
 from hvd_vs_ddp.harness.ddp_stats import DDPStats
 from hvd_vs_ddp.harness.knobs import SETS, by_name
 from hvd_vs_ddp.harness.monitor import Monitor
@@ -31,31 +32,23 @@ from hvd_vs_ddp.results_schema import ComputeOnlyRecord, HorovodTimelineRecord, 
 from hvd_vs_ddp.workloads.loop import Trainer
 
 
-def _cells(config):
-    name = config.getoption("knob_set")
+def _cells(suite):
+    name = suite.options.knob_set
     knob_sets = SETS[name] if name in SETS else (by_name(name),)
-    for workload in config.hvd_selected_workloads:
+    for workload in suite.workloads:
         for knobs in knob_sets:
             yield workload, knobs
 
 
 def pytest_generate_tests(metafunc):
-    config = metafunc.config
+    suite = suite_run.of(metafunc.config)
     if "throughput_cell" in metafunc.fixturenames:
-        cells = [(b, w, k) for w, k in _cells(config) for b in config.hvd_selected_backends]
+        cells = [(b, w, k) for w, k in _cells(suite) for b in suite.backends]
         metafunc.parametrize("throughput_cell", cells,
                              ids=[f"{b}-{w}-{k.name}" for b, w, k in cells])
     if "compute_cell" in metafunc.fixturenames:
-        cells = list(_cells(config))
+        cells = list(_cells(suite))
         metafunc.parametrize("compute_cell", cells, ids=[f"{w}-{k.name}" for w, k in cells])
-
-
-def dp_gpus(backend) -> list[int]:
-    """DataParallel over >= 2 GPUs: the devices whose peak memory shows its imbalance
-    (the first GPU gathers outputs and holds the master copy); else none (CPU: none)."""
-    if backend.name != "dp" or backend.device.type != "cuda" or torch.cuda.device_count() < 2:
-        return []
-    return list(range(torch.cuda.device_count()))
 
 
 def _skip_gpu_only(knobs):
@@ -71,11 +64,10 @@ class Timed(NamedTuple):
     starts: list[float]              # each timed step's start, seconds since the epoch
 
 
-def _timed(benchmark, trainer, backend, request, plugin, stats=None) -> Timed:
+def _timed(benchmark, trainer, backend, suite, stats=None) -> Timed:
     """Warm up, then fixed rounds."""
-    cfg = request.config
-    warmup, rounds = cfg.getoption("warmup_steps"), cfg.getoption("rounds")
-    per_round = cfg.getoption("steps_per_round")
+    opts = suite.options
+    warmup, rounds, per_round = opts.warmup_steps, opts.rounds, opts.steps_per_round
     trainer.run(warmup)
     times: list[float] = []
     round_starts: list[float] = []
@@ -113,37 +105,32 @@ def _replace_stats(benchmark, round_times) -> None:
             delattr(stats, attr)  # drop cached medians etc. of the local timings
 
 
-def test_throughput(benchmark, request, plugin, open_backend, make_workload, throughput_cell):
+def test_throughput(benchmark, suite, plugin, open_backend, make_workload, throughput_cell):
     name, workload_name, knobs = throughput_cell
     _skip_gpu_only(knobs)
-    if knobs.communicates and name in ("single", "dp"):
+    if knobs.communicates and not catalog.get(name).distributed:
         pytest.skip(f"{name}: knob set {knobs.name} changes communication; nothing to compare")
     if not knobs.applies_to(name):
         pytest.skip(f"{name}: knob set {knobs.name} tunes {knobs.side} only")
     if knobs.hierarchical and plugin.env.local_size == plugin.env.world_size:
         pytest.skip(f"knob set {knobs.name}: hierarchical allreduce needs more than one host")
-    timeout = request.config.getoption("collective_timeout")
-    options = knobs.backend_options(timeout, *tuning.autotune_inputs(request.config, knobs,
-                                                                       workload_name))
-    if name == "horovod":
-        from hvd_vs_ddp.backends.horovod import fusion_conflict
-        conflict = fusion_conflict(options)
-        if conflict:
-            pytest.skip(f"horovod: {conflict}")
-    from hvd_vs_ddp.backends import registry
+    options = knobs.backend_options(suite.options.collective_timeout,
+                                    *tuning.autotune_inputs(suite, knobs, workload_name))
+    # what the backend's declaration does not honour, or what this job already fixed
+    # (Horovod's settings at its start): the same on every rank, so a collective skip
     conflict = registry.get(name).option_conflict(options)
     if conflict:
         pytest.skip(f"{name}: {conflict}")
     backend = open_backend(name, options)
     workload = make_workload(workload_name)
     trainer = Trainer(workload, backend, knobs.train_config(steps=1))
-    per_gpu = dp_gpus(backend)
+    per_gpu = backend.devices_in_use()
     for index in per_gpu:
         torch.cuda.reset_peak_memory_stats(index)
-    stats = DDPStats(trainer.model, request.config.getoption("ddp_sample_rate"))
-    timed = _timed(benchmark, trainer, backend, request, plugin, stats)
+    stats = DDPStats(trainer.model, suite.options.ddp_sample_rate)
+    timed = _timed(benchmark, trainer, backend, suite, stats)
     stats.close()
-    per_round = request.config.getoption("steps_per_round")
+    per_round = suite.options.steps_per_round
     gathered = backend.all_gather_object({
         "times": timed.times, "series": timed.series, "cuda_mb": timed.cuda_mb,
         "rss": max(timed.series["rss_mb"], default=None),
@@ -151,36 +138,36 @@ def test_throughput(benchmark, request, plugin, open_backend, make_workload, thr
         "held": held_bytes(trainer.model, trainer.optimizer), "startup": startup.seconds(),
         "per_gpu": [torch.cuda.max_memory_allocated(i) / 2**20 for i in per_gpu] or None})
     losses = trainer.global_losses()
-    traces = _profile(request, trainer, backend, workload_name, knobs.name)
+    traces = _profile(suite, trainer, backend, workload_name, knobs.name)
     rank_times = [g["times"] for g in gathered]
     per_step, round_times = _slowest(rank_times, per_round)
     _replace_stats(benchmark, round_times)
-    if name == "horovod" and request.config.hvd_timeline:
+    if suite.timeline and "timeline" in backend.capabilities.instruments:
         benchmark.group = f"horovod timeline {workload_name} {knobs.name}"
         benchmark.extra_info.update(HorovodTimelineRecord(
             backend=name, world_size=backend.world_size, launcher=backend.env.launcher,
             backend_meta=backend.metadata(), workload=workload_name,
             workload_params=workload.hyperparameters(), knobs=knobs.as_dict(),
             knob_set=knobs.name, per_rank_batch=workload.batch_size,
-            global_batch=trainer.global_batch, timeline=request.config.hvd_timeline_ref,
+            global_batch=trainer.global_batch, timeline=suite.timeline_ref,
             step_times=per_step.tolist(), rank_step_times=rank_times,
             rank_step_starts=[g["starts"] for g in gathered]).to_dict())
     else:
-        _record_throughput(benchmark, request, backend, workload, knobs, trainer, gathered,
+        _record_throughput(benchmark, suite, backend, workload, knobs, trainer, gathered,
                            per_step, losses, stats, traces)
     finite = all(np.isfinite(losses))
     assert finite, f"{name}: non-finite loss during throughput run: {losses}"
 
 
-def _profile(request, trainer, backend, workload_name: str, knob_set: str) -> list[str] | None:
+def _profile(suite, trainer, backend, workload_name: str, knob_set: str) -> list[str] | None:
     """--profile-steps N: N more steps under torch.profiler after the timed rounds and the
     losses (hvd_vs_ddp/harness/profiling.py); every rank writes its trace. The traces'
     names, relative
     to the results file's folder, in rank order; None when off (or in a timeline cell)."""
-    steps = request.config.getoption("profile_steps")
-    if not steps or request.config.hvd_timeline:
+    steps = suite.options.profile_steps
+    if not steps or suite.timeline or suite.profile_at is None:
         return None
-    folder, stem = request.config.hvd_profile_at
+    folder, stem = suite.profile_at
     names = [profiling.trace_name(stem, workload_name, knob_set, r)
              for r in range(backend.world_size)]
     profiling.profile_steps(trainer, steps, folder / names[backend.rank],
@@ -188,10 +175,10 @@ def _profile(request, trainer, backend, workload_name: str, knob_set: str) -> li
     return names
 
 
-def _record_throughput(benchmark, request, backend, workload, knobs, trainer, gathered,
+def _record_throughput(benchmark, suite, backend, workload, knobs, trainer, gathered,
                        per_step, losses, stats: DDPStats, traces: list[str] | None) -> None:
     name, workload_name = backend.name, workload.name
-    per_round = request.config.getoption("steps_per_round")
+    per_round = suite.options.steps_per_round
     rank_times = [g["times"] for g in gathered]
     sps = (trainer.global_batch / per_step).tolist()
     ddp = [g["ddp"] for g in gathered]
@@ -202,8 +189,8 @@ def _record_throughput(benchmark, request, backend, workload, knobs, trainer, ga
         workload=workload_name, workload_params=workload.hyperparameters(),
         knobs=knobs.as_dict(), knob_set=knobs.name,
         per_rank_batch=workload.batch_size, global_batch=trainer.global_batch,
-        warmup_steps=request.config.getoption("warmup_steps"),
-        steps_per_round=per_round, rounds=request.config.getoption("rounds"),
+        warmup_steps=suite.options.warmup_steps,
+        steps_per_round=per_round, rounds=suite.options.rounds,
         step_times=per_step.tolist(), rank_step_times=rank_times,
         samples_per_s=sps, samples_per_s_median=float(np.median(sps)),
         samples_per_s_iqr=[float(np.percentile(sps, 25)), float(np.percentile(sps, 75))],
@@ -223,7 +210,7 @@ def _record_throughput(benchmark, request, backend, workload, knobs, trainer, ga
     ).to_dict())
 
 
-def test_compute_only(benchmark, request, plugin, make_workload, compute_cell):
+def test_compute_only(benchmark, suite, plugin, make_workload, compute_cell):
     """The same per-rank step with no communication, on every rank at once."""
     workload_name, knobs = compute_cell
     _skip_gpu_only(knobs)
@@ -237,14 +224,13 @@ def test_compute_only(benchmark, request, plugin, make_workload, compute_cell):
         torch.cuda.set_device(backend.device)  # else every rank's context lands on GPU 0
     workload = make_workload(workload_name)
     trainer = Trainer(workload, backend, knobs.train_config(steps=1))
-    times = _timed(benchmark, trainer, backend, request, plugin).times
+    times = _timed(benchmark, trainer, backend, suite).times
     rank_times = [t for t in plugin.coord.gather(times, "compute-only times")]
-    per_round = request.config.getoption("steps_per_round")
-    per_step, round_times = _slowest(rank_times, per_round)
+    per_step, round_times = _slowest(rank_times, suite.options.steps_per_round)
     _replace_stats(benchmark, round_times)
     benchmark.group = f"compute-only {workload_name} {knobs.name}"
     benchmark.extra_info.update(ComputeOnlyRecord(
-        backend="single", world_size=plugin.env.world_size,
+        backend=SingleBackend.name, world_size=plugin.env.world_size,
         launcher=plugin.env.launcher, workload=workload_name,
         workload_params=workload.hyperparameters(), knobs=knobs.as_dict(),
         knob_set=knobs.name, per_rank_batch=workload.batch_size,

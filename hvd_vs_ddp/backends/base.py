@@ -16,88 +16,38 @@ from __future__ import annotations
 import abc
 import contextlib
 import datetime
-from dataclasses import asdict, dataclass
 from typing import Any, Callable, ClassVar, Iterator
 
 import torch
 
-from hvd_vs_ddp.backends import launchers
+from hvd_vs_ddp.backends import catalog, launchers
+from hvd_vs_ddp.backends.catalog import Capabilities
 from hvd_vs_ddp.backends.env import LauncherEnv, detect
+from hvd_vs_ddp.backends.options import COMPRESSIONS, BackendOptions
 from hvd_vs_ddp.common.availability import Availability
 
+__all__ = ["COMPRESSIONS", "REDUCE_OPS", "Availability", "Backend", "BackendOptions",
+           "BackendUnavailable", "Capabilities", "check_op"]
+
 REDUCE_OPS = ("sum", "avg", "min", "max", "product")
-COMPRESSIONS = ("none", "fp16", "bf16", "powersgd")
 
 
 class BackendUnavailable(RuntimeError):
     """This backend cannot run here; the message says why and what to do."""
 
 
-@dataclass(frozen=True)
-class BackendOptions:
-    """Knobs of the communication layer. Each one is recorded in the results.
-
-    accumulation_steps: backward passes per optimizer step (DDP: no_sync on all
-        but the last; Horovod: backward_passes_per_step).
-    compression: "none" or "fp16" (DDP: fp16_compress_hook; Horovod:
-        hvd.Compression.fp16); DDP only: "bf16" (bf16_compress_hook) and
-        "powersgd" (PowerSGD hook, rank `powersgd_rank`, warm start and error feedback).
-    bucket_mb: DDP bucket_cap_mb and Horovod HOROVOD_FUSION_THRESHOLD (MiB);
-        None keeps each library's default (DDP 25 MiB, Horovod 128 MiB).
-    gradient_as_bucket_view, static_graph: DDP's constructor flags of those names.
-    cycle_time_ms: Horovod HOROVOD_CYCLE_TIME; None keeps its default.
-    adasum: Horovod reduces with op=hvd.Adasum instead of Average (other maths).
-    hierarchical: Horovod HOROVOD_HIERARCHICAL_ALLREDUCE (meaningful with > 1 host).
-    autotune_log: Horovod HOROVOD_AUTOTUNE=1, its log written to this path.
-    timeout_s: bound on every collective; a dead peer becomes an error.
-    device: "auto" (GPU per local rank when the backend uses GPUs) or "cpu".
-    """
-
-    accumulation_steps: int = 1
-    compression: str = "none"
-    bucket_mb: float | None = None
-    timeout_s: float = 300.0
-    device: str = "auto"
-    powersgd_rank: int = 1
-    gradient_as_bucket_view: bool = False
-    static_graph: bool = False
-    cycle_time_ms: float | None = None
-    adasum: bool = False
-    hierarchical: bool = False
-    autotune_log: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.accumulation_steps < 1:
-            raise ValueError(f"accumulation_steps must be >= 1, got {self.accumulation_steps}")
-        if self.compression not in COMPRESSIONS:
-            raise ValueError(f"compression must be one of {COMPRESSIONS}, "
-                             f"got {self.compression!r}")
-        if self.powersgd_rank < 1:
-            raise ValueError(f"powersgd_rank must be >= 1, got {self.powersgd_rank}")
-        if self.cycle_time_ms is not None and self.cycle_time_ms <= 0:
-            raise ValueError(f"cycle_time_ms must be > 0, got {self.cycle_time_ms}")
-        if self.bucket_mb is not None and self.bucket_mb <= 0:
-            raise ValueError(f"bucket_mb must be > 0, got {self.bucket_mb}")
-        if self.timeout_s <= 0:
-            raise ValueError(f"timeout_s must be > 0, got {self.timeout_s}")
-        if self.device not in ("auto", "cpu"):
-            raise ValueError(f"device must be 'auto' or 'cpu', got {self.device!r}")
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
 class Backend(abc.ABC):
-    """One way of training data-parallel. Subclasses are registered by name."""
+    """One way of training data-parallel. A concrete subclass names itself (`name`) and
+    gets its declaration, `capabilities`, from the catalog (catalog.py): what it is and
+    what it honours is stated there once; the class holds only its behaviour."""
 
     name: ClassVar[str]
-    uses_gpu: ClassVar[bool] = False   # True: needs a CUDA device
-    distributed: ClassVar[bool] = True  # False: runs in one process only
-    # What its ranks need from the launcher (hvd_vs_ddp/backends/launchers.py: RANKS, MPI, HOROVOD).
-    requires: ClassVar[frozenset[str]] = frozenset({launchers.RANKS})
-    # True: its collectives are another backend's (fsdp, zero: DDP's process group), so
-    # the collectives suite does not measure them twice.
-    reuses_collectives: ClassVar[bool] = False
+    capabilities: ClassVar[Capabilities]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "name" in cls.__dict__:
+            cls.capabilities = catalog.get(cls.name)
 
     def __init__(self, options: BackendOptions | None = None,
                  env: LauncherEnv | None = None) -> None:
@@ -115,12 +65,13 @@ class Backend(abc.ABC):
     @classmethod
     def launch_fit(cls, env: LauncherEnv) -> Availability:
         """Whether the launcher that started this job can run this backend."""
-        if not cls.distributed and env.world_size > 1:
+        caps = cls.capabilities
+        if not caps.distributed and env.world_size > 1:
             return Availability(False, f"runs in one process, but {env.launcher} started "
                                        f"{env.world_size} ranks; launch it without a launcher")
-        if not cls.distributed:
+        if not caps.distributed:
             return Availability(True)
-        return launchers.fit(cls.name, cls.requires, env.launcher, env.world_size)
+        return launchers.fit(cls.name, caps.requires, env.launcher, env.world_size)
 
     def check_launch(self) -> None:
         """Raise BackendUnavailable when the launcher does not fit this backend."""
@@ -130,8 +81,22 @@ class Backend(abc.ABC):
 
     @classmethod
     def option_conflict(cls, options: BackendOptions) -> str | None:
-        """Why this backend cannot honour `options` (a knob it has no equivalent of)."""
+        """Why this backend cannot honour `options`: what its declaration does not
+        honour (catalog.conflict), else what this process's state forbids."""
+        return (catalog.conflict(cls.name, options, on_gpu=torch.cuda.is_available())
+                or cls.runtime_conflict(options))
+
+    @classmethod
+    def runtime_conflict(cls, options: BackendOptions) -> str | None:
+        """A conflict with what this process already started (Horovod's settings are
+        fixed at its init); None for most backends."""
         return None
+
+    def check_options(self) -> None:
+        """Raise BackendUnavailable when the options cannot be honoured (setup does)."""
+        conflict = self.option_conflict(self.options)
+        if conflict:
+            raise BackendUnavailable(f"{self.name}: {conflict}")
 
     # -- life cycle ------------------------------------------------------
     def setup(self) -> "Backend":
@@ -139,6 +104,7 @@ class Backend(abc.ABC):
         if not avail:
             raise BackendUnavailable(f"{self.name}: {avail.reason}")
         self.check_launch()
+        self.check_options()
         self.device = self._pick_device()
         self._setup()
         self._ready = True
@@ -163,7 +129,7 @@ class Backend(abc.ABC):
 
     def _pick_device(self) -> torch.device:
         if self.options.device == "cpu" or not torch.cuda.is_available():
-            if self.uses_gpu:
+            if self.capabilities.needs_gpu:
                 raise BackendUnavailable(f"{self.name}: no CUDA device visible")
             return torch.device("cpu")
         return torch.device("cuda", self.env.local_rank % torch.cuda.device_count())
@@ -239,6 +205,11 @@ class Backend(abc.ABC):
         """Every rank's object, in rank order (built on broadcast_object)."""
         return [self.broadcast_object(obj if r == self.rank else None, src=r)
                 for r in range(self.world_size)]
+
+    def devices_in_use(self) -> list[int]:
+        """GPUs besides this rank's own whose peak memory the suites should record (its
+        imbalance across them); none for a backend that trains on one device per rank."""
+        return []
 
     def synchronize(self) -> None:
         """Wait for the device, so that a clock read after it is honest."""

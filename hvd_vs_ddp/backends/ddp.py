@@ -20,8 +20,7 @@ import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from hvd_vs_ddp.backends import launchers
-from hvd_vs_ddp.backends.base import Availability, Backend, BackendUnavailable, check_op
+from hvd_vs_ddp.backends.base import Availability, Backend, check_op
 from hvd_vs_ddp.backends.rendezvous import store_for
 
 _OPS = {
@@ -39,7 +38,6 @@ class _DDPBackend(Backend):
     pg_backend: str
 
     def _setup(self) -> None:
-        self._setup_checks()
         if dist.is_initialized():
             raise RuntimeError(f"{self.name}: a torch.distributed process group already "
                                "exists in this process; close the previous backend first")
@@ -57,9 +55,6 @@ class _DDPBackend(Backend):
             dist.destroy_process_group()
 
     def prepare(self, model, optimizer):
-        conflict = self.option_conflict(self.options)
-        if conflict:
-            raise BackendUnavailable(f"{self.name}: {conflict}")
         model = model.to(self.device)
         kwargs: dict[str, Any] = {}
         if self.device.type == "cuda":
@@ -75,15 +70,6 @@ class _DDPBackend(Backend):
             ddp.register_comm_hook(*hook)
         self._broadcast_optimizer_state(optimizer)
         return ddp, optimizer
-
-    def _setup_checks(self) -> None:
-        opts = self.options
-        foreign = [n for n, on in (("adasum", opts.adasum), ("hierarchical", opts.hierarchical),
-                                   ("cycle_time_ms", opts.cycle_time_ms is not None),
-                                   ("autotune_log", opts.autotune_log is not None)) if on]
-        if foreign:
-            raise BackendUnavailable(f"{self.name}: {', '.join(foreign)} are Horovod options; "
-                                     "DDP has no such setting")
 
     def _broadcast_optimizer_state(self, optimizer) -> None:
         # Fresh optimizers have no state; a resumed one must start alike everywhere.
@@ -184,16 +170,6 @@ class DDPGlooBackend(_DDPBackend):
     pg_backend = "gloo"
 
     @classmethod
-    def option_conflict(cls, options) -> str | None:
-        if options.compression == "powersgd":
-            # torch's PowerSGD hook waits for its next allreduce inside the completion
-            # callback of the previous one; on Gloo's worker threads that aborts the
-            # process now and then (SIGABRT; torch 2.14.1: 3 of 5 gpt runs here)
-            return ("PowerSGD over Gloo aborts intermittently (torch's hook waits inside "
-                    "Gloo's completion callbacks); it runs over NCCL (ddp-nccl)")
-        return None
-
-    @classmethod
     def availability(cls) -> Availability:
         if not dist.is_available():
             return Availability(False, "this torch build has no torch.distributed")
@@ -205,7 +181,6 @@ class DDPGlooBackend(_DDPBackend):
 class DDPNCCLBackend(_DDPBackend):
     name = "ddp-nccl"
     pg_backend = "nccl"
-    uses_gpu = True
 
     @classmethod
     def availability(cls) -> Availability:
@@ -227,7 +202,6 @@ class DDPMPIBackend(_DDPBackend):
 
     name = "ddp-mpi"
     pg_backend = "mpi"
-    requires = frozenset({launchers.RANKS, launchers.MPI})  # MPI ranks: mpirun, srun --mpi
 
     @classmethod
     def availability(cls) -> Availability:
@@ -246,7 +220,6 @@ class DDPMPIBackend(_DDPBackend):
         return mpi_pg.register()
 
     def _setup(self) -> None:
-        self._setup_checks()
         if dist.is_mpi_available():
             dist.init_process_group("mpi", timeout=self.timeout)
             return

@@ -22,7 +22,6 @@ from typing import Any, Callable
 
 import torch
 
-from hvd_vs_ddp.backends import launchers
 from hvd_vs_ddp.backends.base import Availability, Backend, BackendUnavailable, check_op
 
 DEFAULT_FUSION_BYTES = 128 * 1024 * 1024
@@ -135,8 +134,6 @@ class _ChannelsLastSafe:
 
 class HorovodBackend(Backend):
     name = "horovod"
-    # horovodrun's Gloo rendezvous, or MPI ranks for its MPI controller
-    requires = frozenset({launchers.RANKS, launchers.HOROVOD})
 
     @classmethod
     def availability(cls) -> Availability:
@@ -173,16 +170,11 @@ class HorovodBackend(Backend):
                                        "and this Horovod has no MPI controller")
         return fit
 
+    @classmethod
+    def runtime_conflict(cls, options) -> str | None:
+        return fusion_conflict(options)
+
     def _setup(self) -> None:
-        if self.options.compression not in ("none", "fp16"):
-            raise BackendUnavailable(f"horovod: compression {self.options.compression!r} is "
-                                     "DDP's; Horovod has 'none' and 'fp16'")
-        if self.options.gradient_as_bucket_view or self.options.static_graph:
-            raise BackendUnavailable("horovod: gradient_as_bucket_view and static_graph are "
-                                     "DDP options; Horovod has no such setting")
-        conflict = fusion_conflict(self.options)
-        if conflict:
-            raise BackendUnavailable(f"horovod: {conflict}")
         hvd = _hvd()
         if not hvd.is_initialized():
             want = init_env(self.options)

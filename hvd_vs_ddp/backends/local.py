@@ -19,7 +19,6 @@ from hvd_vs_ddp.backends.base import Availability, Backend, check_op
 
 class SingleBackend(Backend):
     name = "single"
-    distributed = False
 
     @classmethod
     def availability(cls) -> Availability:
@@ -63,6 +62,13 @@ class DataParallelBackend(SingleBackend):
         if self.device.type == "cuda" and torch.cuda.device_count() > 1:
             model = torch.nn.DataParallel(model)
         return model, optimizer
+
+    def devices_in_use(self) -> list[int]:
+        """DataParallel over >= 2 GPUs: the devices whose peak memory shows its imbalance
+        (the first GPU gathers outputs and holds the master copy); else none."""
+        if self.device.type != "cuda" or torch.cuda.device_count() < 2:
+            return []
+        return list(range(torch.cuda.device_count()))
 
     def synchronize(self) -> None:
         """DataParallel runs replicas on every GPU: wait for all of them, not only the first."""

@@ -1,7 +1,8 @@
-"""Backend names -> backend classes.
+"""Backend names -> backend classes (their behaviour; what they are is in catalog.py).
 
 Classes are imported lazily, so a missing Horovod or mpi4py only matters to the
-backends that need it. An unknown name fails with the list of known names.
+backends that need it, and this module is torch-free until a class is asked for. An
+unknown name fails with the list of known names.
 
     python -m hvd_vs_ddp.backends.registry     # one line per backend: name, available, why not
 """
@@ -10,7 +11,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from hvd_vs_ddp.backends.base import Availability, BackendOptions
+from hvd_vs_ddp.backends import catalog
+from hvd_vs_ddp.backends.options import BackendOptions
+from hvd_vs_ddp.common.availability import Availability
 from hvd_vs_ddp.common.errors import UnknownName
 
 if TYPE_CHECKING:
@@ -43,7 +46,7 @@ def get(name: str) -> type["Backend"]:
 
 def distributed_names() -> list[str]:
     """Backends that run on many ranks (not the one-process baselines)."""
-    return [n for n in _BACKENDS if get(n).distributed]
+    return catalog.names(distributed=True)
 
 
 def create(name: str, options: BackendOptions | None = None, env=None) -> "Backend":

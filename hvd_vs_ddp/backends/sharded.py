@@ -23,7 +23,7 @@ from typing import Any, Iterator
 import torch
 import torch.distributed as dist
 
-from hvd_vs_ddp.backends.base import Availability, BackendOptions, BackendUnavailable
+from hvd_vs_ddp.backends.base import Availability
 from hvd_vs_ddp.backends.ddp import _DDPBackend, gpus_fit
 
 
@@ -94,24 +94,12 @@ class FSDPBackend(_ShardedBase):
     """FSDP2: parameters, gradients and optimizer state sharded (ZeRO-3)."""
 
     name = "fsdp"
-    reuses_collectives = True
 
     @classmethod
     def availability(cls) -> Availability:
         return _available("torch.distributed.fsdp")
 
-    @classmethod
-    def option_conflict(cls, options: BackendOptions) -> str | None:
-        if options.compression != "none":
-            return "fp16 gradient compression is a DDP comm hook; FSDP has none"
-        if options.bucket_mb is not None:
-            return "bucket_mb is DDP's bucket size; FSDP communicates per module"
-        return None
-
     def prepare(self, model, optimizer):
-        conflict = self.option_conflict(self.options)
-        if conflict:
-            raise BackendUnavailable(f"{self.name}: {conflict}")
         from torch.distributed.device_mesh import init_device_mesh
         from torch.distributed.fsdp import fully_shard
 
@@ -144,7 +132,6 @@ class ZeroBackend(_ShardedBase):
     """DDP with ZeroRedundancyOptimizer: optimizer state sharded (ZeRO-1)."""
 
     name = "zero"
-    reuses_collectives = True
 
     @classmethod
     def availability(cls) -> Availability:

@@ -25,13 +25,14 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from hvd_vs_ddp.backends import registry
+from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.backends.launchers import matrix_launchers
 from hvd_vs_ddp.common.errors import InputError, UnknownName
 from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
 from hvd_vs_ddp.harness.options import SUITES, SuiteOptions
 
-BASELINES = ("single", "dp")
+BASELINES = tuple(catalog.names(distributed=False))  # one process: world size 1 only
+COMPUTE_ONLY = "compute-only"  # the pseudo-backend of the compute-only reference cell
 TIMED_SUITES = ("throughput", "compute")  # what repetitions 2..N of a cell run
 
 
@@ -126,12 +127,24 @@ def _gpus() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
+def _fits_here(backend: str, gpus: int) -> bool:
+    """Whether a preset runs this backend on this machine: a GPU backend needs a GPU, and
+    DataParallel without two GPUs is the single process itself."""
+    caps = catalog.get(backend)
+    return gpus > 0 or not (caps.needs_gpu or caps.single_without_gpus)
+
+
+def _gpus_short(backend: str, n: int, gpus: int) -> bool:
+    """NCCL underneath needs a GPU per rank: ddp-nccl always, the others where GPUs are."""
+    caps = catalog.get(backend)
+    return (caps.needs_gpu or (caps.gpu_per_rank and gpus > 0)) and n > max(gpus, 1)
+
+
 def cells(preset: Preset, backends: list[str] | None = None,
           world_sizes: list[int] | None = None) -> list[Cell]:
     gpus = _gpus()
     # A preset's GPU backend is left out where there is no GPU; asked for by name, it errors.
-    chosen = tuple(backends or (b for b in preset.backends
-                                if gpus or b not in ("ddp-nccl", "dp")))
+    chosen = tuple(backends or (b for b in preset.backends if _fits_here(b, gpus)))
     sizes = tuple(world_sizes or preset.world_sizes)
     train_suites = tuple(s for s in preset.suites if s != "compute")
     # Horovod fixes its fusion threshold at init, so each knob set of a multi-set
@@ -151,9 +164,8 @@ def cells(preset: Preset, backends: list[str] | None = None,
         if n < 1:
             raise MatrixError(f"world size must be >= 1, got {n}")
         for backend in chosen:
-            # NCCL needs a GPU per rank: ddp-nccl always, horovod where it uses GPUs.
-            if (backend == "ddp-nccl" or (backend == "horovod" and gpus)) \
-                    and n > max(gpus, 1):
+            caps = catalog.get(backend)
+            if _gpus_short(backend, n, gpus):
                 if backends:  # asked for by name
                     raise MatrixError(f"{backend} at world size {n} needs {n} GPUs on this "
                                       f"host; {gpus} visible (use --hosts for more machines)")
@@ -161,7 +173,7 @@ def cells(preset: Preset, backends: list[str] | None = None,
             if n == 1 and not (preset.all_at_one or backends or backend in BASELINES):
                 continue  # the quick preset: only the reference at one rank
             launchers_ = ("single",) if n == 1 else () if backend in BASELINES \
-                else matrix_launchers(backend, registry.get(backend).requires)
+                else matrix_launchers(backend, caps.requires)
             for launcher in (la for la in launchers_ if la not in preset.without_launchers):
                 if preset.launchers and n > 1 and launcher not in preset.launchers:
                     continue
@@ -172,16 +184,17 @@ def cells(preset: Preset, backends: list[str] | None = None,
                         out.extend(tuning_cells(backend, launcher, n, suites,
                                                 by_name(knob), workloads))
                         continue
-                    if registry.get(backend).option_conflict(by_name(knob).backend_options()):
+                    if catalog.conflict(backend, by_name(knob).backend_options(),
+                                        on_gpu=gpus > 0):
                         continue  # a knob this backend has no equivalent of (fsdp)
                     out.append(Cell(backend, launcher, n, suites, knob_set=knob))
-                    if backend == "horovod" and n > 1 and preset.timeline \
+                    if "timeline" in caps.instruments and n > 1 and preset.timeline \
                             and "throughput" in suites and knob == knob_names[0]:
                         out.append(Cell(backend, launcher, n, ("timeline",),
                                         knob_set=knob))
         if "compute" in preset.suites and n > 1:
             for knob in (k for k in knob_names if k not in comm_only):
-                out.append(Cell("compute-only", "single" if n == 1 else "torchrun", n,
+                out.append(Cell(COMPUTE_ONLY, "single" if n == 1 else "torchrun", n,
                                 ("compute",), knob_set=knob))
     return out
 
@@ -194,7 +207,7 @@ def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
     A set the backend cannot honour (option_conflict: PowerSGD over Gloo) gets no cell."""
     if not knob.applies_to(backend) or knob.hierarchical:
         return []
-    if registry.get(backend).option_conflict(knob.backend_options()):
+    if catalog.conflict(backend, knob.backend_options(), on_gpu=_gpus() > 0):
         return []
     if not (knob.autotune or knob.autotuned):
         return [Cell(backend, launcher, n, suites, knob_set=knob.name)]
@@ -210,7 +223,7 @@ def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
 def pytest_argv(cell: Cell, preset: Preset, json_path: str,
                 workloads: list[str] | None = None) -> list[str]:
     """Arguments after `python` for the cell's pytest run."""
-    backend = cell.backend if cell.backend != "compute-only" else "single"
+    backend = cell.backend if cell.backend != COMPUTE_ONLY else catalog.reference()
     opts = preset.options.replace(backends=(backend,), knob_set=cell.knob_set,
                                   workloads=(cell.workload,) if cell.workload
                                   else tuple(workloads or preset.workloads))

@@ -20,17 +20,18 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from hvd_vs_ddp.backends.base import BackendOptions
+from hvd_vs_ddp.backends import catalog
+from hvd_vs_ddp.backends.options import BackendOptions
 from hvd_vs_ddp.common.errors import UnknownName
 from hvd_vs_ddp.workloads.loop import TrainConfig
 
-SIDES = ("both", "ddp", "horovod")
+SIDES = ("both", *catalog.COMPARED)  # a set for both libraries, or one library's own
 
 
 def side_of(backend: str) -> str:
-    """The library a backend belongs to: "ddp", "horovod", or "other"."""
-    return "ddp" if backend.startswith("ddp-") else backend if backend == "horovod" \
-        else "other"
+    """The library a backend belongs to (its catalog row): "ddp", "horovod", "sharded"
+    or "reference"."""
+    return catalog.get(backend).library
 
 
 @dataclass(frozen=True)

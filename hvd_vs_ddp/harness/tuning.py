@@ -14,11 +14,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from hvd_vs_ddp.common.horovod_autotune import SUFFIX, AutotuneLogError, read
 from hvd_vs_ddp.harness.knobs import Autotuned, KnobSet
+
+if TYPE_CHECKING:
+    from hvd_vs_ddp.harness.suite_run import SuiteRun
 
 NO_FUSION_MB = 2.0 ** -20  # Horovod's "0 MiB" (fusion off) as the smallest threshold: 1 byte
 
@@ -36,8 +40,8 @@ def set_budget(knob_set: str) -> None:
             os.environ.setdefault(var, value)
 
 
-def _results_dir(config, what: str) -> Path:
-    json_path = getattr(config, "hvd_results_json", None)
+def _results_dir(suite: "SuiteRun", what: str) -> Path:
+    json_path = suite.results_json
     if json_path is None:
         raise pytest.UsageError(f"{what}: needs --benchmark-json (the autotune log lies "
                                 "beside it)")
@@ -48,18 +52,18 @@ def log_path(results_json: Path, workload: str) -> Path:
     return results_json.with_name(f"{results_json.stem}.{workload}{SUFFIX}")
 
 
-def autotune_inputs(config, knobs: KnobSet, workload: str
+def autotune_inputs(suite: "SuiteRun", knobs: KnobSet, workload: str
                     ) -> tuple[str | None, Autotuned | None]:
     """(autotune log to write, parameters autotune chose) for this knob set and workload."""
     if knobs.autotune:
-        return str(log_path(_results_dir(config, f"knob set {knobs.name}"), workload)), None
+        return str(log_path(_results_dir(suite, f"knob set {knobs.name}"), workload)), None
     if not knobs.autotuned:
         return None, None
-    stem = config.getoption("horovod_autotuned_from")
+    stem = suite.options.horovod_autotuned_from
     if not stem:
         pytest.skip(f"knob set {knobs.name}: needs --horovod-autotuned-from (the autotune "
                     "cell's results stem)")
-    here = _results_dir(config, f"knob set {knobs.name}")
+    here = _results_dir(suite, f"knob set {knobs.name}")
     # The cell's own log, or (repetitions: <stem>.rK) the newest, this round's.
     logs = [log_path(here.with_name(f"{stem}.json"), workload),
             *here.parent.glob(f"{stem}.r*.{workload}{SUFFIX}")]

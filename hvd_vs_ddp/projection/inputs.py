@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.projection.collectives import Cost, fit_alpha_beta
 from hvd_vs_ddp.projection.model import DEFAULT_MEMCPY_BYTES_PER_S, Inputs, Library, Links
@@ -57,8 +58,8 @@ def _bootstrap_medians(reps: list[np.ndarray], rng: np.random.Generator,
 def _label(rec) -> str:
     meta = rec.backend_meta or {}
     label = rec.backend
-    if rec.backend == "horovod" and meta.get("controller"):
-        label = f"horovod/{meta['controller']}"
+    if catalog.library(rec.backend) == catalog.HOROVOD_LIB and meta.get("controller"):
+        label = f"{rec.backend}/{meta['controller']}"
     knob_set = getattr(rec, "knob_set", None) or "default"
     return label if knob_set == "default" else f"{label} [{knob_set}]"
 
@@ -69,13 +70,13 @@ def _library(label: str, recs: list, fits: list[tuple[int, float, list[float]]],
     meta = rec.backend_meta or {}
     knobs = rec.knobs or {}
     kw: dict = {}
-    if rec.backend == "horovod":
-        kind = "horovod"
+    if catalog.library(rec.backend) == catalog.HOROVOD_LIB:
+        kind = catalog.HOROVOD_LIB
         kw["fusion_bytes"] = float(meta.get("fusion_threshold_bytes") or 128 * 2**20)
         kw["cycle_s"] = float(meta.get("cycle_time_ms") or 1.0) / 1000
         kw["hierarchical"] = bool(knobs.get("hierarchical"))
     else:
-        kind = "ddp"
+        kind = catalog.DDP
         stats = next((r.ddp_stats for r in recs if r.ddp_stats), None) or {}
         cap = stats.get("bucket_cap_bytes") or (knobs.get("bucket_mb") or 25) * 2**20
         kw["bucket_bytes"] = float(cap)
@@ -156,7 +157,7 @@ def from_run(run_dir: Path, links: Links | None, per_node: int,
         measured: list[Measured] = []
         by_label: dict[str, list] = {}
         for r, _ in thr:  # a library is what ran above one rank (its controller known)
-            if r.world_size > 1 and r.backend.startswith(("ddp-", "horovod")):
+            if r.world_size > 1 and catalog.library(r.backend) in catalog.COMPARED:
                 by_label.setdefault(_label(r), []).append(r)
         for rs in by_label.values():  # + the same backend and knob set at one rank
             rs += [r for r, _ in thr if r.world_size == 1 and r.backend == rs[0].backend

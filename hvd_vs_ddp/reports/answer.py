@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hvd_vs_ddp.backends.catalog import DDP, HOROVOD_LIB
 from hvd_vs_ddp.reports import verdicts
 from hvd_vs_ddp.reports.frames import CASE_KEY, Data
-from hvd_vs_ddp.reports.theme import is_ddp, is_horovod
 from hvd_vs_ddp.reports.tuning import at_best
 
 FORMAT, FORMAT_VERSION = "hvd-vs-ddp/verdicts", 1
@@ -90,7 +90,7 @@ def answers(data: Data, cmp: pd.DataFrame, margin: float) -> list[dict[str, Any]
     for (run, _w, _p, _b, _k, _kn, ws), g in tp.groupby(CASE_KEY + ["world_size"], sort=True):
         case = g["case"].iloc[0]
         fastest = _best(g)
-        h, d = _best(g[g["label"].map(is_horovod)]), _best(g[g["label"].map(is_ddp)])
+        h, d = _best(g[g["library"] == HOROVOD_LIB]), _best(g[g["library"] == DDP])
         pre = (f"[{run}] " if multi else "") + f"{case} at {_ranks(int(ws))}: "
         assert fastest is not None
         sentence = (f"{pre}fastest measured: {fastest['series']} "

@@ -21,9 +21,10 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from hvd_vs_ddp.backends.catalog import DDP, HOROVOD_LIB, reference
 from hvd_vs_ddp.reports import verdicts
 from hvd_vs_ddp.reports.frames import CASE_KEY, Data, build_frames
-from hvd_vs_ddp.reports.theme import is_ddp, is_horovod, order
+from hvd_vs_ddp.reports.theme import order
 from hvd_vs_ddp.runs import stats
 from hvd_vs_ddp.runs.load import UNREADABLE, load_run
 
@@ -47,8 +48,8 @@ def hvd_vs_ddp(tp: pd.DataFrame, margin: float = verdicts.DEFAULT_MARGIN) -> pd.
     if tp.empty:
         return pd.DataFrame(rows)
     for _, g in tp.groupby(CASE_KEY + ["world_size"], sort=True):
-        hv = g[g["label"].map(is_horovod)]
-        dd = g[g["label"].map(is_ddp)]
+        hv = g[g["library"] == HOROVOD_LIB]
+        dd = g[g["library"] == DDP]
         for _, h in hv.iterrows():
             for _, d in dd.iterrows():
                 ci = stats.ratio_ci(_reps(h), _reps(d))
@@ -104,7 +105,7 @@ def add_scaling(tp: pd.DataFrame) -> pd.DataFrame:
         same = one
         for k in CASE_KEY:
             same = same[same[k] == r[k]]
-        single = same[same["label"] == "single"]
+        single = same[same["backend"] == reference()]
         own = same[same["series"] == r["series"]]
         pick = single if not single.empty else own
         base.append(pick["sps_median"].iloc[0] if not pick.empty else np.nan)
@@ -127,7 +128,7 @@ def exposed_comm(data: Data) -> pd.DataFrame:
     key = ["run", "workload", "per_rank_batch", "knobs"]
     co = co.groupby(key + ["ranks"], as_index=False)["step_median"].median().rename(
         columns={"step_median": "compute_s", "ranks": "compute_ranks"})
-    dist = tp[tp["label"] != "single"]
+    dist = tp[tp["backend"] != reference()]
     same = dist.merge(co, left_on=key + ["world_size"], right_on=key + ["compute_ranks"])
     rest = dist[~dist.set_index(key + ["world_size"]).index.isin(
         same.set_index(key + ["world_size"]).index)]

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.reports.theme import backend_label
 from hvd_vs_ddp.results_schema import KINDS, BenchmarkRecord, summary
 from hvd_vs_ddp.runs.load import Cell, Run, load_run
@@ -54,7 +55,8 @@ class Data:
 def _common(run: Run, cell: Cell, rec: BenchmarkRecord, rep: int) -> dict[str, Any]:
     """Columns every kind's rows get besides the record's own: where it came from."""
     return {"run": run.name, "cell_id": cell.id, "suite": rec.SUITE, "rep": rep,
-            "label": backend_label(rec.backend, rec.backend_meta or {})}
+            "label": backend_label(rec.backend, rec.backend_meta or {}),
+            "library": catalog.library(rec.backend)}
 
 
 POOL_KEY = ["run", "cell_id", "workload", "workload_params", "per_rank_batch", "knob_set",

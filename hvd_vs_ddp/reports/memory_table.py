@@ -15,11 +15,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.reports.tables import Table, human_bytes
 
 HELD = (("param_bytes", "params"), ("grad_bytes", "grads"),
         ("optim_state_bytes", "optimizer state"))
-BASELINES = ("ddp-gloo", "ddp-nccl", "ddp-mpi")
+BASELINES = tuple(catalog.names(library=catalog.DDP))  # plain DDP, any transport
 NOTE = ("Bytes held by one rank after the timed steps (the largest rank's), and in "
         "brackets the fraction of plain DDP's at the same world size. zero shards the "
         "optimizer state (about 1/N of DDP's), fsdp shards parameters, gradients and "

@@ -19,6 +19,8 @@ from typing import Any, Iterator
 import matplotlib
 import seaborn as sns
 
+from hvd_vs_ddp.backends import catalog
+
 matplotlib.use("Agg")  # reports never open windows
 
 PALETTE = {
@@ -40,17 +42,9 @@ REFERENCE = "single (reference)"
 def backend_label(backend: str, meta: dict[str, Any] | None = None) -> str:
     """Display name: the backend, with Horovod's controller when it is known."""
     controller = (meta or {}).get("controller")
-    if backend == "horovod" and controller and controller != "?":
-        return f"horovod ({controller})"
+    if catalog.library(backend) == catalog.HOROVOD_LIB and controller and controller != "?":
+        return f"{backend} ({controller})"
     return backend
-
-
-def is_horovod(label: str) -> bool:
-    return label.startswith("horovod")
-
-
-def is_ddp(label: str) -> bool:
-    return label.startswith("ddp-")
 
 
 def color(label: str) -> str:

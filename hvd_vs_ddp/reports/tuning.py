@@ -26,12 +26,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hvd_vs_ddp.backends.catalog import DDP, HOROVOD_LIB
 from hvd_vs_ddp.reports import verdicts
 from hvd_vs_ddp.reports.compare import _reps
 from hvd_vs_ddp.reports.frames import Data
 from hvd_vs_ddp.reports.render import Notes, Section
 from hvd_vs_ddp.reports.tables import Table, r3, sps
-from hvd_vs_ddp.reports.theme import is_ddp, is_horovod
 from hvd_vs_ddp.runs import stats
 
 # Relative excess of the mean loss over the last half of the steps, against the same
@@ -137,8 +137,8 @@ def at_best(data: Data, margin: float) -> list[dict[str, Any]]:
         if tuned.empty or not (tuned[CASE] == pd.Series(key, index=CASE)).all(axis=1).any():
             continue
         ws = int(key[-1])
-        hd, hb, hc = _pick(g[g["label"].map(is_horovod)])
-        dd, db, dc = _pick(g[g["label"].map(is_ddp)])
+        hd, hb, hc = _pick(g[g["library"] == HOROVOD_LIB])
+        dd, db, dc = _pick(g[g["library"] == DDP])
         e: dict[str, Any] = {"run": key[0], "workload": key[1], "world_size": ws,
                              "best_horovod": _side(hb), "best_ddp": _side(db),
                              "checks": hc + dc}
@@ -152,8 +152,8 @@ def at_best(data: Data, margin: float) -> list[dict[str, Any]]:
                          if db is not None and dd is not None else None)
         e["habits"] = [{"knob_set": r["knob_set"], "series": r["series"],
                         **_judge(r, base, margin, ws, r["knob_set"], "default").as_json()}
-                       for lib, base in ((is_horovod, hd), (is_ddp, dd)) if base is not None
-                       for _, r in g[g["label"].map(lib)].iterrows()
+                       for lib, base in ((HOROVOD_LIB, hd), (DDP, dd)) if base is not None
+                       for _, r in g[g["library"] == lib].iterrows()
                        if _knobs(r).get("host_sync") or _knobs(r).get("empty_cache")]
         out.append(e)
     return out

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.reports.frames import POOL_KEY, Data, build_frames
 from hvd_vs_ddp.reports.horovod_timeline import TimelineError, parse, per_step, read_events
 from hvd_vs_ddp.reports.theme import order
@@ -183,7 +184,7 @@ def where_step_goes(data: Data) -> Why:
         return Why(pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), notes)
     hv = _horovod(data, notes)
     rows, strag, layout = [], [], []
-    for _, r in tp[tp["label"] != "single"].iterrows():
+    for _, r in tp[tp["backend"] != catalog.reference()].iterrows():
         base = {"run": r["run"], "case": r["case"], "series": r["series"],
                 "label": r["label"], "world_size": int(r["world_size"]),
                 "step_s": r["step_median"]}

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from hvd_vs_ddp.backends.catalog import HOROVOD_LIB
 from hvd_vs_ddp.reports.frames import POOL_KEY, Data
 from hvd_vs_ddp.reports.profile_trace import TraceError, breakdown, read_trace
 from hvd_vs_ddp.reports.why import beside_results
@@ -66,7 +67,7 @@ def profiler_frame(data: Data) -> tuple[pd.DataFrame, list[str]]:
                          "collectives run on its own Python thread, which torch.profiler "
                          "does not record); DDP's own statistics above measure it.")
         row.update(prof_steps=len(steps), prof_gpu=any(s["gpu"] for s in steps),
-                   prof_horovod=r["label"].startswith("horovod"))
+                   prof_horovod=r["library"] == HOROVOD_LIB)
         rows.append(row)
     return pd.DataFrame(rows), notes
 

@@ -122,3 +122,15 @@ def test_the_launcher_table_speaks_the_results_formats_vocabulary():
     from hvd_vs_ddp.results_schema.launchers import LAUNCHERS
 
     assert set(launchers.NAMES) == set(LAUNCHERS)
+
+
+def test_every_backend_class_is_declared_once_in_the_catalog():
+    """The registry's classes and the catalog's rows name the same backends, and each
+    class reads its declaration instead of restating it."""
+    from hvd_vs_ddp.backends import catalog, registry
+
+    assert registry.names() == list(catalog.NAMES)
+    for name in registry.names():
+        cls = registry.get(name)
+        assert cls.capabilities is catalog.get(name)
+        assert cls.name == name

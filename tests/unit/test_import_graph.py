@@ -131,3 +131,15 @@ def test_suites_never_import_the_cli(path):
     """suites/ is not a package (pytest collects it by path), so it is checked by ast."""
     bad = sorted(m for m in _imports(path) if m == CLI or m.startswith(CLI + "."))
     assert not bad, f"{path.name} imports {bad}"
+
+
+@pytest.mark.parametrize("package", ["reports", "runs", "results_schema"])
+def test_backends_are_read_only_through_their_catalog(graph, package):
+    """Above the results, a backend is what its declaration says (backends/catalog.py,
+    torch-free), never its class."""
+    allowed = {f"{TOP}.backends", f"{TOP}.backends.catalog", f"{TOP}.backends.launchers"}
+    pkg = f"{TOP}.{package}"
+    for module in graph.find_children(pkg) | {pkg}:
+        reached = {t for t in graph.find_modules_directly_imported_by(module)
+                   if t.startswith(f"{TOP}.backends")}
+        assert reached <= allowed, (module, reached - allowed)

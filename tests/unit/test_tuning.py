@@ -7,7 +7,6 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -18,6 +17,8 @@ from hvd_vs_ddp.cli.runner import schedule
 from hvd_vs_ddp.common.horovod_autotune import AutotuneLogError, parse, read
 from hvd_vs_ddp.harness import tuning
 from hvd_vs_ddp.harness.knobs import SETS, TUNE, TUNE_ALL, by_name, side_of
+from hvd_vs_ddp.harness.options import SuiteOptions
+from hvd_vs_ddp.harness.suite_run import SuiteRun
 
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "autotune" / "mlp-np2-gloo.horovod-autotune.csv"
 HEADER = ("hierarchical_allreduce,hierarchical_allgather,torus_allreduce,cache_enabled,"
@@ -142,8 +143,8 @@ def test_autotune_cells_run_once_and_first():
 
 
 def test_autotuned_reads_the_newest_log_of_its_source(tmp_path):
-    config = SimpleNamespace(hvd_results_json=str(tmp_path / "cell.json"),
-                             getoption=lambda name: "src")
+    config = SuiteRun(options=SuiteOptions(horovod_autotuned_from="src"),
+                      plugin=None, results_json=str(tmp_path / "cell.json"))  # type: ignore
     with pytest.raises(pytest.fail.Exception, match="cannot read"):
         tuning.autotune_inputs(config, by_name("hvd-autotuned"), "mlp")
     (tmp_path / "src.r1.mlp.horovod-autotune.csv").write_text(FIXTURE.read_text())
