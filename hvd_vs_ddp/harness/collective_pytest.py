@@ -38,6 +38,7 @@ from typing import Any
 import pytest
 
 from hvd_vs_ddp.backends.env import LauncherEnv, detect
+from hvd_vs_ddp.common import values
 from hvd_vs_ddp.harness import rank_started
 from hvd_vs_ddp.harness.process_exit import flush_streams, hard_exit
 
@@ -292,12 +293,9 @@ class CollectivePlugin:
 def _seconds(text: str) -> float:
     """--test-time-limit's type: a finite number of seconds > 0 (nan and inf refused)."""
     try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r}: expected a number of seconds > 0")
-    return value
+        return values.seconds(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc}") from None
 
 
 def addoption(parser: pytest.Parser) -> None:

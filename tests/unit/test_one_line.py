@@ -25,6 +25,6 @@ def test_plain_text_is_unchanged():
 
 
 def test_a_line_break_inside_a_value_is_escaped_in_the_error(capsys):
-    assert cli(["run", "--preset", "0", "--resume", "0\x85"]) == 2
+    assert cli(["run", "--preset", "quick", "--resume", "0\x85"]) == 2
     err = capsys.readouterr().err
     assert len(err.splitlines()) == 1 and "0\\x85" in err

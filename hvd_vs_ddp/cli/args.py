@@ -1,0 +1,120 @@
+"""The command line's value types: each option is parsed once, by argparse, into its type.
+
+Every `type=` of hvd_vs_ddp/cli/app.py's parser is one of these. They parse with the
+project's one set of value parsers (hvd_vs_ddp/common/values.py) and look names up in
+the registries that own them (backends, launchers, workloads, presets), so a bad value
+is refused by argparse itself: one line, `hvd-vs-ddp: error: run: argument --repeat:
+expected an integer >= 1`, exit 2, before anything else runs. What needs several
+options together (a resumed run, the matrix) is judged by the command's request
+(hvd_vs_ddp/cli/run_request.py).
+
+    run.add_argument("--world-sizes", type=args.world_sizes)   # "1,2,4" -> (1, 2, 4)
+"""
+from __future__ import annotations
+
+import argparse
+from typing import Any, Callable
+
+from hvd_vs_ddp.common import values
+
+
+def _typed(parse: Callable[[str], Any], name: str, number: bool = False
+           ) -> Callable[[str], Any]:
+    """`parse` as an argparse type: its ValueError becomes argparse's one-line error. A
+    name or path must not be empty; a number's own message says what it expected."""
+    def convert(text: str) -> Any:
+        try:
+            return parse(text if number else values.text(text))
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    convert.__name__ = name
+    return convert
+
+
+given = _typed(lambda t: t, "given")  # a non-empty name or path
+
+
+def _seconds(text: str) -> float:
+    try:
+        float(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number of seconds") from None
+    try:
+        return values.seconds(text)
+    except ValueError:
+        raise ValueError(f"{text!r}: must be a number of seconds > 0") from None
+
+
+seconds = _typed(_seconds, "seconds", number=True)
+count = _typed(lambda t: values.positive_int(t, example="3"), "count", number=True)  # >= 1
+integer = _typed(values.integer, "integer", number=True)
+fraction = _typed(lambda t: values.fraction(t, example="0.05 for ±5%"), "fraction", number=True)
+
+
+def _world_sizes(text: str) -> tuple[int, ...]:
+    try:
+        return tuple(values.int_list(text, minimum=1))
+    except ValueError:
+        raise ValueError("expected world sizes as comma-separated integers >= 1, "
+                         "e.g. 1,2,4") from None
+
+
+world_sizes = _typed(_world_sizes, "world_sizes")
+
+
+def _price(text: str) -> float:
+    try:
+        return values.number(text, low=0)
+    except ValueError:
+        raise ValueError("expected a finite number > 0 (the price of one device for one "
+                         "hour, e.g. 2.5)") from None
+
+
+def _epoch_samples(text: str) -> int:
+    try:
+        return values.positive_int(text)
+    except ValueError:
+        raise ValueError("expected a whole number of samples >= 1 (default 1,281,167, "
+                         "ImageNet-1k's training set)") from None
+
+
+price = _typed(_price, "price", number=True)
+epoch_samples = _typed(_epoch_samples, "epoch_samples", number=True)
+
+
+def _known(what: str, known: Callable[[], Any]) -> Callable[[str], tuple[str, ...]]:
+    return _typed(lambda t: tuple(values.names(t, known(), what)), f"{what}s")
+
+
+def _backends() -> list[str]:
+    from hvd_vs_ddp.backends import catalog
+    return list(catalog.NAMES)
+
+
+def _launchers() -> list[str]:
+    from hvd_vs_ddp.backends import launchers
+    return list(launchers.NAMES)
+
+
+def _workloads() -> list[str]:
+    from hvd_vs_ddp.workloads import registry
+    return registry.names()
+
+
+def _presets() -> list[str]:
+    from hvd_vs_ddp.cli import matrix
+    return list(matrix.PRESETS)
+
+
+backends = _known("backend", _backends)
+launchers = _known("launcher", _launchers)
+workloads = _known("workload", _workloads)
+
+
+def _preset(text: str) -> str:
+    if "," in text:
+        raise ValueError(f"one preset, not a list; known presets: {', '.join(_presets())}")
+    return values.names(text, _presets(), "preset")[0]
+
+
+preset = _typed(_preset, "preset")

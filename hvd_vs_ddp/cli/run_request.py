@@ -1,0 +1,194 @@
+"""`hvd-vs-ddp run`, judged once: the parsed options -> one frozen RunRequest.
+
+argparse has already parsed every value into its type (hvd_vs_ddp/cli/args.py); this
+module judges what needs several of them together, in named steps, and builds the
+matrix once: a resumed run's manifest, the run directory, how many ranks fit this host
+without --hosts, the suites' own options (--suite-args, checked by their declarations),
+which cells the preset and the choices give, whether each backend asked for by name gets
+a cell and can run here. Whatever it refuses is one InputError line, before any process
+starts or any file is written; what it returns is what the runner runs.
+
+    request = run_request.build(args)      # args: the parser's namespace
+    Runner(request.run_dir, request.preset, list(request.cells), ...)
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hvd_vs_ddp.cli import matrix
+from hvd_vs_ddp.cli.matrix import Cell, Preset
+from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.common.log import log
+
+# Without --hosts every rank runs on this host; beyond this many ranks per core a run is
+# a typo (--world-sizes 100000), not a measurement (ranks on a 2-core machine: 1-4).
+RANKS_PER_CORE_LIMIT = 4
+# What a resumed run keeps from its manifest: giving any of these with --resume is refused.
+RESUME_KEEPS = ("preset", "backends", "workloads", "world_sizes", "name", "suite_args",
+                "data_dir", "order_seed", "profile", "launchers")
+PROFILE_STEPS = 3  # run --profile: steps per throughput test under torch.profiler
+
+
+class RunRequestError(InputError):
+    pass
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Everything `run` needs, checked: the runner only runs it."""
+
+    run_dir: Path
+    preset: Preset
+    cells: tuple[Cell, ...]
+    workloads: tuple[str, ...] | None  # --workloads (None: the preset's)
+    hosts: str | None
+    repeat: int | None                 # None: the preset's
+    order_seed: int | None             # None: drawn at random and recorded
+    cell_time_limit: float
+    allow_failures: bool
+    resumed: bool = False
+
+
+def build(args: Any) -> RunRequest:
+    return _resumed(args) if args.resume else _fresh(args)
+
+
+# -- a resumed run -----------------------------------------------------------
+def _resumed(args: Any) -> RunRequest:
+    from hvd_vs_ddp.results_schema import ResultsError, load_manifest
+
+    given = [f"--{k.replace('_', '-')}" for k in RESUME_KEEPS if getattr(args, k) is not None]
+    if given:
+        raise RunRequestError(f"--resume {args.resume}: {', '.join(given)} cannot change a "
+                              "resumed run (it keeps its cells and options); drop "
+                              f"{'it' if len(given) == 1 else 'them'}")
+    run_dir = Path(args.resume)
+    if not (run_dir / "manifest.json").is_file():
+        raise RunRequestError(f"--resume {run_dir}: no manifest.json there")
+    try:
+        manifest, _ = load_manifest(run_dir)
+    except ResultsError as exc:
+        raise RunRequestError(f"--resume {run_dir}: manifest.json is not a readable "
+                              f"hvd-vs-ddp manifest ({exc})") from None
+    if manifest.preset not in matrix.PRESETS:
+        raise RunRequestError(f"--resume {run_dir}: manifest.json is not a readable "
+                              f"hvd-vs-ddp manifest ({run_dir / 'manifest.json'}: preset is "
+                              f"{manifest.preset!r}; expected one of "
+                              f"{', '.join(matrix.PRESETS)}.)")
+    if args.repeat is not None and args.repeat != (manifest.repeat or 1):
+        raise RunRequestError(f"--repeat {args.repeat}: {run_dir} was run with --repeat "
+                              f"{manifest.repeat or 1}; a resumed run keeps its repetitions")
+    cells = tuple(Cell.from_dict(c.to_dict()) for c in manifest.cells)
+    return RunRequest(run_dir, matrix.PRESETS[manifest.preset], cells,
+                      tuple(manifest.workloads) if manifest.workloads else None,
+                      args.hosts or manifest.hosts, args.repeat, None,
+                      args.cell_time_limit, args.allow_failures, resumed=True)
+
+
+# -- a fresh run -------------------------------------------------------------
+def _fresh(args: Any) -> RunRequest:
+    preset = matrix.preset(args.preset or "quick")
+    if args.launchers:  # only these launchers above one rank
+        preset = dataclasses.replace(preset, launchers=args.launchers)
+    _check_runs_dir(args.runs_dir)
+    _check_host_capacity(args.world_sizes, args.hosts)
+    cells = _cells(args, preset, _suite_extra(args, preset))
+    _check_hosts(args.hosts, args.world_sizes or preset.world_sizes)
+    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    name = matrix.check_name(args.name or f"{stamp}-{preset.name}")
+    run_dir = Path(args.runs_dir) / name
+    if run_dir.exists():
+        raise RunRequestError(f"run directory {run_dir} already exists; choose another "
+                              "--name or --resume it")
+    return RunRequest(run_dir, preset, cells, args.workloads, args.hosts, args.repeat,
+                      args.order_seed, args.cell_time_limit, args.allow_failures)
+
+
+def _check_runs_dir(runs_dir: str) -> None:
+    runs = Path(runs_dir)
+    if runs.exists() and not runs.is_dir():
+        raise RunRequestError(f"--runs-dir {runs_dir}: not a directory")
+
+
+def _check_host_capacity(sizes: tuple[int, ...] | None, hosts: str | None) -> None:
+    cores = os.cpu_count() or 1
+    limit = RANKS_PER_CORE_LIMIT * cores
+    if not hosts and sizes and max(sizes) > limit:
+        raise RunRequestError(
+            f"--world-sizes {','.join(map(str, sizes))}: {max(sizes)} ranks on this host "
+            f"({cores} cores; at most {limit} ranks without --hosts, which names the "
+            "machines and their slots)")
+
+
+def _check_hosts(hosts: str | None, sizes: tuple[int, ...]) -> None:
+    if not hosts:
+        return
+    from hvd_vs_ddp.backends import launchers
+
+    slots = sum(n for _, n in launchers.parse_hosts(hosts))
+    if slots < max(sizes):
+        raise RunRequestError(f"--hosts {hosts!r} has {slots} slots in all, fewer than the "
+                              f"largest world size {max(sizes)}")
+
+
+def _suite_extra(args: Any, preset: Preset) -> tuple[str, ...]:
+    """The suites' arguments every cell gets: --suite-args, --data-dir and --profile,
+    checked by the suites' own option declarations (hvd_vs_ddp/harness/options.py)."""
+    from hvd_vs_ddp.harness import options
+
+    given, rest = options.parse_argv(args.suite_args or "")
+    if args.data_dir:
+        given["data_dir"] = str(Path(args.data_dir).expanduser().resolve())
+    if args.profile:  # --suite-args "--profile-steps N" says how many
+        given.setdefault("profile_steps", PROFILE_STEPS)
+    checked = preset.options.replace(**given)  # validates the values together
+    return tuple(checked.to_argv(base=preset.options)) + tuple(rest)
+
+
+def _cells(args: Any, preset: Preset, extra: tuple[str, ...]) -> tuple[Cell, ...]:
+    """The matrix, built once: the preset's cells for these choices, each with the extra
+    suite arguments; a backend asked for by name must get a cell and be able to run."""
+    backends = list(args.backends) if args.backends else None
+    sizes = list(args.world_sizes) if args.world_sizes else None
+    sized = dataclasses.replace(preset, workloads=args.workloads) if args.workloads \
+        else preset  # per-workload cells (Horovod autotune) follow --workloads
+    cells = matrix.cells(sized, backends, sizes)
+    under = f" under --launchers {','.join(args.launchers)}" if args.launchers else ""
+    shown = ",".join(map(str, sizes or preset.world_sizes))
+    for b in backends or []:
+        if not any(c.backend == b for c in cells):
+            raise RunRequestError(
+                f"--backends {b} at --world-sizes {shown}: no cell ({b} runs at world size 1 "
+                "only)" if b in matrix.BASELINES else
+                f"--backends {b}: no cell at --world-sizes {shown}{under}")
+    runnable = _runnable(cells, explicit=bool(backends))
+    # The cells' own arguments (the tune preset's autotuned cells) come first.
+    return tuple(dataclasses.replace(c, pytest_args=c.pytest_args + extra) for c in runnable)
+
+
+def _runnable(cells: list[Cell], explicit: bool) -> list[Cell]:
+    """Cells whose backend and launcher exist here. Asked for by name: an error if not;
+    part of a preset: left out with a note."""
+    from hvd_vs_ddp.backends import launchers, registry
+
+    keep = []
+    for cell in cells:
+        why = None
+        if cell.backend != matrix.COMPUTE_ONLY:
+            avail = registry.availability(cell.backend)
+            why = None if avail else f"{cell.backend}: {avail.reason}"
+        if why is None:
+            avail = launchers.available(cell.launcher)
+            why = None if avail else f"{cell.id}: {avail.reason}"
+        if why is None:
+            keep.append(cell)
+        elif explicit:
+            raise RunRequestError(f"{why}; see `hvd-vs-ddp doctor`")
+        else:
+            log.info(f"note: leaving out {cell.id} ({why})")
+    return keep
