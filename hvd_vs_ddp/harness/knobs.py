@@ -36,7 +36,7 @@ def side_of(backend: str) -> str:
 
 @dataclass(frozen=True)
 class Autotuned:
-    """The parameters Horovod's autotune chose (hvd_vs_ddp/harness/autotune_log.py reads them)."""
+    """The parameters Horovod's autotune chose (common/horovod_autotune.py reads its log)."""
 
     fusion_mb: float
     cycle_time_ms: float

@@ -12,7 +12,7 @@ Per workload of the run:
   Horovod's fusion threshold and cycle time (backend_meta), per knob set;
 - for `--interconnect measured`: alpha and beta fitted to that library's own
   allreduce sweep (suites/test_collectives.py), resampled for the band;
-- the repetitions the report leaves out as disturbed (hvd_vs_ddp/reports/disturbed.py) are left
+- the repetitions the report leaves out as disturbed (hvd_vs_ddp/runs/disturbed.py) are left
   out here too.
 
     for workload, inputs in from_run(Path("runs/x"), links=None, per_node=4): ...

@@ -168,7 +168,7 @@ def build_report(run_dirs: list[Path], out: Path,
                  epoch_samples: int = cost.IMAGENET_1K_TRAIN) -> ReportPaths:
     """Read run_dirs (never modified), write out (.html), out.md, out_figures/*.png and
     verdicts.json beside them. Repetitions disturbed by other work on the host are left
-    out of the timings unless keep_disturbed (hvd_vs_ddp/reports/disturbed.py). The Cost section
+    out of the timings unless keep_disturbed (hvd_vs_ddp/runs/disturbed.py). The Cost section
     (hvd_vs_ddp/reports/cost.py) prices device-hours when price_per_device_hour is given."""
     try:
         margin = verdicts.check_margin(margin)

@@ -1,6 +1,6 @@
 """Typed records on plain dataclasses: one check per field, to_dict and from_dict.
 
-Every record of the format (hvd_vs_ddp/results_schema/records.py, manifest.py, machine.py) is a
+Every record of the format (hvd_vs_ddp/results_schema/kinds/, manifest.py, machine.py) is a
 keyword-only dataclass whose fields are declared with `req(check)` (the key must be
 present; the check says whether null is allowed) or `opt(check)` (the key may be
 absent; None stands for absent and is not written). Keys a record does not declare

@@ -1,4 +1,4 @@
-"""hvd_vs_ddp/reports/disturbed.py on a recorded run: repetitions marked with foreign load are
+"""hvd_vs_ddp/runs/disturbed.py on a recorded run: repetitions marked with foreign load are
 left out of the timings (and the report says so), kept when too few undisturbed ones
 remain or with --keep-disturbed, and a disturbed repetition moves the verdict's
 interval only when it is kept.
