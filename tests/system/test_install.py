@@ -12,6 +12,7 @@ virtualenv, appended after the fresh one's site-packages, so nothing is download
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -27,9 +28,14 @@ GENERIC = ("backends", "common", "harness", "projection", "reports", "results_sc
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("wheel")
+    """The wheel, built from a clean copy of the sources (a build/ folder left in the
+    checkout by an earlier build would leak its stale packages into it)."""
+    src, out = tmp_path_factory.mktemp("src") / "hvd-vs-ddp", tmp_path_factory.mktemp("wheel")
+    shutil.copytree(ROOT, src, symlinks=True, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "dist", "*.egg-info", "runs", "reports-out", "tests",
+        "__pycache__"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
-                    "--no-build-isolation", "-w", str(out), str(ROOT)], check=True,
+                    "--no-build-isolation", "-w", str(out), str(src)], check=True,
                    capture_output=True, timeout=300)
     return next(out.glob("hvd_vs_ddp-*.whl"))
 
