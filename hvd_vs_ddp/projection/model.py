@@ -22,6 +22,7 @@ import numpy as np
 from hvd_vs_ddp.projection.collectives import Cost, Fabric
 from hvd_vs_ddp.projection.interconnects import Link
 from hvd_vs_ddp.projection.schedule import Step, StepCompute, ddp_step, horovod_step
+from hvd_vs_ddp.projection.terms import Drawn, draw
 
 if TYPE_CHECKING:  # the layout tracer needs torch; the model only reads its result
     from hvd_vs_ddp.projection.layout import Layout
@@ -78,6 +79,37 @@ class Inputs:
     memcpy_bytes_per_s: float = DEFAULT_MEMCPY_BYTES_PER_S
     compute_at: Callable[[float, int], float] = field(default=lambda t, local: t)
     notes: list[str] = field(default_factory=list)
+    # GPU-side terms (hvd_vs_ddp/projection/terms.py): charged on GPU targets (a link
+    # from the interconnect table, or a run on GPUs); a CPU run's own fits leave them out
+    gpu: bool = True
+    controller: str = "mpi"        # Horovod's CPU controller: "mpi" or "gloo"
+    nccl_avg: bool = True          # NCCL >= 2.10 averages inside the allreduce
+    bucket_view: bool = False      # DDP's gradient_as_bucket_view
+    contention_scale: float = 1.0  # a one-node calibration scales the contention range
+    model_error: "ModelError | None" = None  # out-of-sample error carried into bands
+
+    @property
+    def intra_name(self) -> str:
+        return self.links.intra.name if self.links is not None else ""
+
+    def terms(self, rng: np.random.Generator) -> Drawn:
+        return draw(rng, self.intra_name, self.controller, self.nccl_avg, self.bucket_view,
+                    self.contention_scale)
+
+
+@dataclass(frozen=True)
+class ModelError:
+    """The model's own error, from out-of-sample residuals (log of published over
+    projected; hvd_vs_ddp/projection/errors.py): per library and for the ratio, a
+    normal on the log scale with the residuals' mean and spread."""
+    mean: dict[str, float]
+    sd: dict[str, float]
+    n: dict[str, int]
+
+    def draws(self, key: str, rng: np.random.Generator, size: int) -> np.ndarray:
+        if key not in self.sd:
+            return np.zeros(size)
+        return rng.normal(self.mean[key], self.sd[key], size)
 
 
 @dataclass(frozen=True)
@@ -105,6 +137,9 @@ class Projected:
     efficiency: Band
     exposed_comm_s: Band
     ops: int                     # allreduces per step (median draw)
+    inputs_only: Band | None = None   # samples/s from the inputs' uncertainty alone
+    draws: tuple[float, ...] = ()     # samples/s per draw, inputs only (paired by seed)
+    terms: dict[str, float] = field(default_factory=dict)  # median seconds per term
 
 
 def _measured_fabric(cost: Cost, devices: int, per_node: int) -> Fabric:
@@ -112,22 +147,26 @@ def _measured_fabric(cost: Cost, devices: int, per_node: int) -> Fabric:
     return Fabric(devices, max(per_node, devices), cost, None, "ring")
 
 
-def step_time(inputs: Inputs, lib: Library, fabric: Fabric, compute_s: float) -> Step:
+def step_time(inputs: Inputs, lib: Library, fabric: Fabric, compute_s: float,
+              terms: Drawn | None = None) -> Step:
     share = inputs.layout.backward_share
     compute = StepCompute(compute_s * (1 - share), compute_s * share)
+    if fabric.devices <= 1:  # one device communicates nothing (Horovod registers no
+        return Step(compute.total_s, 0.0, 0.0, 0)  # hooks at size 1; DDP reduces alone)
     if lib.kind == "ddp":
         step = ddp_step(compute, inputs.layout.grads, fabric.allreduce, lib.bucket_bytes,
-                        lib.bucket_sizes)
+                        lib.bucket_sizes, terms)
     else:
         allreduce = fabric.allreduce
-        negotiation = fabric.small_message_latency()
+        negotiation = (terms.negotiation_s(fabric.devices, fabric.per_node)
+                       if terms is not None else fabric.small_message_latency())
         if inputs.links is None:  # a fit to hvd.allreduce already holds its cycle wait
             # and negotiation: take out the half cycle the schedule adds back itself
             def allreduce(n: float, f=fabric, half=lib.cycle_s / 2) -> float:
                 return max(0.0, f.allreduce(n) - half) if f.devices > 1 else 0.0
             negotiation = 0.0
         step = horovod_step(compute, inputs.layout.grads, allreduce, lib.fusion_bytes,
-                            lib.cycle_s, negotiation, inputs.memcpy_bytes_per_s)
+                            lib.cycle_s, negotiation, inputs.memcpy_bytes_per_s, terms)
     return step
 
 
@@ -162,37 +201,54 @@ def calibrate(inputs: Inputs, measured_step_s: dict[str, tuple[int, float]],
 
 def project(inputs: Inputs, devices: list[int], draws: int = 400,
             seed: int = 0) -> list[Projected]:
-    rng = np.random.default_rng(seed)
+    """Each library at each size over `draws` draws of the inputs. Every library at one
+    size is drawn from the same seed (the same machine: links, terms, compute), so the
+    ratio of two libraries' draws carries only what differs between them. With
+    `inputs.model_error`, the bands also carry the model's own error."""
     out = []
     for lib in inputs.libraries:
         for n in devices:
+            rng = np.random.default_rng([seed, n])
             local = min(n, inputs.per_node)
-            steps, exposed, ops, base = [], [], [], []
+            steps, exposed, ops, base, parts = [], [], [], [], []
             for _ in range(draws):
-                t_ref = float(rng.choice(lib.compute_s or inputs.compute_s))
+                pool = lib.compute_s or inputs.compute_s
+                t_ref = float(pool[int(rng.integers(len(pool)))])
                 t = inputs.compute_at(t_ref, local)
+                fits = lib.measured_draws or ((lib.measured,) if lib.measured else ())
+                pick = int(rng.integers(max(1, len(fits))))
                 if inputs.links is not None:
                     fabric = inputs.links.sample(rng, n, inputs.per_node)
                 else:
-                    fits = lib.measured_draws or ((lib.measured,) if lib.measured else ())
                     if not fits:
                         raise ValueError(f"{lib.label}: no allreduce measurements to fit")
-                    cost = fits[int(rng.integers(len(fits)))]
+                    cost = fits[pick]
                     # on a CPU run collectives are CPU work too: past one rank per core
                     # they time-slice like compute (on GPUs compute_at is flat: f = 1)
                     f = inputs.compute_at(1.0, local) / inputs.compute_at(
                         1.0, min(lib.measured_devices, inputs.per_node))
                     fabric = _measured_fabric(Cost(cost.alpha * f, cost.beta / f), n,
                                               inputs.per_node)
-                s = step_time(inputs, lib, fabric, t)
+                terms = inputs.terms(rng)
+                s = step_time(inputs, lib, fabric, t, terms if inputs.gpu else None)
                 carried = residual(inputs, lib, local) if n > 1 else 0.0  # 1: no comm
                 steps.append(max(s.step_s + carried, t))
                 exposed.append(s.exposed_s)
                 ops.append(s.ops)
                 base.append(inputs.compute_at(t_ref, 1))
+                parts.append(s.terms)
             steps_a = np.array(steps)
+            sps = inputs.batch * n / steps_a
+            err = np.zeros(draws)
+            if inputs.model_error is not None and n > 1:
+                err = inputs.model_error.draws(lib.kind, np.random.default_rng([seed, n, 7]),
+                                               draws)
+            with_err = steps_a / np.exp(err)  # error = log(published / projected) of sps
+            keys = sorted({k for p in parts for k in p})
             out.append(Projected(
-                lib.label, n, math.ceil(n / inputs.per_node), Band.of(steps_a),
-                Band.of(inputs.batch * n / steps_a), Band.of(np.array(base) / steps_a),
-                Band.of(np.array(exposed)), int(np.median(ops))))
+                lib.label, n, math.ceil(n / inputs.per_node), Band.of(with_err),
+                Band.of(inputs.batch * n / with_err), Band.of(np.array(base) / with_err),
+                Band.of(np.array(exposed)), int(np.median(ops)), Band.of(sps),
+                tuple(float(x) for x in sps),
+                {k: float(np.median([p.get(k, 0.0) for p in parts])) for k in keys}))
     return out
