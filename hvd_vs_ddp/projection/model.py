@@ -93,8 +93,9 @@ class Inputs:
         return self.links.intra.name if self.links is not None else ""
 
     def terms(self, rng: np.random.Generator) -> Drawn:
-        return draw(rng, self.intra_name, self.controller, self.nccl_avg, self.bucket_view,
-                    self.contention_scale)
+        inter = self.links.inter.name if self.links is not None and self.links.inter else ""
+        return draw(rng, self.intra_name, self.controller, self.nccl_avg, inter,
+                    self.bucket_view, self.contention_scale)
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,7 @@ class Projected:
     inputs_only: Band | None = None   # samples/s from the inputs' uncertainty alone
     draws: tuple[float, ...] = ()     # samples/s per draw, inputs only (paired by seed)
     terms: dict[str, float] = field(default_factory=dict)  # median seconds per term
+    kind: str = ""                    # "ddp" or "horovod"
 
 
 def _measured_fabric(cost: Cost, devices: int, per_node: int) -> Fabric:
@@ -250,5 +252,6 @@ def project(inputs: Inputs, devices: list[int], draws: int = 400,
                 Band.of(inputs.batch * n / with_err), Band.of(np.array(base) / with_err),
                 Band.of(np.array(exposed)), int(np.median(ops)), Band.of(sps),
                 tuple(float(x) for x in sps),
-                {k: float(np.median([p.get(k, 0.0) for p in parts])) for k in keys}))
+                {k: float(np.median([p.get(k, 0.0) for p in parts])) for k in keys},
+                lib.kind))
     return out

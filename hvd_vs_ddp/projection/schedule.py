@@ -152,10 +152,9 @@ def horovod_step(compute: StepCompute, grads: Sequence[Grad],
                            "fusion copies": 0.0} if terms is not None else {}
     if terms is not None:
         copy_bps = terms.copy_bytes_per_s
-        # the CPU enters backward ahead of the GPU by what it saved in forward (forward
-        # issues about half the kernels per gradient that backward does), then paces
-        # itself; where it is slower than the GPU, the GPU waits for it
-        cpu = -max(0.0, compute.forward_s - len(order) * terms.cpu_per_grad_s / 2)
+        # the CPU enters backward ahead of the GPU by what it saved in forward, then
+        # paces itself; where it is slower than the GPU, the GPU waits for it
+        cpu = -max(0.0, compute.forward_s - len(order) * terms.cpu_fwd_per_grad_s)
         enq = []
         for _ in order:
             cpu += terms.cpu_per_grad_s

@@ -90,30 +90,34 @@ TERMS = {t.name: t for t in (
          "horovod/common/ops/collective_operations.cc WaitForData; horovod/torch/"
          "ready_event.cc (cudaEventBlockingSync); OS wake-up latency, " + _ASSUMED,
          "default range"),
-    Term("host_hop_intra_us", "horovod", 2, 20, "µs per controller message inside a node",
-         "one message of the CPU controller between two ranks of a node (shared memory "
-         "for MPI, loopback TCP for Gloo)",
-         "MPI shared-memory and TCP loopback latencies; " + _ASSUMED,
-         "default range (MPI takes the lower half, Gloo the upper)"),
-    Term("host_hop_inter_us", "horovod", 5, 60, "µs per controller message between nodes",
-         "one message of the CPU controller over the host network (MPI over the fabric's "
-         "verbs, or TCP for Gloo and MPI over Ethernet)",
-         "host network latencies (RDMA a few µs, TCP tens of µs); " + _ASSUMED,
-         "default range (MPI takes the lower half, Gloo the upper)"),
+    Term("host_hop_fast_us", "horovod", 1, 10, "µs per controller message",
+         "one message of MPI's controller between two ranks over shared memory (inside a "
+         "node) or RDMA (between nodes on InfiniBand or RoCE)",
+         "typical MPI small-message latencies (shared memory about 1 µs, InfiniBand verbs "
+         "a few µs); " + _ASSUMED, "default range"),
+    Term("host_hop_tcp_us", "horovod", 15, 60, "µs per controller message",
+         "one message over TCP: Gloo's controller always (loopback inside a node), MPI's "
+         "between nodes joined by Ethernet",
+         "typical TCP round trips of tens of µs; " + _ASSUMED, "default range"),
     Term("sync_us_per_tensor", "horovod", 3, 15, "µs per gradient",
          "optimizer.synchronize(): wait_and_clear and grad.set_ per gradient in Python",
          "horovod/torch/optimizer.py synchronize, horovod/torch/mpi_ops_v2.cc WaitAndClear;"
          " measured here: 3-6 µs per tensor for allreduce_async_ + synchronize on a CPU "
          "tensor at one rank (Horovod 0.28.1; GPU tensors add an event record)",
          "default range"),
-    Term("cpu_us_per_grad", "horovod", 30, 120, "µs of CPU per gradient in backward",
-         "the CPU issues backward's kernels and runs Horovod's hook for each gradient "
-         "ahead of the GPU computing them",
+    Term("cpu_fwd_us_per_grad", "horovod", 10, 25, "µs of CPU per gradient in forward",
+         "the CPU issues forward's kernels (about one or two launches per parameter) "
+         "ahead of the GPU computing them, so it enters backward early by what it saved",
+         "CUDA programming guide (kernel launches are asynchronous); eager PyTorch's "
+         "per-operator host overhead of about 10 µs; " + _ASSUMED, "default range"),
+    Term("cpu_us_per_grad", "horovod", 30, 80, "µs of CPU per gradient in backward",
+         "the CPU issues backward's kernels (two or three per parameter) and runs "
+         "Horovod's hook for each gradient ahead of the GPU computing them",
          "CUDA programming guide (asynchronous kernel launches); horovod/torch/"
          "optimizer.py _make_hook -> allreduce_async_ (horovod/torch/mpi_ops_v2.cc "
          "DoAllreduce: a ready event recorded, the tensor enqueued); measured here: 3-4 µs "
-         "per allreduce_async_ call on a CPU tensor, the rest is a few kernel launches of "
-         "5-20 µs each per gradient; " + _ASSUMED,
+         "per allreduce_async_ call on a CPU tensor, plus the Python hook and kernel "
+         "launches; " + _ASSUMED,
          "default range; where the GPU computes a gradient faster than this the CPU sets "
          "the pace and there is no lead"),
     Term("copy_efficiency", "both", 0.70, 0.90, "of the device's memory bandwidth",
@@ -148,6 +152,7 @@ class Drawn:
     sync_per_tensor_s: float
     copy_bytes_per_s: float
     cpu_per_grad_s: float = 0.0
+    cpu_fwd_per_grad_s: float = 0.0
     controller: str = "mpi"
     nccl_avg: bool = True
     bucket_view: bool = False
@@ -173,7 +178,7 @@ def _u(rng: np.random.Generator, term: str, lo: float | None = None,
 
 
 def draw(rng: np.random.Generator, intra: str = "nvlink4", controller: str = "mpi",
-         nccl_avg: bool = True, bucket_view: bool = False,
+         nccl_avg: bool = True, inter: str = "", bucket_view: bool = False,
          contention_scale: float = 1.0, middle: bool = False) -> Drawn:
     """One draw of every term. Always the same number of calls to `rng`, whatever the
     library, so two libraries drawn with the same seed see the same machine (their
@@ -182,19 +187,19 @@ def draw(rng: np.random.Generator, intra: str = "nvlink4", controller: str = "mp
     if middle:
         rng = _Middle()  # type: ignore[assignment]
     lo_bw, hi_bw, _ = GPU_MEMORY_BW.get(intra, (300e9, 3350e9, ""))
-    hop = (TERMS["host_hop_intra_us"], TERMS["host_hop_inter_us"])
-    half = [(h.low, (h.low + h.high) / 2) if controller == "mpi"
-            else ((h.low + h.high) / 2, h.high) for h in hop]
+    fast, tcp = _u(rng, "host_hop_fast_us") * 1e-6, _u(rng, "host_hop_tcp_us") * 1e-6
+    rdma = inter.startswith(("ib-", "roce-"))
     return Drawn(
         contention=_u(rng, "contention") * contention_scale,
         ddp_launch_s=_u(rng, "ddp_launch_us") * 1e-6,
         horovod_launch_s=_u(rng, "horovod_launch_us") * 1e-6,
         ready_wait_s=_u(rng, "ready_wait_us") * 1e-6,
-        hop_intra_s=_u(rng, "host_hop_intra_us", *half[0]) * 1e-6,
-        hop_inter_s=_u(rng, "host_hop_inter_us", *half[1]) * 1e-6,
+        hop_intra_s=fast if controller == "mpi" else tcp,
+        hop_inter_s=fast if controller == "mpi" and rdma else tcp,
         sync_per_tensor_s=_u(rng, "sync_us_per_tensor") * 1e-6,
         copy_bytes_per_s=float(rng.uniform(lo_bw, hi_bw)) * _u(rng, "copy_efficiency"),
         cpu_per_grad_s=_u(rng, "cpu_us_per_grad") * 1e-6,
+        cpu_fwd_per_grad_s=_u(rng, "cpu_fwd_us_per_grad") * 1e-6,
         controller=controller, nccl_avg=nccl_avg, bucket_view=bucket_view)
 
 
