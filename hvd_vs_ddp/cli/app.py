@@ -402,6 +402,10 @@ def parser() -> argparse.ArgumentParser:
     pro.add_argument("--no-calibrate", action="store_true", help="leave out the calibration: "
                      "each library's step measured at the run's largest world size minus the "
                      "model's there, carried to every size (on by default)")
+    pro.add_argument("--controller", type=_given, help="Horovod's CPU controller on the "
+                     "target: mpi (default) or gloo (its negotiation each cycle)")
+    pro.add_argument("--margin", type=_given, help="the verdicts' practical margin "
+                     "(default 0.05, as the report's)")
     pro.add_argument("--draws", type=_given, help="Monte Carlo draws for the bands "
                      "(default 400)")
     pro.add_argument("-o", "--output", type=_given, help="the JSON to write (default: "

@@ -61,9 +61,11 @@ def _zero(x, axis=None):
 
 def band(draws: np.ndarray, me: ModelError | None, key: str, rng: np.random.Generator,
          level: float = LEVEL) -> tuple[float, float, float]:
-    """Median and percentile band of draws (inputs only) times exp(model error)."""
+    """The draws' median (the model's value: its error is centred on it) and the
+    percentile band of the draws (inputs only) times exp(model error)."""
     x = np.asarray(draws, dtype=float)
+    med = float(np.median(x))
     if me is not None:
         x = x * np.exp(me.draws(key, rng, x.size))
-    lo, med, hi = np.percentile(x, [(100 - level) / 2, 50, (100 + level) / 2])
-    return float(med), float(lo), float(hi)
+    lo, hi = np.percentile(x, [(100 - level) / 2, (100 + level) / 2])
+    return med, float(min(lo, med)), float(max(hi, med))

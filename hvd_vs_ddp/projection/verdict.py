@@ -54,15 +54,15 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
             err = inputs.model_error.draws("ratio", np.random.default_rng([seed, n, 11]),
                                            ratio.size)
             ratio = ratio * np.exp(err)
-        med = float(np.median(ratio))
+        med = float(np.median(np.asarray(h.draws) / np.asarray(d.draws)))
         lo, hi = (float(x) for x in np.percentile(ratio, [(100 - LEVEL) / 2,
                                                           (100 + LEVEL) / 2]))
+        lo, hi = min(lo, med), max(hi, med)
         v = classify(lo, hi, margin) if n > 1 else EQUIVALENT
         faster = ("horovod" if med > 1 else "ddp") if v == FASTER else None
         band = f"projected ratio {med:.3f} [{lo:.3f}-{hi:.3f}]"
         if n == 1:
-            text = (f"1 device: nothing is communicated; both run the same compute "
-                    f"({band})")
+            text = f"nothing is communicated; both run the same compute ({band})"
         elif v == FASTER:
             fast, slow = (h.library, d.library) if faster == "horovod" else \
                 (d.library, h.library)
