@@ -194,6 +194,12 @@ def test_project_writes_a_labelled_projection_the_report_shows(tmp_path):
     assert "Horovod / DDP, projected" in md and "head-to-head" in md
     assert md.index("Horovod / DDP, projected") < md.index("Validation against")
     assert doc["format_version"] == 2
+    # the answer block says where the measured answers hold, and what the projection
+    # onto GPUs expects, labelled (issue 29)
+    assert "These measured answers hold for CPU only" in md and "cores shared" in md
+    assert "needs its one-GPU step" in md  # a CPU run's projection is no GPU expectation
+    verdicts_json = json.loads((tmp_path / "out" / "verdicts.json").read_text())
+    assert verdicts_json["holds_for"] and "hold for" in verdicts_json["holds_for"][0]
     for c in doc["workloads"][0]["comparison"]:
         assert c["verdict"] in ("faster", "equivalent", "inconclusive") and c["text"]
         assert c["ratio"][1] <= c["ratio"][0] <= c["ratio"][2]
