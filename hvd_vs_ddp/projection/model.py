@@ -87,6 +87,7 @@ class Inputs:
     bucket_view: bool = False      # DDP's gradient_as_bucket_view
     contention_scale: float = 1.0  # a one-node calibration scales the contention range
     model_error: "ModelError | None" = None  # out-of-sample error carried into bands
+    accepted: tuple[int, ...] = ()  # the hypotheses (draw numbers) calibration kept
 
     @property
     def intra_name(self) -> str:
@@ -186,64 +187,100 @@ def residual(inputs: Inputs, lib: Library, local: int) -> float:
     return lib.residual_s * inputs.compute_at(1.0, local) / inputs.compute_at(1.0, ref)
 
 
+def _draw(inputs: Inputs, lib: Library, n: int, idx: int, seed: int
+          ) -> tuple[float, float, Step, float, Drawn | None]:
+    """Draw number `idx` (one hypothesis about the machine: compute, links, terms) of
+    `lib` at `n` devices: (step with the carried residual, compute, the schedule's
+    step, one device's compute, the terms). The same idx is the same machine for every
+    library and every size."""
+    rng = np.random.default_rng([seed, idx])
+    local = min(n, inputs.per_node)
+    pool = lib.compute_s or inputs.compute_s
+    t_ref = float(pool[int(rng.integers(len(pool)))])
+    t = inputs.compute_at(t_ref, local)
+    fits = lib.measured_draws or ((lib.measured,) if lib.measured else ())
+    pick = int(rng.integers(max(1, len(fits))))
+    if inputs.links is not None:
+        fabric = inputs.links.sample(rng, n, inputs.per_node)
+    else:
+        if not fits:
+            raise ValueError(f"{lib.label}: no allreduce measurements to fit")
+        cost = fits[pick]
+        # on a CPU run collectives are CPU work too: past one rank per core they
+        # time-slice like compute (on GPUs compute_at is flat: f = 1)
+        f = inputs.compute_at(1.0, local) / inputs.compute_at(
+            1.0, min(lib.measured_devices, inputs.per_node))
+        fabric = _measured_fabric(Cost(cost.alpha * f, cost.beta / f), n, inputs.per_node)
+    terms = inputs.terms(rng) if inputs.gpu else None
+    s = step_time(inputs, lib, fabric, t, terms)
+    carried = residual(inputs, lib, local) if n > 1 else 0.0  # one device: no comm
+    return max(s.step_s + carried, t), t, s, inputs.compute_at(t_ref, 1), terms
+
+
+KEEP = 0.2  # calibration keeps this share of the machine hypotheses, the closest ones
+
+
 def calibrate(inputs: Inputs, measured_step_s: dict[str, tuple[int, float]],
-              draws: int = 200) -> list[str]:
-    """Set each library's residual from its step measured at the largest world size
-    above 1 ({label: (devices, seconds)}); the notes saying what was carried."""
-    notes = []
-    for k, lib in enumerate(inputs.libraries):
-        if lib.label not in measured_step_s:
-            continue
+              draws: int = 200, seed: int = 0) -> list[str]:
+    """Calibrate each library's terms on its step measured at the largest world size
+    above 1 ({label: (devices, seconds)}), typically one node of the target machines:
+    of `draws` hypotheses about the machine (every uncertain input and term drawn over
+    its range, the same for both libraries), keep the KEEP share whose projected steps
+    come closest to every library's measured one (in log, summed over libraries), and
+    carry what is left between each library's measured step and its kept hypotheses'
+    median to every size. Returns notes saying what was kept and carried."""
+    cal = {k: lib for k, lib in enumerate(inputs.libraries) if lib.label in measured_step_s}
+    if not cal:
+        return []
+    bare = {k: replace(lib, residual_s=0.0, residual_devices=0) for k, lib in cal.items()}
+    steps = {k: np.array([_draw(inputs, bare[k], measured_step_s[lib.label][0], i, seed)[0]
+                          for i in range(draws)]) for k, lib in cal.items()}
+    score = sum((np.log(steps[k] / measured_step_s[lib.label][1])) ** 2
+                for k, lib in cal.items())
+    kept = np.sort(np.argsort(score)[:max(10, int(draws * KEEP))])
+    inputs.accepted = tuple(int(i) for i in kept)
+    notes = [f"calibrated on the run: kept {len(kept)} of {draws} hypotheses about the "
+             "machine (compute, links, the terms of hvd_vs_ddp/projection/terms.py) whose "
+             "projected steps come closest to every library's measured step"]
+    if inputs.gpu:
+        picked = [_draw(inputs, next(iter(bare.values())), 2, int(i), seed)[4] for i in kept]
+        c = [d.contention for d in picked if d is not None]
+        lead = [d.cpu_per_grad_s * 1e6 for d in picked if d is not None]
+        if c:
+            notes.append(f"kept terms: contention {min(c):.2f}-{max(c):.2f}, CPU "
+                         f"{min(lead):.0f}-{max(lead):.0f} µs per gradient in backward")
+    for k, lib in cal.items():
         n, measured = measured_step_s[lib.label]
-        base = replace(lib, residual_s=0.0, residual_devices=0)
-        (p,) = project(replace(inputs, libraries=[base]), [n], draws=draws)
-        res = measured - p.step_s.median
+        model = float(np.median(steps[k][kept]))
+        res = measured - model
         inputs.libraries[k] = replace(lib, residual_s=res, residual_devices=n)
         notes.append(f"{lib.label}: calibrated at {n} ranks: measured step "
-                     f"{measured * 1000:.4g} ms, model {p.step_s.median * 1000:.4g} ms; the "
-                     f"difference ({res * 1000:+.3g} ms) is carried to every size")
+                     f"{measured * 1000:.4g} ms, model (kept hypotheses) {model * 1000:.4g} "
+                     f"ms; the difference ({res * 1000:+.3g} ms) is carried to every size")
     return notes
 
 
 def project(inputs: Inputs, devices: list[int], draws: int = 400,
             seed: int = 0) -> list[Projected]:
-    """Each library at each size over `draws` draws of the inputs. Every library at one
-    size is drawn from the same seed (the same machine: links, terms, compute), so the
-    ratio of two libraries' draws carries only what differs between them. With
+    """Each library at each size over `draws` draws of the inputs. Draw number i is the
+    same hypothesis about the machine (links, terms, compute) for every library and
+    every size, so the ratio of two libraries' draws carries only what differs between
+    them; after `calibrate`, the draws cycle over the hypotheses it kept. With
     `inputs.model_error`, the bands also carry the model's own error."""
     out = []
+    kept = inputs.accepted
     for lib in inputs.libraries:
         for n in devices:
-            rng = np.random.default_rng([seed, n])
-            local = min(n, inputs.per_node)
             steps, exposed, ops, base, parts = [], [], [], [], []
             compute_only: list[float] = []
-            for _ in range(draws):
-                pool = lib.compute_s or inputs.compute_s
-                t_ref = float(pool[int(rng.integers(len(pool)))])
-                t = inputs.compute_at(t_ref, local)
-                fits = lib.measured_draws or ((lib.measured,) if lib.measured else ())
-                pick = int(rng.integers(max(1, len(fits))))
-                if inputs.links is not None:
-                    fabric = inputs.links.sample(rng, n, inputs.per_node)
-                else:
-                    if not fits:
-                        raise ValueError(f"{lib.label}: no allreduce measurements to fit")
-                    cost = fits[pick]
-                    # on a CPU run collectives are CPU work too: past one rank per core
-                    # they time-slice like compute (on GPUs compute_at is flat: f = 1)
-                    f = inputs.compute_at(1.0, local) / inputs.compute_at(
-                        1.0, min(lib.measured_devices, inputs.per_node))
-                    fabric = _measured_fabric(Cost(cost.alpha * f, cost.beta / f), n,
-                                              inputs.per_node)
-                terms = inputs.terms(rng)
-                s = step_time(inputs, lib, fabric, t, terms if inputs.gpu else None)
-                carried = residual(inputs, lib, local) if n > 1 else 0.0  # 1: no comm
-                steps.append(max(s.step_s + carried, t))
+            for k in range(draws):
+                idx = kept[k % len(kept)] if kept else k
+                step, t, s, one, _ = _draw(inputs, lib, n, idx, seed)
+                steps.append(step)
                 compute_only.append(t)
                 exposed.append(s.exposed_s)
                 ops.append(s.ops)
-                base.append(inputs.compute_at(t_ref, 1))
+                base.append(one)
                 parts.append(s.terms)
             steps_a = np.array(steps)
             sps = inputs.batch * n / steps_a

@@ -123,3 +123,24 @@ def test_model_error_leaves_a_source_out_and_widens_bands():
     assert lo < 100 < hi and band(draws, None, "ddp", np.random.default_rng(0)) == (
         100.0, 100.0, 100.0)
     assert isinstance(me, ModelError)
+
+
+def test_one_node_calibration_keeps_shared_hypotheses_and_reproduces_the_node():
+    """Measure one node, project many: the hypotheses kept fit both libraries' steps at
+    one node; the projection there gives back the measurement; more nodes cost more."""
+    from hvd_vs_ddp.projection import interconnects
+    from hvd_vs_ddp.projection.layout import torchvision_layout
+    from hvd_vs_ddp.projection.model import Inputs, Library, Links, calibrate, project
+
+    links = Links(interconnects.get("nvlink3"), interconnects.get("ib-hdr"), 1)
+    inputs = Inputs(torchvision_layout("resnet18", 32), 32, np.array([0.02]),
+                    [Library("ddp", "ddp"), Library("horovod", "horovod")], links, 4)
+    measured = {"ddp": (4, 0.0212), "horovod": (4, 0.0225)}
+    notes = calibrate(inputs, measured, draws=100)
+    assert len(inputs.accepted) == 20 and any("kept 20 of 100" in n for n in notes)
+    at_node = {p.library: p for p in project(inputs, [4], draws=100)}
+    for lib, (_, step) in measured.items():
+        assert at_node[lib].step_s.median == pytest.approx(step, rel=0.02)
+    more = {(p.library, p.devices): p for p in project(inputs, [4, 64], draws=100)}
+    for lib in measured:
+        assert more[lib, 64].step_s.median >= more[lib, 4].step_s.median
