@@ -240,7 +240,8 @@ def calibrate(inputs: Inputs, measured_step_s: dict[str, tuple[int, float]],
     kept = np.sort(np.argsort(score)[:max(10, int(draws * KEEP))])
     inputs.accepted = tuple(int(i) for i in kept)
     notes = [f"calibrated on the run: kept {len(kept)} of {draws} hypotheses about the "
-             "machine (compute, links, the terms of hvd_vs_ddp/projection/terms.py) whose "
+             "machine (compute, links and, on GPUs, the terms of hvd_vs_ddp/projection/"
+             "terms.py) whose "
              "projected steps come closest to every library's measured step"]
     if inputs.gpu:
         picked = [_draw(inputs, next(iter(bare.values())), 2, int(i), seed)[4] for i in kept]
