@@ -248,7 +248,7 @@ def run(args) -> int:
                        "source": inputs.layout.source},
             "libraries": [_library_settings(lib) for lib in inputs.libraries],
             "comparison": comparison, "rows": _rows(projected), "in_sample": checks})
-    doc["validation"] = _validation(validation.loso(VALIDATION_DRAWS))
+    doc["validation"] = validation.as_json(validation.loso(VALIDATION_DRAWS))
     print(render_text(doc))
     if s["output"] is not None:
         from hvd_vs_ddp.results_schema.io import write_json_atomic
@@ -256,26 +256,6 @@ def run(args) -> int:
         write_json_atomic(s["output"], doc)
         print(s["output"])
     return 0
-
-
-def _validation(assessed: list) -> dict:
-    from hvd_vs_ddp.projection import validation
-    summ = validation.summary(assessed)
-    rows = []
-    for r in assessed:
-        row = {"id": r.id, "source": r.source, "model": r.model, "devices": r.devices,
-               "url": r.url, "in_scope": r.in_scope, "scope": r.scope,
-               "values": [{"library": v.library, "unit": v.unit, "published": v.published,
-                           "projected": list(v.projected), "error": v.error,
-                           "covered": v.covered} for v in r.values]}
-        if r.head_to_head:
-            row.update(ratio_published=r.ratio_published, ratio=list(r.ratio),
-                       verdict=r.verdict, published_verdict=r.published_verdict,
-                       agrees=r.agrees)
-        rows.append(row)
-    return {**summ, "summary_line": validation.goals_line(summ), "rows": rows,
-            "method": "leave one source out", "goal": validation.GOAL,
-            "median_abs_error_all": validation.median_abs_error(assessed)}
 
 
 def render_text(doc: dict) -> str:

@@ -229,6 +229,24 @@ def summary(assessed: list[Row]) -> dict:
             "out_of_scope": [r.id for r in assessed if not r.in_scope]}
 
 
+def as_json(assessed: list[Row]) -> dict:
+    """The validation as projection.json carries it."""
+    rows = []
+    for r in assessed:
+        row = {"id": r.id, "source": r.source, "model": r.model, "devices": r.devices,
+               "url": r.url, "in_scope": r.in_scope, "scope": r.scope,
+               "values": [{"library": v.library, "unit": v.unit, "published": v.published,
+                           "projected": list(v.projected), "error": v.error,
+                           "covered": v.covered} for v in r.values]}
+        if r.head_to_head:
+            row.update(ratio_published=r.ratio_published, ratio=list(r.ratio),
+                       verdict=r.verdict, published_verdict=r.published_verdict,
+                       agrees=r.agrees)
+        rows.append(row)
+    s = summary(assessed)
+    return {**s, "summary_line": goals_line(s), "rows": rows, "method": "leave one source out"}
+
+
 def median_abs_error(assessed: list[Row]) -> float:
     return float(np.median([abs(v.error) for r in assessed if r.in_scope for v in r.values]))
 
