@@ -85,7 +85,8 @@ class Inputs:
     controller: str = "mpi"        # Horovod's CPU controller: "mpi" or "gloo"
     nccl_avg: bool = True          # NCCL >= 2.10 averages inside the allreduce
     bucket_view: bool = False      # DDP's gradient_as_bucket_view
-    contention_scale: float = 1.0  # a one-node calibration scales the contention range
+    contention_scale: float = 1.0  # scales the contention range
+    gpu_ready_wait: bool = True    # Horovod >= 0.23 waits for ready events on its stream
     model_error: "ModelError | None" = None  # out-of-sample error carried into bands
     accepted: tuple[int, ...] = ()  # the hypotheses (draw numbers) calibration kept
 
@@ -96,7 +97,8 @@ class Inputs:
     def terms(self, rng: np.random.Generator) -> Drawn:
         inter = self.links.inter.name if self.links is not None and self.links.inter else ""
         return draw(rng, self.intra_name, self.controller, self.nccl_avg, inter,
-                    self.bucket_view, self.contention_scale)
+                    self.bucket_view, self.contention_scale,
+                    gpu_ready_wait=self.gpu_ready_wait)
 
 
 @dataclass(frozen=True)

@@ -143,8 +143,8 @@ def horovod_step(compute: StepCompute, grads: Sequence[Grad],
     the copy out on its stream (ops/nccl_operations.cc), and goes on to the next cycle
     without waiting for them. Without `terms`, a tensor is enqueued when its data
     exists; with them, when the CPU reaches its hook (the CPU's lead, terms.py), and the
-    negotiation, ready waits, launches, contention and Python's synchronize are
-    charged as named terms."""
+    negotiation, ready waits, launches, contention, Python's synchronize and the host
+    tail it exposes are charged as named terms."""
     order = sorted(grads, key=lambda g: g.ready)
     data = [g.ready * compute.backward_s for g in order]
     copy_bps = memcpy_bytes_per_s
@@ -190,8 +190,9 @@ def horovod_step(compute: StepCompute, grads: Sequence[Grad],
             filled += order[k].bytes
         for resp in responses:
             ready = max(data[k] for k in resp)
-            if ready > thread:  # WaitForData: asleep until the last of them exists
-                thread = ready + wake
+            gpu_wait = terms is not None and terms.gpu_ready_wait
+            if ready > thread and not gpu_wait:  # WaitForData on the CPU: the thread
+                thread = ready + wake              # sleeps until the last of them exists
                 if terms is not None:
                     t["ready waits"] += wake
             thread += launch
@@ -200,7 +201,9 @@ def horovod_step(compute: StepCompute, grads: Sequence[Grad],
             if terms is not None and not terms.nccl_avg and len(resp) == 1:
                 copies += n / copy_bps  # postscale: ScaleBuffer on a single tensor
             cost = allreduce(n) + copies
-            start = max(thread, stream)
+            # Horovod >= 0.23 without its timeline: the stream waits for the ready
+            # events (gpuStreamWaitEvent) and the thread goes on to the next cycle
+            start = max(thread, stream, ready if gpu_wait else 0.0)
             stream = start + cost
             spans.append((start, stream))
             done += [stream] * len(resp)
@@ -222,4 +225,7 @@ def horovod_step(compute: StepCompute, grads: Sequence[Grad],
             sync = max(sync, d) + terms.sync_per_tensor_s
         after = max(0.0, sync - max(end, backward))
         t["synchronize"] = after
+        # the CPU's lead is gone (completion waited on the CPU): the host tail is exposed
+        t["host tail"] = len(order) * terms.host_tail_per_grad_s + terms.host_tail_fixed_s
+        after += t["host tail"]
     return _finish(compute, end, comm, ops, backward, after, t)

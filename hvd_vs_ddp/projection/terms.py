@@ -24,9 +24,12 @@ horovod/torch/optimizer.py)
   messages: ceil(log2 local) hops inside a node, ceil(log2 nodes) between nodes) or
   Gloo's ring (gloo/allreduce.cc: 2(p-1) hops around all p ranks, `nodes` of every p
   hops cross the host network). It grows with the number of nodes.
-- ready wait: before launching, the thread waits for each tensor's ready event
-  (HorovodOp::WaitForData; torch's TorchReadyEvent::Ready is a cudaEventSynchronize
-  with cudaEventBlockingSync, so the thread sleeps and is woken by the driver).
+- ready wait: before launching, each response waits for its tensors' ready events.
+  Horovod >= 0.23 without its timeline makes its stream wait for them
+  (NCCLAllreduce::WaitForData: gpuStreamWaitEvent) and the thread goes on; older
+  Horovod, or any with HOROVOD_TIMELINE set, waits on the CPU (HorovodOp::WaitForData;
+  torch's TorchReadyEvent::Ready is a cudaEventSynchronize with cudaEventBlockingSync,
+  so the thread sleeps, negotiates nothing meanwhile, and is woken by the driver).
 - fusion copies: a fused response is copied into the fusion buffer and back out
   (ScaleMemcpyInFusionBuffer / ScaleMemcpyOutFusionBuffer, batched device-to-device
   copies) on Horovod's stream, in series with its allreduce.
@@ -35,6 +38,13 @@ horovod/torch/optimizer.py)
   ScaleBuffer kernel, one more pass, for a single tensor).
 - synchronize: after backward, optimizer.synchronize() walks every gradient's handle in
   Python (wait_and_clear, grad.set_), in the order the hooks fired.
+- host tail: with HOROVOD_ENABLE_ASYNC_COMPLETION off (the default) a finalizer thread
+  waits on the CPU for each response's completion event before its handles are done
+  (ops/gpu_operations.cc FinalizeGPUQueue), so synchronize() returns only once the GPU
+  has finished communicating: the CPU's lead over the GPU is gone, and the host work
+  of the step's tail (launching the optimizer's kernels, zero_grad, the next batch, the
+  first kernels of the next forward) runs while the GPU waits. DDP waits for its
+  buckets on the GPU (the work's stream sync), its CPU stays ahead and hides this work.
 - CPU lead: a gradient's hook fires when the CPU's autograd engine reaches it, which on
   a GPU is ahead of the GPU computing it (kernel launches return at once). Horovod
   negotiates what the CPU enqueued during a cycle and fuses it into one response, then
@@ -105,6 +115,16 @@ TERMS = {t.name: t for t in (
          " measured here: 3-6 µs per tensor for allreduce_async_ + synchronize on a CPU "
          "tensor at one rank (Horovod 0.28.1; GPU tensors add an event record)",
          "default range"),
+    Term("host_tail_us_per_grad", "horovod", 5, 30, "µs of CPU per gradient",
+         "after synchronize() the GPU waits while the CPU launches the optimizer's "
+         "kernels (one or three per parameter without foreach) and zero_grad",
+         "horovod/common/ops/gpu_operations.cc FinalizeGPUQueue (async completion off by "
+         "default), horovod/torch/optimizer.py step; torch.optim per-parameter kernels; "
+         + _ASSUMED, "default range"),
+    Term("host_tail_fixed_us", "horovod", 200, 1000, "µs of CPU per step",
+         "the rest of the step's host tail: the loop, the next batch to the device, the "
+         "first forward launches before the GPU has work again",
+         "as host_tail_us_per_grad; " + _ASSUMED, "default range"),
     Term("cpu_fwd_us_per_grad", "horovod", 10, 25, "µs of CPU per gradient in forward",
          "the CPU issues forward's kernels (about one or two launches per parameter) "
          "ahead of the GPU computing them, so it enters backward early by what it saved",
@@ -153,9 +173,12 @@ class Drawn:
     copy_bytes_per_s: float
     cpu_per_grad_s: float = 0.0
     cpu_fwd_per_grad_s: float = 0.0
+    host_tail_per_grad_s: float = 0.0
+    host_tail_fixed_s: float = 0.0
     controller: str = "mpi"
     nccl_avg: bool = True
     bucket_view: bool = False
+    gpu_ready_wait: bool = True    # Horovod >= 0.23 without timeline (see above)
 
     def negotiation_s(self, devices: int, per_node: int) -> float:
         """One cycle's agreement over the CPU controller among all ranks."""
@@ -179,7 +202,8 @@ def _u(rng: np.random.Generator, term: str, lo: float | None = None,
 
 def draw(rng: np.random.Generator, intra: str = "nvlink4", controller: str = "mpi",
          nccl_avg: bool = True, inter: str = "", bucket_view: bool = False,
-         contention_scale: float = 1.0, middle: bool = False) -> Drawn:
+         contention_scale: float = 1.0, middle: bool = False,
+         gpu_ready_wait: bool = True) -> Drawn:
     """One draw of every term. Always the same number of calls to `rng`, whatever the
     library, so two libraries drawn with the same seed see the same machine (their
     ratio's band then carries only what differs between them). `middle`: every range's
@@ -200,7 +224,10 @@ def draw(rng: np.random.Generator, intra: str = "nvlink4", controller: str = "mp
         copy_bytes_per_s=float(rng.uniform(lo_bw, hi_bw)) * _u(rng, "copy_efficiency"),
         cpu_per_grad_s=_u(rng, "cpu_us_per_grad") * 1e-6,
         cpu_fwd_per_grad_s=_u(rng, "cpu_fwd_us_per_grad") * 1e-6,
-        controller=controller, nccl_avg=nccl_avg, bucket_view=bucket_view)
+        host_tail_per_grad_s=_u(rng, "host_tail_us_per_grad") * 1e-6,
+        host_tail_fixed_s=_u(rng, "host_tail_fixed_us") * 1e-6,
+        controller=controller, nccl_avg=nccl_avg, bucket_view=bucket_view,
+        gpu_ready_wait=gpu_ready_wait)
 
 
 class _Middle:

@@ -144,22 +144,20 @@ def test_validation_out_of_sample_meets_its_error_and_coverage_goals():
     for r in rows + pairs:
         assert r["source"] and r["url"].startswith("https://") and r["compute_source"], r["id"]
     assert all(r["assumptions"] and r["reading"] and r["scope"] for r in pairs)
-    assessed = validation.loso(draws=60)
+    assessed = validation.loso()
     s = validation.summary(assessed)
     assert s["head_to_head_rows"] >= 20
     assert all(math.isfinite(v.error) for r in assessed for v in r.values)
     # issue 29's goals that the model meets, out of sample (docs/projection.md)
     assert max(s["median_abs_error"].values()) <= validation.GOAL, validation.goals_line(s)
     assert s["coverage"] >= validation.GOAL_COVERAGE, validation.goals_line(s)
-    # a firm projected verdict never contradicts the published ratio (the agreement goal
-    # itself is not met: most head-to-head verdicts are inconclusive, docs/projection.md)
-    firm = [r for r in assessed if r.in_scope and r.head_to_head
-            and not r.verdict.startswith("inconclusive")]
-    assert firm and all(r.agrees for r in firm), [(r.id, r.verdict) for r in firm]
+    # the projected ratios' bands hold the published ratios (the verdict agreement goal
+    # itself is not met: the head-to-head verdicts are inconclusive, docs/projection.md)
+    assert s["ratio_coverage"] >= validation.GOAL_COVERAGE, validation.goals_line(s)
 
 
 def test_every_head_to_head_row_reports_both_errors_and_a_verdict():
-    for r in validation.loso(draws=40):
+    for r in validation.loso():
         if r.head_to_head:
             assert r.published_verdict and r.verdict and r.ratio[1] <= r.ratio[0] <= r.ratio[2]
             assert len(r.values) in (0, 2)  # time-only rows carry the ratio alone

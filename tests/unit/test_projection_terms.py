@@ -20,7 +20,8 @@ MID = draw(np.random.default_rng(0), "nvlink3", middle=True)
 NONE = replace(MID, contention=0.0, ddp_launch_s=0.0, horovod_launch_s=0.0, ready_wait_s=0.0,
                hop_intra_s=0.0, hop_inter_s=0.0, sync_per_tensor_s=0.0,
                copy_bytes_per_s=1e30, cpu_per_grad_s=0.0, cpu_fwd_per_grad_s=0.0,
-               bucket_view=True)
+               host_tail_per_grad_s=0.0, host_tail_fixed_s=0.0, bucket_view=True,
+               gpu_ready_wait=False)
 
 
 def _grads(n=20, size=4 * 2**20):
@@ -74,6 +75,28 @@ def test_horovod_fuses_what_the_cpu_enqueued_and_waits_for_all_of_it():
     paced = horovod_step(c, grads, lambda n: n / 20e9, terms=replace(
         NONE, cpu_per_grad_s=0.003, cpu_fwd_per_grad_s=0.0015))
     assert paced.ops > 5 and paced.exposed_s < cost / 2
+
+
+def test_horovod_ready_waits_on_its_stream_let_the_thread_go_on():
+    """Horovod >= 0.23 (no timeline): the stream waits for the data, the thread keeps
+    negotiating, so responses stay small and overlap backward."""
+    c = StepCompute(0.03, 0.06)
+    grads = _grads()
+    lead = dict(cpu_per_grad_s=3e-4, cpu_fwd_per_grad_s=1e-4)
+    cpu = horovod_step(c, grads, lambda n: n / 20e9, terms=replace(NONE, **lead))
+    gpu = horovod_step(c, grads, lambda n: n / 20e9, terms=replace(NONE, gpu_ready_wait=True,
+                                                                   **lead))
+    assert gpu.ops > cpu.ops and gpu.exposed_s < cpu.exposed_s
+
+
+def test_horovod_host_tail_is_exposed_and_ddp_has_none():
+    c = StepCompute(0.03, 0.06)
+    grads = _grads()
+    tail = replace(NONE, host_tail_per_grad_s=2e-5, host_tail_fixed_s=5e-4)
+    h = horovod_step(c, grads, lambda n: 0.0, terms=tail)
+    assert h.terms["host tail"] == pytest.approx(len(grads) * 2e-5 + 5e-4)
+    assert h.step_s == pytest.approx(c.total_s + h.terms["host tail"])
+    assert "host tail" not in ddp_step(c, grads, lambda n: 0.0, terms=tail).terms
 
 
 def test_horovod_synchronize_and_averaging_are_charged_by_name():
