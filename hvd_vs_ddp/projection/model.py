@@ -48,6 +48,7 @@ class Library:
     # there (framework overhead, contention the model leaves out), carried forward
     residual_s: float = 0.0
     residual_devices: int = 0
+    accepted: tuple[int, ...] = ()  # the hypotheses (draw numbers) calibration kept
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,6 @@ class Inputs:
     contention_scale: float = 1.0  # scales the contention range
     gpu_ready_wait: bool = True    # Horovod >= 0.23 waits for ready events on its stream
     model_error: "ModelError | None" = None  # out-of-sample error carried into bands
-    accepted: tuple[int, ...] = ()  # the hypotheses (draw numbers) calibration kept
 
     @property
     def intra_name(self) -> str:
@@ -227,26 +227,35 @@ def calibrate(inputs: Inputs, measured_step_s: dict[str, tuple[int, float]],
     """Calibrate each library's terms on its step measured at the largest world size
     above 1 ({label: (devices, seconds)}), typically one node of the target machines:
     of `draws` hypotheses about the machine (every uncertain input and term drawn over
-    its range, the same for both libraries), keep the KEEP share whose projected steps
-    come closest to every library's measured one (in log, summed over libraries), and
+    its range), keep, on a target from the interconnect table, the KEEP share whose
+    projected steps come closest to every library's measured one (in log, summed), and
     carry what is left between each library's measured step and its kept hypotheses'
-    median to every size. Returns notes saying what was kept and carried."""
+    median to every size (on a run's own fits, `measured`, the residual alone). Notes say
+    what was kept and carried."""
     cal = {k: lib for k, lib in enumerate(inputs.libraries) if lib.label in measured_step_s}
     if not cal:
         return []
-    bare = {k: replace(lib, residual_s=0.0, residual_devices=0) for k, lib in cal.items()}
+    bare = {k: replace(lib, residual_s=0.0, residual_devices=0, accepted=())
+            for k, lib in cal.items()}
     steps = {k: np.array([_draw(inputs, bare[k], measured_step_s[lib.label][0], i, seed)[0]
                           for i in range(draws)]) for k, lib in cal.items()}
-    score = sum((np.log(steps[k] / measured_step_s[lib.label][1])) ** 2
-                for k, lib in cal.items())
-    kept = np.sort(np.argsort(score)[:max(10, int(draws * KEEP))])
-    inputs.accepted = tuple(int(i) for i in kept)
-    notes = [f"calibrated on the run: kept {len(kept)} of {draws} hypotheses about the "
-             "machine (compute, links and, on GPUs, the terms of hvd_vs_ddp/projection/"
-             "terms.py) whose "
-             "projected steps come closest to every library's measured step"]
+    miss = {k: np.log(steps[k] / measured_step_s[lib.label][1]) ** 2
+            for k, lib in cal.items()}
+    n_keep = max(10, int(draws * KEEP))
+    # A target from the interconnect table: both libraries share one machine, keep the
+    # hypotheses that fit both. A run's own fits (`measured`) are each library's own
+    # resampled sweep, which past the sizes it was measured at can be far off: no
+    # selection there (it picked fits that extrapolate badly), the residual alone.
+    select = inputs.links is not None
+    kept = {k: np.sort(np.argsort(sum(miss.values()))[:n_keep]) if select
+            else np.arange(draws) for k in cal}
+    notes = [f"calibrated on the run: kept {n_keep} of {draws} hypotheses about the machine "
+             "(compute, links and the terms of hvd_vs_ddp/projection/terms.py) whose "
+             "projected steps come closest to every library's measured step"] if select \
+        else []
     if inputs.gpu:
-        picked = [_draw(inputs, next(iter(bare.values())), 2, int(i), seed)[4] for i in kept]
+        first = next(iter(cal))
+        picked = [_draw(inputs, bare[first], 2, int(i), seed)[4] for i in kept[first]]
         c = [d.contention for d in picked if d is not None]
         lead = [d.cpu_per_grad_s * 1e6 for d in picked if d is not None]
         if c:
@@ -254,12 +263,15 @@ def calibrate(inputs: Inputs, measured_step_s: dict[str, tuple[int, float]],
                          f"{min(lead):.0f}-{max(lead):.0f} µs per gradient in backward")
     for k, lib in cal.items():
         n, measured = measured_step_s[lib.label]
-        model = float(np.median(steps[k][kept]))
+        model = float(np.median(steps[k][kept[k]]))
         res = measured - model
-        inputs.libraries[k] = replace(lib, residual_s=res, residual_devices=n)
+        inputs.libraries[k] = replace(lib, residual_s=res, residual_devices=n,
+                                      accepted=tuple(int(i) for i in kept[k]) if select
+                                      else ())
         notes.append(f"{lib.label}: calibrated at {n} ranks: measured step "
-                     f"{measured * 1000:.4g} ms, model (kept hypotheses) {model * 1000:.4g} "
-                     f"ms; the difference ({res * 1000:+.3g} ms) is carried to every size")
+                     f"{measured * 1000:.4g} ms, model{' (kept hypotheses)' if select else ''}"
+                     f" {model * 1000:.4g} ms; the difference ({res * 1000:+.3g} ms) is "
+                     "carried to every size")
     return notes
 
 
@@ -271,8 +283,8 @@ def project(inputs: Inputs, devices: list[int], draws: int = 400,
     them; after `calibrate`, the draws cycle over the hypotheses it kept. With
     `inputs.model_error`, the bands also carry the model's own error."""
     out = []
-    kept = inputs.accepted
     for lib in inputs.libraries:
+        kept = lib.accepted
         for n in devices:
             steps, exposed, ops, base, parts = [], [], [], [], []
             compute_only: list[float] = []

@@ -141,7 +141,8 @@ def horovod_step(compute: StepCompute, grads: Sequence[Grad],
     sleeps to the next cycle, negotiates the tensors enqueued so far, and for each fused
     response waits for its tensors' data, then launches the copy in, the allreduce and
     the copy out on its stream (ops/nccl_operations.cc), and goes on to the next cycle
-    without waiting for them. Without `terms`, a tensor is enqueued when its data
+    without waiting for them. Without `terms` (CPU tensors: Gloo's or MPI's allreduce
+    runs on the thread itself) the thread is busy until each allreduce ends. Without `terms`, a tensor is enqueued when its data
     exists; with them, when the CPU reaches its hook (the CPU's lead, terms.py), and the
     negotiation, ready waits, launches, contention, Python's synchronize and the host
     tail it exposes are charged as named terms."""
@@ -205,6 +206,8 @@ def horovod_step(compute: StepCompute, grads: Sequence[Grad],
             # events (gpuStreamWaitEvent) and the thread goes on to the next cycle
             start = max(thread, stream, ready if gpu_wait else 0.0)
             stream = start + cost
+            if terms is None:  # CPU tensors (Gloo, MPI): the thread runs the allreduce
+                thread = stream
             spans.append((start, stream))
             done += [stream] * len(resp)
             comm += cost

@@ -81,8 +81,8 @@ def test_a_calibration_from_one_node_carries_to_two(two_hosts, tmp_path):
     lib = replace(node.libraries[0], **{k: getattr(_library(two, rng), k)
                                         for k in ("measured", "measured_draws")})
     (p,) = project(replace(node, libraries=[lib], per_node=1), [2], draws=200)
-    (bare,) = project(replace(node, libraries=[replace(lib, residual_s=0.0)], per_node=1,
-                              accepted=()), [2], draws=200)
+    (bare,) = project(replace(node, libraries=[replace(lib, residual_s=0.0, accepted=())],
+                              per_node=1), [2], draws=200)
     measured = float(np.median(two["ddp_s"]))
     widen = _spread(two["ddp_s"]) + _spread(one["ddp_s"])
     lo, hi = p.step_s.low * (1 - widen), p.step_s.high * (1 + widen)
