@@ -7,13 +7,14 @@
         --devices 16,64 --devices-per-node 8 --interconnect ib-edr --nics-per-node 4
 
 Prints first, per size, the projected ratio Horovod/DDP with its band and a verdict in
-the report's words (faster / equivalent / inconclusive and what would settle it), then
-a table per workload (every figure a projection, with its 95% band from the inputs'
+the report's words (faster / equivalent / inconclusive and what would settle it), then a
+table per workload (every figure a projection, with its 95% band from the inputs'
 uncertainty and the model's own error), the bare model against what the run measured,
-and the out-of-sample validation against published results; writes it all to RUN_DIR/projection.json (or
--o FILE), which `hvd-vs-ddp report` shows in its "Projection" section. Nothing is
-fetched from the network. Bad input (an unknown interconnect, a model it cannot
-analyse, a run without the data it needs) is one line and exit 2, before any work.
+and the out-of-sample validation against published results; writes it all to
+RUN_DIR/projection.json (or -o FILE), which `hvd-vs-ddp report` shows in its
+"Projection" section. Nothing is fetched from the network. Bad input (an unknown
+interconnect, a model it cannot analyse, a run without the data it needs) is one line
+and exit 2, before any work.
 """
 from __future__ import annotations
 

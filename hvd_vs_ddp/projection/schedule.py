@@ -137,15 +137,16 @@ def horovod_step(compute: StepCompute, grads: Sequence[Grad],
                  cycle_s: float = 1e-3, negotiation_s: float = 0.0,
                  memcpy_bytes_per_s: float = math.inf,
                  terms: "Drawn | None" = None) -> Step:
-    """Horovod's background thread, cycle by cycle (operations.cc RunLoopOnce): it
-    sleeps to the next cycle, negotiates the tensors enqueued so far, and for each fused
-    response waits for its tensors' data, then launches the copy in, the allreduce and
-    the copy out on its stream (ops/nccl_operations.cc), and goes on to the next cycle
-    without waiting for them. Without `terms` (CPU tensors: Gloo's or MPI's allreduce
-    runs on the thread itself) the thread is busy until each allreduce ends. Without `terms`, a tensor is enqueued when its data
-    exists; with them, when the CPU reaches its hook (the CPU's lead, terms.py), and the
-    negotiation, ready waits, launches, contention, Python's synchronize and the host
-    tail it exposes are charged as named terms."""
+    """Horovod's background thread, cycle by cycle (operations.cc RunLoopOnce): it sleeps
+    to the next cycle, negotiates the tensors enqueued so far, and for each fused
+    response waits for its tensors' data, then launches the copy in, the allreduce
+    and the copy out on its stream (ops/nccl_operations.cc), and goes on to the next
+    cycle without waiting for them. Without `terms` (CPU tensors: Gloo's or MPI's
+    allreduce runs on the thread itself) the thread is busy until each allreduce
+    ends, and a tensor is enqueued when its data exists; with them, when the CPU
+    reaches its hook (the CPU's lead, terms.py), and the negotiation, ready waits,
+    launches, contention, Python's synchronize and the host tail it exposes are
+    charged as named terms."""
     order = sorted(grads, key=lambda g: g.ready)
     data = [g.ready * compute.backward_s for g in order]
     copy_bps = memcpy_bytes_per_s

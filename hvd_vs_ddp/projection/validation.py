@@ -224,7 +224,8 @@ def summary(assessed: list[Row]) -> dict:
             "firm_verdicts": len(firm), "firm_agree": sum(r.agrees for r in firm),
             "median_point_agreement": float(np.mean(point)) if point else 0.0,
             "ratio_median_abs_error": float(np.median(
-                [abs(r.ratio[0] / r.ratio_published - 1) for r in h2h])) if h2h else 0.0,
+                [abs(r.ratio[0] / float(r.ratio_published or 1.0) - 1) for r in h2h]))
+            if h2h else 0.0,
             "verdict_agreement": float(np.mean([r.agrees for r in h2h])) if h2h else 0.0,
             "median_abs_error": mae, "bare_median_abs_error": bare,
             "coverage": float(np.mean([v.covered for v in values])),

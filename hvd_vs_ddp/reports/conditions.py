@@ -26,7 +26,8 @@ def _sizes(run) -> list[int]:
 
 
 def _link(run) -> str:
-    hosts = {getattr(getattr(c, "entry", None), "hosts", None) for c in run.cells} - {None}
+    hosts = {str(h) for c in run.cells
+             if (h := getattr(getattr(c, "entry", None), "hosts", None))}
     return ("ranks on several hosts (" + ", ".join(sorted(hosts)) + ")" if hosts else
             "all ranks on one host (loopback and shared memory, no network)")
 

@@ -24,7 +24,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from tests.system.test_two_hosts import IFACE, RDZV_PORT, _env, _tool, _wait, two_hosts  # noqa: F401
+from tests.system import test_two_hosts as hosts
+from tests.system.test_two_hosts import IFACE, RDZV_PORT, _env, _tool, _wait
+
+two_hosts = hosts.two_hosts  # the fixture: two network-namespace hosts joined by veth
 
 pytestmark = pytest.mark.multiproc
 WORKER = "tests/ranks/projection_node.py"
