@@ -9,8 +9,9 @@ and what is left carried) and projects 2 ranks on 2 nodes, the link between them
 taken from a sweep across the two hosts (as the interconnect table gives it for a real
 cluster). Then both hosts run the same training, and the projection must hold the
 measurement. Nothing asserted depends on the machine's speed or load: the band the
-measurement must fall in is the projection's own, widened by how much the two runs'
-own steps spread (their 10-90% ranges).
+measurement must fall in is the projection's own, widened (by a factor on either side)
+by how much the two runs' own steps spread (their 10-90% ranges); under a heavy load
+that band is wide, which is the honest answer of a loaded machine.
 
 Needs root and iproute2 (skips otherwise); about 40 s on 2 cores:
     python -m pytest tests/system/test_projection_nodes.py -q -s
@@ -59,10 +60,17 @@ def test_a_calibration_from_one_node_carries_to_two(two_hosts, tmp_path):
     h1 = two_hosts.hosts[0]
     env = _env(GLOO_SOCKET_IFNAME=IFACE)
     one_out, log1 = tmp_path / "one.json", tmp_path / "one-node.log"
-    procs = [two_hosts.start(h1, [torchrun, "--standalone", "--nproc-per-node", "2",
-                                  "--no-python", sys.executable, WORKER, "--out",
-                                  str(one_out)], _env(), log1)]
-    _wait(procs, [log1], TIMEOUT_S)
+    for attempt in (1, 2):  # a crashed launch (seen once: SIGABRT under load) runs again
+        procs = [two_hosts.start(h1, [torchrun, "--standalone", "--nproc-per-node", "2",
+                                      "--no-python", sys.executable, WORKER, "--out",
+                                      str(one_out)], _env(), log1)]
+        try:
+            _wait(procs, [log1], TIMEOUT_S)
+            break
+        except pytest.fail.Exception:
+            if attempt == 2:
+                raise
+            print(f"\none-node job crashed, once more:\n{log1.read_text()[-2000:]}")
     procs, logs = [], []
     two_out = tmp_path / "two.json"
     for host in two_hosts.hosts:
@@ -88,7 +96,7 @@ def test_a_calibration_from_one_node_carries_to_two(two_hosts, tmp_path):
                               per_node=1), [2], draws=200)
     measured = float(np.median(two["ddp_s"]))
     widen = _spread(two["ddp_s"]) + _spread(one["ddp_s"])
-    lo, hi = p.step_s.low * (1 - widen), p.step_s.high * (1 + widen)
+    lo, hi = p.step_s.low / (1 + widen), p.step_s.high * (1 + widen)
     print(f"\none node: step {np.median(one['ddp_s']) * 1e3:.2f} ms, compute "
           f"{np.median(one['compute_s']) * 1e3:.2f} ms; two nodes measured "
           f"{measured * 1e3:.2f} ms; projected {p.step_s.median * 1e3:.2f} ms "
