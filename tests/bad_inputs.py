@@ -209,6 +209,10 @@ CASES: list[Case] = [
           "measured"], ("measured", "run directory")),
         (["--compute-ms", "97", "--model", "bert-xxl", "--devices", "8", "--interconnect",
           "ib-hdr"], ("cannot analyse model 'bert-xxl'", "resnet50")),
+        (["--compute-ms", "97", "--model", "resnet50", "--devices", "8", "--interconnect",
+          "ib-hdr", "--controller", "nccl"], ("--controller 'nccl'", "mpi", "gloo")),
+        *[(["--compute-ms", "97", "--model", "resnet50", "--devices", "8", "--interconnect",
+            "ib-hdr", "--margin", m], ("--margin",)) for m in ("0", "1", "-0.1", "x")],
     )],
     # -- doctor and the command itself
     _c(["doctor", "--only", "ddp-gloo"], "--only", "--selftest"),

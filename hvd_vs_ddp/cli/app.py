@@ -224,6 +224,10 @@ def _add_project(sub) -> None:
     pro.add_argument("--no-calibrate", action="store_true", help="leave out the "
                      "calibration: each library's step measured at the run's largest world "
                      "size minus the model's there, carried to every size (on by default)")
+    pro.add_argument("--controller", type=argtypes.given, help="Horovod's CPU controller on "
+                     "the target: mpi (default) or gloo (its negotiation each cycle)")
+    pro.add_argument("--margin", type=argtypes.given, help="the verdicts' practical margin "
+                     "(default 0.05, as the report's)")
     pro.add_argument("--draws", type=argtypes.given, help="Monte Carlo draws for the bands "
                      "(default 400)")
     pro.add_argument("-o", "--output", type=argtypes.given, help="the JSON to write (default: "

@@ -13,10 +13,15 @@ cluster the user does not have yet, from what the run measured on one machine:
                  source) or fitted to the run's collectives suite (`measured`)
     scheduling   DDP's buckets overlapping backward; Horovod's cycles, negotiation and
                  fusion buffer (hvd_vs_ddp/projection/schedule.py), with the run's recorded values
+    terms        the GPU-side costs beside the allreduces, each named with its source and
+                 range (hvd_vs_ddp/projection/terms.py): contention, copies, negotiation
+                 over the CPU controller, ready waits, synchronize, the CPU's lead
 
-Every figure it prints is labelled a projection and carries a band from its inputs'
-uncertainty (hvd_vs_ddp/projection/model.py).
-`python -m hvd_vs_ddp.projection.validation` holds the model
-against published scaling results (hvd_vs_ddp/projection/data/published.csv, each row with its
-source) and prints every row's error; docs/projection.md records the table.
+The headline is the projected ratio Horovod/DDP per size with its band and a verdict in
+the report's words (hvd_vs_ddp/projection/verdict.py). Every figure it prints is
+labelled a projection and carries a band from its inputs' uncertainty and, on GPU
+targets, the model's own error estimated out of sample (hvd_vs_ddp/projection/errors.py).
+`python -m hvd_vs_ddp.projection.validation` holds the model against published results,
+head to head (data/head_to_head.csv) and one library each (data/published.csv), leave
+one source out, and prints every row and the goals; docs/projection.md records the table.
 """

@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
+from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.projection.collectives import Cost, Fabric
 from hvd_vs_ddp.projection.interconnects import Link
 from hvd_vs_ddp.projection.schedule import Step, StepCompute, ddp_step, horovod_step
+from hvd_vs_ddp.projection.terms import Drawn, draw
 
 if TYPE_CHECKING:  # the layout tracer needs torch; the model only reads its result
     from hvd_vs_ddp.projection.layout import Layout
@@ -47,6 +49,7 @@ class Library:
     # there (framework overhead, contention the model leaves out), carried forward
     residual_s: float = 0.0
     residual_devices: int = 0
+    accepted: tuple[int, ...] = ()  # the hypotheses (draw numbers) calibration kept
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,40 @@ class Inputs:
     memcpy_bytes_per_s: float = DEFAULT_MEMCPY_BYTES_PER_S
     compute_at: Callable[[float, int], float] = field(default=lambda t, local: t)
     notes: list[str] = field(default_factory=list)
+    # GPU-side terms (hvd_vs_ddp/projection/terms.py): charged on GPU targets (a link
+    # from the interconnect table, or a run on GPUs); a CPU run's own fits leave them out
+    gpu: bool = True
+    controller: str = "mpi"        # Horovod's CPU controller: "mpi" or "gloo"
+    nccl_avg: bool = True          # NCCL >= 2.10 averages inside the allreduce
+    bucket_view: bool = False      # DDP's gradient_as_bucket_view
+    contention_scale: float = 1.0  # scales the contention range
+    gpu_ready_wait: bool = True    # Horovod >= 0.23 waits for ready events on its stream
+    model_error: "ModelError | None" = None  # out-of-sample error carried into bands
+
+    @property
+    def intra_name(self) -> str:
+        return self.links.intra.name if self.links is not None else ""
+
+    def terms(self, rng: np.random.Generator) -> Drawn:
+        inter = self.links.inter.name if self.links is not None and self.links.inter else ""
+        return draw(rng, self.intra_name, self.controller, self.nccl_avg, inter,
+                    self.bucket_view, self.contention_scale,
+                    gpu_ready_wait=self.gpu_ready_wait)
+
+
+@dataclass(frozen=True)
+class ModelError:
+    """The model's own error, from out-of-sample residuals (log of published over
+    projected; hvd_vs_ddp/projection/errors.py): per library and for the ratio, a
+    normal on the log scale with the residuals' mean and spread."""
+    mean: dict[str, float]
+    sd: dict[str, float]
+    n: dict[str, int]
+
+    def draws(self, key: str, rng: np.random.Generator, size: int) -> np.ndarray:
+        if key not in self.sd:
+            return np.zeros(size)
+        return rng.normal(self.mean[key], self.sd[key], size)
 
 
 @dataclass(frozen=True)
@@ -87,9 +124,13 @@ class Band:
     high: float
 
     @classmethod
-    def of(cls, values: np.ndarray) -> "Band":
+    def of(cls, values: np.ndarray, centre: np.ndarray | None = None) -> "Band":
+        """The 95% band of `values`; the median of `centre` where given (the inputs'
+        draws: the model's error widens the band around them, it does not move them)."""
         lo, med, hi = np.percentile(values, [2.5, 50, 97.5])
-        return cls(float(med), float(lo), float(hi))
+        if centre is not None:
+            med = np.median(centre)
+        return cls(float(med), float(min(lo, med)), float(max(hi, med)))
 
     def as_list(self) -> list[float]:
         return [self.median, self.low, self.high]
@@ -105,6 +146,10 @@ class Projected:
     efficiency: Band
     exposed_comm_s: Band
     ops: int                     # allreduces per step (median draw)
+    inputs_only: Band | None = None   # samples/s from the inputs' uncertainty alone
+    draws: tuple[float, ...] = ()     # samples/s per draw, inputs only (paired by seed)
+    terms: dict[str, float] = field(default_factory=dict)  # median seconds per term
+    kind: str = ""                    # "ddp" or "horovod"
 
 
 def _measured_fabric(cost: Cost, devices: int, per_node: int) -> Fabric:
@@ -112,22 +157,26 @@ def _measured_fabric(cost: Cost, devices: int, per_node: int) -> Fabric:
     return Fabric(devices, max(per_node, devices), cost, None, "ring")
 
 
-def step_time(inputs: Inputs, lib: Library, fabric: Fabric, compute_s: float) -> Step:
+def step_time(inputs: Inputs, lib: Library, fabric: Fabric, compute_s: float,
+              terms: Drawn | None = None) -> Step:
     share = inputs.layout.backward_share
     compute = StepCompute(compute_s * (1 - share), compute_s * share)
-    if lib.kind == "ddp":
+    if fabric.devices <= 1:  # one device communicates nothing (Horovod registers no
+        return Step(compute.total_s, 0.0, 0.0, 0)  # hooks at size 1; DDP reduces alone)
+    if lib.kind == catalog.DDP:
         step = ddp_step(compute, inputs.layout.grads, fabric.allreduce, lib.bucket_bytes,
-                        lib.bucket_sizes)
+                        lib.bucket_sizes, terms)
     else:
         allreduce = fabric.allreduce
-        negotiation = fabric.small_message_latency()
+        negotiation = (terms.negotiation_s(fabric.devices, fabric.per_node)
+                       if terms is not None else fabric.small_message_latency())
         if inputs.links is None:  # a fit to hvd.allreduce already holds its cycle wait
             # and negotiation: take out the half cycle the schedule adds back itself
             def allreduce(n: float, f=fabric, half=lib.cycle_s / 2) -> float:
                 return max(0.0, f.allreduce(n) - half) if f.devices > 1 else 0.0
             negotiation = 0.0
         step = horovod_step(compute, inputs.layout.grads, allreduce, lib.fusion_bytes,
-                            lib.cycle_s, negotiation, inputs.memcpy_bytes_per_s)
+                            lib.cycle_s, negotiation, inputs.memcpy_bytes_per_s, terms)
     return step
 
 
@@ -141,58 +190,129 @@ def residual(inputs: Inputs, lib: Library, local: int) -> float:
     return lib.residual_s * inputs.compute_at(1.0, local) / inputs.compute_at(1.0, ref)
 
 
+def _draw(inputs: Inputs, lib: Library, n: int, idx: int, seed: int
+          ) -> tuple[float, float, Step, float, Drawn | None]:
+    """Draw number `idx` (one hypothesis about the machine: compute, links, terms) of
+    `lib` at `n` devices: (step with the carried residual, compute, the schedule's
+    step, one device's compute, the terms). The same idx is the same machine for every
+    library and every size."""
+    rng = np.random.default_rng([seed, idx])
+    local = min(n, inputs.per_node)
+    pool = lib.compute_s or inputs.compute_s
+    t_ref = float(pool[int(rng.integers(len(pool)))])
+    t = inputs.compute_at(t_ref, local)
+    fits = lib.measured_draws or ((lib.measured,) if lib.measured else ())
+    pick = int(rng.integers(max(1, len(fits))))
+    if inputs.links is not None:
+        fabric = inputs.links.sample(rng, n, inputs.per_node)
+    else:
+        if not fits:
+            raise ValueError(f"{lib.label}: no allreduce measurements to fit")
+        cost = fits[pick]
+        # on a CPU run collectives are CPU work too: past one rank per core they
+        # time-slice like compute (on GPUs compute_at is flat: f = 1)
+        f = inputs.compute_at(1.0, local) / inputs.compute_at(
+            1.0, min(lib.measured_devices, inputs.per_node))
+        fabric = _measured_fabric(Cost(cost.alpha * f, cost.beta / f), n, inputs.per_node)
+    terms = inputs.terms(rng) if inputs.gpu else None
+    s = step_time(inputs, lib, fabric, t, terms)
+    carried = residual(inputs, lib, local) if n > 1 else 0.0  # one device: no comm
+    return max(s.step_s + carried, t), t, s, inputs.compute_at(t_ref, 1), terms
+
+
+KEEP = 0.2  # calibration keeps this share of the machine hypotheses, the closest ones
+
+
 def calibrate(inputs: Inputs, measured_step_s: dict[str, tuple[int, float]],
-              draws: int = 200) -> list[str]:
-    """Set each library's residual from its step measured at the largest world size
-    above 1 ({label: (devices, seconds)}); the notes saying what was carried."""
-    notes = []
-    for k, lib in enumerate(inputs.libraries):
-        if lib.label not in measured_step_s:
-            continue
+              draws: int = 200, seed: int = 0) -> list[str]:
+    """Calibrate each library's terms on its step measured at the largest world size
+    above 1 ({label: (devices, seconds)}), typically one node of the target machines:
+    of `draws` hypotheses about the machine (every uncertain input and term drawn over
+    its range), keep, on a target from the interconnect table, the KEEP share whose
+    projected steps come closest to every library's measured one (in log, summed), and
+    carry what is left between each library's measured step and its kept hypotheses'
+    median to every size (on a run's own fits, `measured`, the residual alone). Notes say
+    what was kept and carried."""
+    cal = {k: lib for k, lib in enumerate(inputs.libraries) if lib.label in measured_step_s}
+    if not cal:
+        return []
+    bare = {k: replace(lib, residual_s=0.0, residual_devices=0, accepted=())
+            for k, lib in cal.items()}
+    steps = {k: np.array([_draw(inputs, bare[k], measured_step_s[lib.label][0], i, seed)[0]
+                          for i in range(draws)]) for k, lib in cal.items()}
+    miss = {k: np.log(steps[k] / measured_step_s[lib.label][1]) ** 2
+            for k, lib in cal.items()}
+    n_keep = max(10, int(draws * KEEP))
+    # A target from the interconnect table: both libraries share one machine, keep the
+    # hypotheses that fit both. A run's own fits (`measured`) are each library's own
+    # resampled sweep, which past the sizes it was measured at can be far off: no
+    # selection there (it picked fits that extrapolate badly), the residual alone.
+    select = inputs.links is not None
+    kept = {k: np.sort(np.argsort(sum(miss.values()))[:n_keep]) if select
+            else np.arange(draws) for k in cal}
+    notes = [f"calibrated on the run: kept {n_keep} of {draws} hypotheses about the machine "
+             "(compute, links and the terms of hvd_vs_ddp/projection/terms.py) whose "
+             "projected steps come closest to every library's measured step"] if select \
+        else []
+    if inputs.gpu:
+        first = next(iter(cal))
+        picked = [_draw(inputs, bare[first], 2, int(i), seed)[4] for i in kept[first]]
+        c = [d.contention for d in picked if d is not None]
+        lead = [d.cpu_per_grad_s * 1e6 for d in picked if d is not None]
+        if c:
+            notes.append(f"kept terms: contention {min(c):.2f}-{max(c):.2f}, CPU "
+                         f"{min(lead):.0f}-{max(lead):.0f} µs per gradient in backward")
+    for k, lib in cal.items():
         n, measured = measured_step_s[lib.label]
-        base = replace(lib, residual_s=0.0, residual_devices=0)
-        (p,) = project(replace(inputs, libraries=[base]), [n], draws=draws)
-        res = measured - p.step_s.median
-        inputs.libraries[k] = replace(lib, residual_s=res, residual_devices=n)
+        model = float(np.median(steps[k][kept[k]]))
+        res = measured - model
+        inputs.libraries[k] = replace(lib, residual_s=res, residual_devices=n,
+                                      accepted=tuple(int(i) for i in kept[k]) if select
+                                      else ())
         notes.append(f"{lib.label}: calibrated at {n} ranks: measured step "
-                     f"{measured * 1000:.4g} ms, model {p.step_s.median * 1000:.4g} ms; the "
-                     f"difference ({res * 1000:+.3g} ms) is carried to every size")
+                     f"{measured * 1000:.4g} ms, model{' (kept hypotheses)' if select else ''}"
+                     f" {model * 1000:.4g} ms; the difference ({res * 1000:+.3g} ms) is "
+                     "carried to every size")
     return notes
 
 
 def project(inputs: Inputs, devices: list[int], draws: int = 400,
             seed: int = 0) -> list[Projected]:
-    rng = np.random.default_rng(seed)
+    """Each library at each size over `draws` draws of the inputs. Draw number i is the
+    same hypothesis about the machine (links, terms, compute) for every library and
+    every size, so the ratio of two libraries' draws carries only what differs between
+    them; after `calibrate`, the draws cycle over the hypotheses it kept. With
+    `inputs.model_error`, the bands also carry the model's own error."""
     out = []
     for lib in inputs.libraries:
+        kept = lib.accepted
         for n in devices:
-            local = min(n, inputs.per_node)
-            steps, exposed, ops, base = [], [], [], []
-            for _ in range(draws):
-                t_ref = float(rng.choice(lib.compute_s or inputs.compute_s))
-                t = inputs.compute_at(t_ref, local)
-                if inputs.links is not None:
-                    fabric = inputs.links.sample(rng, n, inputs.per_node)
-                else:
-                    fits = lib.measured_draws or ((lib.measured,) if lib.measured else ())
-                    if not fits:
-                        raise ValueError(f"{lib.label}: no allreduce measurements to fit")
-                    cost = fits[int(rng.integers(len(fits)))]
-                    # on a CPU run collectives are CPU work too: past one rank per core
-                    # they time-slice like compute (on GPUs compute_at is flat: f = 1)
-                    f = inputs.compute_at(1.0, local) / inputs.compute_at(
-                        1.0, min(lib.measured_devices, inputs.per_node))
-                    fabric = _measured_fabric(Cost(cost.alpha * f, cost.beta / f), n,
-                                              inputs.per_node)
-                s = step_time(inputs, lib, fabric, t)
-                carried = residual(inputs, lib, local) if n > 1 else 0.0  # 1: no comm
-                steps.append(max(s.step_s + carried, t))
+            steps, exposed, ops, base, parts = [], [], [], [], []
+            compute_only: list[float] = []
+            for k in range(draws):
+                idx = kept[k % len(kept)] if kept else k
+                step, t, s, one, _ = _draw(inputs, lib, n, idx, seed)
+                steps.append(step)
+                compute_only.append(t)
                 exposed.append(s.exposed_s)
                 ops.append(s.ops)
-                base.append(inputs.compute_at(t_ref, 1))
+                base.append(one)
+                parts.append(s.terms)
             steps_a = np.array(steps)
+            sps = inputs.batch * n / steps_a
+            err = np.zeros(draws)
+            if inputs.model_error is not None and n > 1:
+                err = inputs.model_error.draws(lib.kind, np.random.default_rng([seed, n, 7]),
+                                               draws)
+            # error = log(published / projected) of samples/s; never faster than compute
+            with_err = np.maximum(steps_a / np.exp(err), np.array(compute_only))
+            keys = sorted({k for p in parts for k in p})
             out.append(Projected(
-                lib.label, n, math.ceil(n / inputs.per_node), Band.of(steps_a),
-                Band.of(inputs.batch * n / steps_a), Band.of(np.array(base) / steps_a),
-                Band.of(np.array(exposed)), int(np.median(ops))))
+                lib.label, n, math.ceil(n / inputs.per_node), Band.of(with_err, steps_a),
+                Band.of(inputs.batch * n / with_err, sps),
+                Band.of(np.array(base) / with_err, np.array(base) / steps_a),
+                Band.of(np.array(exposed)), int(np.median(ops)), Band.of(sps),
+                tuple(float(x) for x in sps),
+                {k: float(np.median([p.get(k, 0.0) for p in parts])) for k in keys},
+                lib.kind))
     return out

@@ -21,8 +21,11 @@ A step is forward + max(end of backward compute, end of the last allreduce) + th
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Sequence
+
+if TYPE_CHECKING:
+    from hvd_vs_ddp.projection.terms import Drawn
 
 FIRST_BUCKET_BYTES = 1 * 2**20  # torch.distributed's _DEFAULT_FIRST_BUCKET_BYTES
 
@@ -50,11 +53,24 @@ class Step:
     comm_s: float       # time spent in allreduces (and Horovod's negotiation, copies)
     exposed_s: float    # communication past the end of backward compute
     ops: int            # allreduces launched
+    terms: dict[str, float] = field(default_factory=dict)  # seconds each term adds
 
 
-def _finish(compute: StepCompute, end_comm: float, comm: float, ops: int) -> Step:
-    exposed = max(0.0, end_comm - compute.backward_s)
-    return Step(compute.total_s + exposed, comm, exposed, ops)
+def _finish(compute: StepCompute, end_comm: float, comm: float, ops: int,
+            backward_s: float | None = None, after_s: float = 0.0,
+            terms: dict[str, float] | None = None) -> Step:
+    """forward + backward (lengthened by the terms) + what outlasts it + the rest."""
+    backward = compute.backward_s if backward_s is None else backward_s
+    exposed = max(0.0, end_comm - backward)
+    t = dict(terms or {})
+    t["exposed communication"] = exposed
+    return Step(compute.forward_s + backward + exposed + after_s + compute.other_s, comm,
+                exposed + after_s, ops, t)
+
+
+def _overlap(intervals: list[tuple[float, float]], until: float) -> float:
+    """Seconds of communication kernels running before `until` (backward's end)."""
+    return sum(max(0.0, min(b, until) - a) for a, b in intervals)
 
 
 def buckets(grads: Sequence[Grad], cap_bytes: float,
@@ -80,51 +96,140 @@ def buckets(grads: Sequence[Grad], cap_bytes: float,
 
 def ddp_step(compute: StepCompute, grads: Sequence[Grad],
              allreduce: Callable[[float], float], bucket_cap_bytes: float = 25 * 2**20,
-             bucket_sizes: Sequence[int] | None = None) -> Step:
+             bucket_sizes: Sequence[int] | None = None,
+             terms: "Drawn | None" = None) -> Step:
+    """DDP: a bucket's allreduce starts on the communication stream when its last
+    gradient exists on the device, one bucket after another. With `terms`
+    (hvd_vs_ddp/projection/terms.py): the copies into buckets lengthen backward, the
+    launches, the contention of overlapped allreduces with backward, and the copies
+    back out after the last allreduce."""
+    total = sum(g.bytes for g in grads)
+    t: dict[str, float] = {}
+    backward = compute.backward_s
+    launch = 0.0
+    if terms is not None:
+        launch = terms.ddp_launch_s
+        if not terms.bucket_view:
+            t["bucket copies in"] = 2 * total / terms.copy_bytes_per_s
+            backward += t["bucket copies in"]
     end, comm = 0.0, 0.0
+    spans: list[tuple[float, float]] = []
     groups = buckets(grads, bucket_cap_bytes, sizes=bucket_sizes)
     for bucket in groups:
-        ready = max(g.ready for g in bucket) * compute.backward_s
+        ready = max(g.ready for g in bucket) * backward
         cost = allreduce(sum(g.bytes for g in bucket))
-        end = max(end, ready) + cost
+        start = max(end, ready + launch)
+        end = start + cost
+        spans.append((start, end))
         comm += cost
-    return _finish(compute, end, comm, len(groups))
+    after = 0.0
+    if terms is not None:
+        t["launches"] = launch * len(groups)
+        t["contention"] = terms.contention * _overlap(spans, backward)
+        backward += t["contention"]
+        if not terms.bucket_view:
+            t["bucket copies out"] = after = 2 * total / terms.copy_bytes_per_s
+    return _finish(compute, end, comm, len(groups), backward, after, t)
 
 
 def horovod_step(compute: StepCompute, grads: Sequence[Grad],
                  allreduce: Callable[[float], float], fusion_bytes: float = 128 * 2**20,
                  cycle_s: float = 1e-3, negotiation_s: float = 0.0,
-                 memcpy_bytes_per_s: float = math.inf) -> Step:
-    pending = sorted(grads, key=lambda g: g.ready)
-    times = [g.ready * compute.backward_s for g in pending]
-    t, i, end, comm, ops = 0.0, 0, 0.0, 0.0, 0
-    while i < len(pending):
-        if times[i] > t:  # nothing ready: the thread sleeps whole cycles until it is
-            t += cycle_s * max(1, math.ceil((times[i] - t) / cycle_s)) if cycle_s > 0 \
-                else times[i] - t
-            continue
+                 memcpy_bytes_per_s: float = math.inf,
+                 terms: "Drawn | None" = None) -> Step:
+    """Horovod's background thread, cycle by cycle (operations.cc RunLoopOnce): it sleeps
+    to the next cycle, negotiates the tensors enqueued so far, and for each fused
+    response waits for its tensors' data, then launches the copy in, the allreduce
+    and the copy out on its stream (ops/nccl_operations.cc), and goes on to the next
+    cycle without waiting for them. Without `terms` (CPU tensors: Gloo's or MPI's
+    allreduce runs on the thread itself) the thread is busy until each allreduce
+    ends, and a tensor is enqueued when its data exists; with them, when the CPU
+    reaches its hook (the CPU's lead, terms.py), and the negotiation, ready waits,
+    launches, contention, Python's synchronize and the host tail it exposes are
+    charged as named terms."""
+    order = sorted(grads, key=lambda g: g.ready)
+    data = [g.ready * compute.backward_s for g in order]
+    copy_bps = memcpy_bytes_per_s
+    t: dict[str, float] = {"negotiation": 0.0, "ready waits": 0.0, "launches": 0.0,
+                           "fusion copies": 0.0} if terms is not None else {}
+    if terms is not None:
+        copy_bps = terms.copy_bytes_per_s
+        # the CPU enters backward ahead of the GPU by what it saved in forward, then
+        # paces itself; where it is slower than the GPU, the GPU waits for it
+        cpu = -max(0.0, compute.forward_s - len(order) * terms.cpu_fwd_per_grad_s)
+        enq = []
+        for _ in order:
+            cpu += terms.cpu_per_grad_s
+            enq.append(cpu)
+        data = [max(d, e) for d, e in zip(data, enq)]
+    else:
+        enq = data
+    wake = terms.ready_wait_s if terms is not None else 0.0
+    launch = terms.horovod_launch_s if terms is not None else 0.0
+    period = max(cycle_s, negotiation_s, 1e-9)
+    cycle = thread = min(0.0, enq[0]) if enq else 0.0
+    stream, comm, ops, i = 0.0, 0.0, 0, 0
+    done: list[float] = []
+    spans: list[tuple[float, float]] = []
+    while i < len(order):
+        cycle = max(thread, cycle)
+        if enq[i] > cycle:  # nothing enqueued: empty cycles until the next tensor is
+            cycle = enq[i] if period <= 1e-9 else \
+                cycle + period * math.ceil((enq[i] - cycle) / period)
         j = i
-        while j < len(pending) and times[j] <= t:
+        while j < len(order) and enq[j] <= cycle:
             j += 1
-        cost = negotiation_s
-        fused, filled = 0, 0
-        for g in pending[i:j]:
-            if filled and filled + g.bytes > fusion_bytes:
-                cost += _fused(filled, fused, allreduce, memcpy_bytes_per_s)
-                ops += 1
-                fused, filled = 0, 0
-            fused += 1
-            filled += g.bytes
-        cost += _fused(filled, fused, allreduce, memcpy_bytes_per_s)
-        ops += 1
-        end = t + cost
-        comm += cost
+        thread = cycle + negotiation_s
+        if terms is not None:
+            t["negotiation"] += negotiation_s
+        responses: list[list[int]] = [[]]
+        filled = 0
+        for k in range(i, j):
+            if responses[-1] and filled + order[k].bytes > fusion_bytes:
+                responses.append([])
+                filled = 0
+            responses[-1].append(k)
+            filled += order[k].bytes
+        for resp in responses:
+            ready = max(data[k] for k in resp)
+            gpu_wait = terms is not None and terms.gpu_ready_wait
+            if ready > thread and not gpu_wait:  # WaitForData on the CPU: the thread
+                thread = ready + wake              # sleeps until the last of them exists
+                if terms is not None:
+                    t["ready waits"] += wake
+            thread += launch
+            n = sum(order[k].bytes for k in resp)
+            copies = 2 * n / copy_bps if len(resp) > 1 else 0.0
+            if terms is not None and not terms.nccl_avg and len(resp) == 1:
+                copies += n / copy_bps  # postscale: ScaleBuffer on a single tensor
+            cost = allreduce(n) + copies
+            # Horovod >= 0.23 without its timeline: the stream waits for the ready
+            # events (gpuStreamWaitEvent) and the thread goes on to the next cycle
+            start = max(thread, stream, ready if gpu_wait else 0.0)
+            stream = start + cost
+            if terms is None:  # CPU tensors (Gloo, MPI): the thread runs the allreduce
+                thread = stream
+            spans.append((start, stream))
+            done += [stream] * len(resp)
+            comm += cost
+            ops += 1
+            if terms is not None:
+                t["launches"] += launch
+                t["fusion copies"] += copies
         i = j
-        t = max(end, t + cycle_s)  # the next cycle starts a cycle after this one began
-    return _finish(compute, end, comm, ops)
-
-
-def _fused(n: float, tensors: int, allreduce: Callable[[float], float],
-           memcpy_bytes_per_s: float) -> float:
-    copies = 2 * n / memcpy_bytes_per_s if tensors > 1 else 0.0  # in and out of the buffer
-    return allreduce(n) + copies
+        cycle += period
+    end = stream
+    backward = compute.backward_s
+    after = 0.0
+    if terms is not None:
+        t["contention"] = terms.contention * _overlap(spans, backward)
+        backward += t["contention"]
+        sync = backward  # optimizer.synchronize(): every handle in hook order, in Python
+        for d in done:
+            sync = max(sync, d) + terms.sync_per_tensor_s
+        after = max(0.0, sync - max(end, backward))
+        t["synchronize"] = after
+        # the CPU's lead is gone (completion waited on the CPU): the host tail is exposed
+        t["host tail"] = len(order) * terms.host_tail_per_grad_s + terms.host_tail_fixed_s
+        after += t["host tail"]
+    return _finish(compute, end, comm, ops, backward, after, t)

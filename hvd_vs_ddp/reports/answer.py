@@ -113,6 +113,15 @@ def answers(data: Data, cmp: pd.DataFrame, margin: float) -> list[dict[str, Any]
     return out
 
 
+# --- issue 29: where the answers hold (hvd_vs_ddp/reports/conditions.py) -------------
+def where_it_holds(data: Data) -> list[str]:
+    """One line per run: the device kind and count, cores per rank, the link between
+    ranks, and (labelled) what a projection onto GPUs expects for the same workload."""
+    from hvd_vs_ddp.reports.conditions import where_it_holds as lines
+    return lines(data)
+# --- end issue 29 -------------------------------------------------------------------
+
+
 def verdicts_doc(data: Data, cmp: pd.DataFrame, margin: float) -> dict[str, Any]:
     """The verdicts.json document (docs/verdicts-format.md)."""
     pairs = [{"run": r["run"], "case": r["case"], "world_size": int(r["world_size"]),
@@ -121,7 +130,8 @@ def verdicts_doc(data: Data, cmp: pd.DataFrame, margin: float) -> dict[str, Any]
             "level": 0.95, "runs": [{"name": r.name, "path": str(r.path),
                                      "repeat": r.manifest.repeat or 1}
                                     for r in data.runs],
-            "answers": answers(data, cmp, margin), "pairs": pairs,
+            "answers": answers(data, cmp, margin), "holds_for": where_it_holds(data),
+            "pairs": pairs,
             "each_at_its_best": at_best(data, margin),
             "unreadable": [{"run": r.name, "cell": c.id, "reason": c.unreadable}
                            for r in data.runs for c in r.unreadable]}

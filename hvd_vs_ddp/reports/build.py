@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hvd_vs_ddp.reports import compare, cost, tables, tails, tuning, verdicts
-from hvd_vs_ddp.reports.answer import answers, verdicts_doc
+from hvd_vs_ddp.reports.answer import answers, verdicts_doc, where_it_holds
 from hvd_vs_ddp.reports.errors import ReportError
 from hvd_vs_ddp.reports.figures import Figures, training_figures
 from hvd_vs_ddp.reports.figures_comm import comm_figures
@@ -208,7 +208,8 @@ def build_report(run_dirs: list[Path], out: Path,
     if projected is not None:  # last: apart from every measured figure
         sections.append(projected)
     heads = compare.headlines(data, cmp, ba, margin,
-                              [a["sentence"] for a in answers(data, cmp, margin)])
+                              [a["sentence"] for a in answers(data, cmp, margin)]
+                              + where_it_holds(data))
     sub = _subtitle(runs)
 
     written = [figdir / f"{f.name}.png" for f in figs.items]

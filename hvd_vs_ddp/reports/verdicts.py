@@ -27,33 +27,20 @@ import math
 import sys
 from dataclasses import dataclass
 
+from hvd_vs_ddp.runs.margin import (  # noqa: F401 (the words, shared with the projection)
+    DEFAULT_MARGIN,
+    EQUIVALENT,
+    FASTER,
+    INCONCLUSIVE,
+    VERDICTS,
+    band,
+    check_margin,
+    classify,
+)
 from hvd_vs_ddp.runs.stats import RatioCI
 
-DEFAULT_MARGIN = 0.05
-FASTER, EQUIVALENT, INCONCLUSIVE = "faster", "equivalent", "inconclusive"
-VERDICTS = (FASTER, EQUIVALENT, INCONCLUSIVE)
 OVERHEAD = "framework overhead without communication"
 MAX_REPS = 100  # beyond this the estimate says "more than 100"
-
-
-def check_margin(m: float) -> float:
-    if not (isinstance(m, (int, float)) and 0 < m < 1):
-        raise ValueError(f"--margin {m!r}: expected a fraction between 0 and 1, e.g. 0.05 "
-                         "for ±5%")
-    return float(m)
-
-
-def band(m: float) -> tuple[float, float]:
-    return 1 / (1 + m), 1 + m
-
-
-def classify(lo: float, hi: float, m: float) -> str:
-    low, high = band(m)
-    if lo > high or hi < low:
-        return FASTER
-    if low <= lo and hi <= high:
-        return EQUIVALENT
-    return INCONCLUSIVE
 
 
 def reps_needed(ci: RatioCI, m: float) -> int | None:

@@ -138,15 +138,29 @@ def test_layout_of_a_workload_holds_every_gradient_once():
         model_layout("nope", 4)
 
 
-def test_validation_meets_its_goal_and_every_row_has_a_source():
-    checked = validation.check_all(draws=30)
-    rows = validation.rows()
-    assert len(checked) == len(rows) >= 30
-    assert all(r["source"] and r["url"].startswith("https://") and r["compute_source"]
-               for r in rows)
-    assert all(math.isfinite(c.error) for c in checked)
-    assert validation.median_abs_error(checked) <= validation.GOAL, \
-        validation.markdown(checked)
+def test_validation_out_of_sample_meets_its_error_and_coverage_goals():
+    rows, pairs = validation.rows(), validation.h2h_rows()
+    assert len(rows) >= 30 and len(pairs) >= 20
+    for r in rows + pairs:
+        assert r["source"] and r["url"].startswith("https://") and r["compute_source"], r["id"]
+    assert all(r["assumptions"] and r["reading"] and r["scope"] for r in pairs)
+    assessed = validation.loso()
+    s = validation.summary(assessed)
+    assert s["head_to_head_rows"] >= 20
+    assert all(math.isfinite(v.error) for r in assessed for v in r.values)
+    # issue 29's goals that the model meets, out of sample (docs/projection.md)
+    assert max(s["median_abs_error"].values()) <= validation.GOAL, validation.goals_line(s)
+    assert s["coverage"] >= validation.GOAL_COVERAGE, validation.goals_line(s)
+    # the projected ratios' bands hold the published ratios (the verdict agreement goal
+    # itself is not met: the head-to-head verdicts are inconclusive, docs/projection.md)
+    assert s["ratio_coverage"] >= validation.GOAL_COVERAGE, validation.goals_line(s)
+
+
+def test_every_head_to_head_row_reports_both_errors_and_a_verdict():
+    for r in validation.loso():
+        if r.head_to_head:
+            assert r.published_verdict and r.verdict and r.ratio[1] <= r.ratio[0] <= r.ratio[2]
+            assert len(r.values) in (0, 2)  # time-only rows carry the ratio alone
 
 
 def _doc(tmp_path):
@@ -175,6 +189,18 @@ def test_project_writes_a_labelled_projection_the_report_shows(tmp_path):
     paths = build_report([run], tmp_path / "out" / "report.html")
     md = paths.markdown.read_text()
     assert "## Projection" in md and "not measured" in md and "Validation against" in md
+    assert "Horovod / DDP, projected" in md and "head-to-head" in md
+    assert md.index("Horovod / DDP, projected") < md.index("Validation against")
+    assert doc["format_version"] == 2
+    # the answer block says where the measured answers hold, and what the projection
+    # onto GPUs expects, labelled (issue 29)
+    assert "These measured answers hold for CPU only" in md and "cores shared" in md
+    assert "needs its one-GPU step" in md  # a CPU run's projection is no GPU expectation
+    verdicts_json = json.loads((tmp_path / "out" / "verdicts.json").read_text())
+    assert verdicts_json["holds_for"] and "hold for" in verdicts_json["holds_for"][0]
+    for c in doc["workloads"][0]["comparison"]:
+        assert c["verdict"] in ("faster", "equivalent", "inconclusive") and c["text"]
+        assert c["ratio"][1] <= c["ratio"][0] <= c["ratio"][2]
     # a broken projection.json is a note, never a failed report
     (run / "projection.json").write_text("{\"format\": \"hvd-vs-ddp/projection\"")
     md = build_report([run], tmp_path / "out2" / "report.html").markdown.read_text()

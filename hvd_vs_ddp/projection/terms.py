@@ -1,0 +1,253 @@
+"""The GPU-side costs the schedule charges beside the allreduces, each a named term.
+
+Every term is a mechanism read in the libraries' code, with a default range (the band
+draws it uniformly over the range) and where it comes from. `python -m
+hvd_vs_ddp.projection.terms` prints the table docs/projection.md carries.
+
+Both libraries
+- contention: while communication kernels run beside backward (NCCL runs one thread
+  block per channel, each on its own SM, and shares the device's memory bandwidth),
+  backward computes more slowly; each second of communication overlapped with backward
+  costs backward `contention` seconds.
+DDP (torch/csrc/distributed/c10d/reducer.cpp)
+- bucket copies: with gradient_as_bucket_view=False (the default) each gradient is
+  copied into its bucket while backward runs (mark_variable_ready_dense: mul_out, the
+  division by the world size fused with the copy) and the reduced bucket is copied back
+  after the last allreduce (finalize_bucket_dense): each a read and a write of the
+  gradient bytes at device memory bandwidth.
+- launch: one allreduce per bucket, launched from C++ on the autograd thread.
+Horovod (horovod/common/operations.cc RunLoopOnce, ops/nccl_operations.cc,
+horovod/torch/optimizer.py)
+- negotiation: every cycle the background thread agrees with every rank on the tensors
+  ready (CacheCoordinator::sync, a bitwise allreduce of the response cache bits) over
+  its CPU controller, never over NCCL: MPI_Allreduce (recursive doubling for small
+  messages: ceil(log2 local) hops inside a node, ceil(log2 nodes) between nodes) or
+  Gloo's ring (gloo/allreduce.cc: 2(p-1) hops around all p ranks, `nodes` of every p
+  hops cross the host network). It grows with the number of nodes.
+- ready wait: before launching, each response waits for its tensors' ready events.
+  Horovod >= 0.23 without its timeline makes its stream wait for them
+  (NCCLAllreduce::WaitForData: gpuStreamWaitEvent) and the thread goes on; older
+  Horovod, or any with HOROVOD_TIMELINE set, waits on the CPU (HorovodOp::WaitForData;
+  torch's TorchReadyEvent::Ready is a cudaEventSynchronize with cudaEventBlockingSync,
+  so the thread sleeps, negotiates nothing meanwhile, and is woken by the driver).
+- fusion copies: a fused response is copied into the fusion buffer and back out
+  (ScaleMemcpyInFusionBuffer / ScaleMemcpyOutFusionBuffer, batched device-to-device
+  copies) on Horovod's stream, in series with its allreduce.
+- averaging: NCCL >= 2.10 averages inside the allreduce (ncclAvg); older NCCL
+  divides afterwards (postscale: fused into the copy out for fused responses, a
+  ScaleBuffer kernel, one more pass, for a single tensor).
+- synchronize: after backward, optimizer.synchronize() walks every gradient's handle in
+  Python (wait_and_clear, grad.set_), in the order the hooks fired.
+- host tail: with HOROVOD_ENABLE_ASYNC_COMPLETION off (the default) a finalizer thread
+  waits on the CPU for each response's completion event before its handles are done
+  (ops/gpu_operations.cc FinalizeGPUQueue), so synchronize() returns only once the GPU
+  has finished communicating: the CPU's lead over the GPU is gone, and the host work
+  of the step's tail (launching the optimizer's kernels, zero_grad, the next batch, the
+  first kernels of the next forward) runs while the GPU waits. DDP waits for its
+  buckets on the GPU (the work's stream sync), its CPU stays ahead and hides this work.
+- CPU lead: a gradient's hook fires when the CPU's autograd engine reaches it, which on
+  a GPU is ahead of the GPU computing it (kernel launches return at once). Horovod
+  negotiates what the CPU enqueued during a cycle and fuses it into one response, then
+  waits for every one of its tensors' ready events before launching it: the further
+  the CPU runs ahead, the more of backward one response waits for. DDP launches a
+  bucket on its communication stream behind an event, so the GPU starts it when its
+  data exists, whatever the CPU's lead. `cpu_us_per_grad` is the CPU's time per
+  gradient in backward (autograd, kernel launches, Horovod's hook).
+
+    from hvd_vs_ddp.projection.terms import TERMS, draw
+    t = draw(rng, gpu="a100")      # one draw of every term's value
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Term:
+    name: str
+    library: str            # "both", "ddp" or "horovod"
+    low: float
+    high: float
+    unit: str
+    mechanism: str
+    source: str
+    how_set: str
+
+
+_ASSUMED = "assumed range (no datasheet gives it); the band spans it"
+TERMS = {t.name: t for t in (
+    Term("contention", "both", 0.05, 0.30, "s of backward per s of overlapped communication",
+         "communication kernels (and Horovod's copies) share SMs and memory bandwidth with "
+         "backward",
+         "NCCL docs (NCCL_MIN_NCHANNELS/NCCL_MAX_NCHANNELS: one CTA per channel, 2-32 "
+         "channels on GPUs of 56-132 SMs) and memory bandwidth sharing; " + _ASSUMED,
+         "default range; a one-node run of the target machines calibrates it (docs/"
+         "projection.md, 'Measure one node, project many')"),
+    Term("ddp_launch_us", "ddp", 5, 20, "µs per bucket",
+         "DDP launches a bucket's allreduce from C++ when its last gradient is ready",
+         "torch/csrc/distributed/c10d/reducer.cpp (mark_bucket_ready); " + _ASSUMED,
+         "default range"),
+    Term("horovod_launch_us", "horovod", 10, 40, "µs per fused response",
+         "Horovod's op setup and NCCL launch per response (PerformOperation)",
+         "horovod/common/operations.cc PerformOperation, ops/nccl_operations.cc; "
+         + _ASSUMED, "default range"),
+    Term("ready_wait_us", "horovod", 5, 50, "µs per cycle with work",
+         "the background thread sleeps in cudaEventSynchronize (blocking sync) until the "
+         "gradients exist, then is woken by the driver",
+         "horovod/common/ops/collective_operations.cc WaitForData; horovod/torch/"
+         "ready_event.cc (cudaEventBlockingSync); OS wake-up latency, " + _ASSUMED,
+         "default range"),
+    Term("host_hop_fast_us", "horovod", 1, 10, "µs per controller message",
+         "one message of MPI's controller between two ranks over shared memory (inside a "
+         "node) or RDMA (between nodes on InfiniBand or RoCE)",
+         "typical MPI small-message latencies (shared memory about 1 µs, InfiniBand verbs "
+         "a few µs); " + _ASSUMED, "default range"),
+    Term("host_hop_tcp_us", "horovod", 15, 60, "µs per controller message",
+         "one message over TCP: Gloo's controller always (loopback inside a node), MPI's "
+         "between nodes joined by Ethernet",
+         "typical TCP round trips of tens of µs; " + _ASSUMED, "default range"),
+    Term("sync_us_per_tensor", "horovod", 3, 15, "µs per gradient",
+         "optimizer.synchronize(): wait_and_clear and grad.set_ per gradient in Python",
+         "horovod/torch/optimizer.py synchronize, horovod/torch/mpi_ops_v2.cc WaitAndClear;"
+         " measured here: 3-6 µs per tensor for allreduce_async_ + synchronize on a CPU "
+         "tensor at one rank (Horovod 0.28.1; GPU tensors add an event record)",
+         "default range"),
+    Term("host_tail_us_per_grad", "horovod", 5, 30, "µs of CPU per gradient",
+         "after synchronize() the GPU waits while the CPU launches the optimizer's "
+         "kernels (one or three per parameter without foreach) and zero_grad",
+         "horovod/common/ops/gpu_operations.cc FinalizeGPUQueue (async completion off by "
+         "default), horovod/torch/optimizer.py step; torch.optim per-parameter kernels; "
+         + _ASSUMED, "default range"),
+    Term("host_tail_fixed_us", "horovod", 200, 1000, "µs of CPU per step",
+         "the rest of the step's host tail: the loop, the next batch to the device, the "
+         "first forward launches before the GPU has work again",
+         "as host_tail_us_per_grad; " + _ASSUMED, "default range"),
+    Term("cpu_fwd_us_per_grad", "horovod", 10, 25, "µs of CPU per gradient in forward",
+         "the CPU issues forward's kernels (about one or two launches per parameter) "
+         "ahead of the GPU computing them, so it enters backward early by what it saved",
+         "CUDA programming guide (kernel launches are asynchronous); eager PyTorch's "
+         "per-operator host overhead of about 10 µs; " + _ASSUMED, "default range"),
+    Term("cpu_us_per_grad", "horovod", 30, 80, "µs of CPU per gradient in backward",
+         "the CPU issues backward's kernels (two or three per parameter) and runs "
+         "Horovod's hook for each gradient ahead of the GPU computing them",
+         "CUDA programming guide (asynchronous kernel launches); horovod/torch/"
+         "optimizer.py _make_hook -> allreduce_async_ (horovod/torch/mpi_ops_v2.cc "
+         "DoAllreduce: a ready event recorded, the tensor enqueued); measured here: 3-4 µs "
+         "per allreduce_async_ call on a CPU tensor, plus the Python hook and kernel "
+         "launches; " + _ASSUMED,
+         "default range; where the GPU computes a gradient faster than this the CPU sets "
+         "the pace and there is no lead"),
+    Term("copy_efficiency", "both", 0.70, 0.90, "of the device's memory bandwidth",
+         "device-to-device copies (DDP's bucket copies, Horovod's fusion buffer)",
+         "NVIDIA datasheets for the peak (below); " + _ASSUMED, "default range"),
+)}
+
+# Device memory bandwidth (bytes/s, peak) of the GPU that comes with each intra-node
+# link (NVIDIA datasheets); PCIe says nothing of the GPU: the range spans P100-H100 PCIe.
+GPU_MEMORY_BW = {
+    "nvlink1": (732e9, 732e9, "Tesla P100 SXM2: 732 GB/s HBM2"),
+    "nvlink2": (900e9, 900e9, "Tesla V100 SXM2: 900 GB/s HBM2"),
+    "nvlink3": (1555e9, 2039e9, "A100 SXM4: 1555 GB/s (40 GB) to 2039 GB/s (80 GB) HBM2e"),
+    "nvlink4": (3350e9, 3350e9, "H100 SXM5: 3.35 TB/s HBM3"),
+    "nvlink5": (8000e9, 8000e9, "B200: 8 TB/s HBM3e"),
+    "pcie3": (732e9, 900e9, "PCIe 3 nodes: P100 (732 GB/s) to V100 PCIe (900 GB/s)"),
+    "pcie4": (900e9, 2039e9, "PCIe 4 nodes: V100 to A100 PCIe (1.9-2 TB/s)"),
+    "pcie5": (2000e9, 3350e9, "PCIe 5 nodes: A100 to H100 (2-3.35 TB/s)"),
+}
+CONTROLLERS = ("mpi", "gloo")
+
+
+@dataclass(frozen=True)
+class Drawn:
+    """One draw of every term (seconds, fractions, bytes/s)."""
+    contention: float
+    ddp_launch_s: float
+    horovod_launch_s: float
+    ready_wait_s: float
+    hop_intra_s: float
+    hop_inter_s: float
+    sync_per_tensor_s: float
+    copy_bytes_per_s: float
+    cpu_per_grad_s: float = 0.0
+    cpu_fwd_per_grad_s: float = 0.0
+    host_tail_per_grad_s: float = 0.0
+    host_tail_fixed_s: float = 0.0
+    controller: str = "mpi"
+    nccl_avg: bool = True
+    bucket_view: bool = False
+    gpu_ready_wait: bool = True    # Horovod >= 0.23 without timeline (see above)
+
+    def negotiation_s(self, devices: int, per_node: int) -> float:
+        """One cycle's agreement over the CPU controller among all ranks."""
+        if devices <= 1:
+            return 0.0
+        local = min(devices, per_node)
+        nodes = -(-devices // per_node)
+        if self.controller == "gloo":  # ring: 2(p-1) hops, `nodes` of every p cross nodes
+            hops = 2 * (devices - 1)
+            inter = hops * (nodes / devices if nodes > 1 else 0.0)
+            return (hops - inter) * self.hop_intra_s + inter * self.hop_inter_s
+        return (int(np.ceil(np.log2(local))) * self.hop_intra_s
+                + int(np.ceil(np.log2(nodes))) * self.hop_inter_s)
+
+
+def _u(rng: np.random.Generator, term: str, lo: float | None = None,
+       hi: float | None = None) -> float:
+    t = TERMS[term]
+    return float(rng.uniform(t.low if lo is None else lo, t.high if hi is None else hi))
+
+
+def draw(rng: np.random.Generator, intra: str = "nvlink4", controller: str = "mpi",
+         nccl_avg: bool = True, inter: str = "", bucket_view: bool = False,
+         contention_scale: float = 1.0, middle: bool = False,
+         gpu_ready_wait: bool = True) -> Drawn:
+    """One draw of every term. Always the same number of calls to `rng`, whatever the
+    library, so two libraries drawn with the same seed see the same machine (their
+    ratio's band then carries only what differs between them). `middle`: every range's
+    midpoint instead of a draw."""
+    if middle:
+        rng = _Middle()  # type: ignore[assignment]
+    lo_bw, hi_bw, _ = GPU_MEMORY_BW.get(intra, (300e9, 3350e9, ""))
+    fast, tcp = _u(rng, "host_hop_fast_us") * 1e-6, _u(rng, "host_hop_tcp_us") * 1e-6
+    rdma = inter.startswith(("ib-", "roce-"))
+    return Drawn(
+        contention=_u(rng, "contention") * contention_scale,
+        ddp_launch_s=_u(rng, "ddp_launch_us") * 1e-6,
+        horovod_launch_s=_u(rng, "horovod_launch_us") * 1e-6,
+        ready_wait_s=_u(rng, "ready_wait_us") * 1e-6,
+        hop_intra_s=fast if controller == "mpi" else tcp,
+        hop_inter_s=fast if controller == "mpi" and rdma else tcp,
+        sync_per_tensor_s=_u(rng, "sync_us_per_tensor") * 1e-6,
+        copy_bytes_per_s=float(rng.uniform(lo_bw, hi_bw)) * _u(rng, "copy_efficiency"),
+        cpu_per_grad_s=_u(rng, "cpu_us_per_grad") * 1e-6,
+        cpu_fwd_per_grad_s=_u(rng, "cpu_fwd_us_per_grad") * 1e-6,
+        host_tail_per_grad_s=_u(rng, "host_tail_us_per_grad") * 1e-6,
+        host_tail_fixed_s=_u(rng, "host_tail_fixed_us") * 1e-6,
+        controller=controller, nccl_avg=nccl_avg, bucket_view=bucket_view,
+        gpu_ready_wait=gpu_ready_wait)
+
+
+class _Middle:
+    @staticmethod
+    def uniform(lo: float, hi: float) -> float:
+        return (lo + hi) / 2
+
+
+def table() -> str:
+    lines = ["| term | library | default range | mechanism | source | how it is set |",
+             "| --- | --- | --- | --- | --- | --- |"]
+    for t in TERMS.values():
+        lines.append(f"| {t.name} | {t.library} | {t.low:g}-{t.high:g} {t.unit} | "
+                     f"{t.mechanism} | {t.source} | {t.how_set} |")
+    lines.append("| device memory bandwidth | both | " + "; ".join(
+        f"{k}: {v[2]}" for k, v in GPU_MEMORY_BW.items()) + " | copies run at it | NVIDIA "
+        "datasheets | from --intra-node |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(table())
+    sys.exit(0)

@@ -1,0 +1,83 @@
+"""The projection's headline: Horovod / DDP at every size, its band and a verdict.
+
+For each device count, the best Horovod and the best DDP (highest median projected
+samples/s, as the report's answers take the best measured of each) are compared draw
+by draw: both were drawn from the same seed (hvd_vs_ddp/projection/model.py), so the
+ratio's band carries what differs between them, and the model's own error for the
+ratio (out-of-sample residuals of published head-to-head results,
+hvd_vs_ddp/projection/errors.py) is drawn on top. The verdict uses the report's words
+and margin (hvd_vs_ddp/runs/margin.py): "faster" beyond the margin, "equivalent" inside
+it, "inconclusive" when the band straddles an edge, and then the line says what would
+settle it.
+
+    rows = compare(projected, inputs, margin=0.05, from_run=False)
+    rows[0]["text"]  # "DDP is 9% faster than Horovod (projected ratio 0.917 [0.87-0.96])"
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from hvd_vs_ddp.backends.catalog import DDP, HOROVOD_LIB
+from hvd_vs_ddp.runs.margin import DEFAULT_MARGIN, EQUIVALENT, FASTER, classify
+
+LEVEL = 95
+
+
+def _best(projected: list, kind: str, n: int):
+    mine = [p for p in projected if p.devices == n and p.kind == kind]
+    return max(mine, key=lambda p: p.samples_per_s.median) if mine else None
+
+
+def settle(n: int, per_node: int, from_run: bool, calibrated: bool) -> str:
+    """What measurement would settle an inconclusive projected verdict."""
+    if n <= per_node:
+        return (f"a run of both libraries on one node of the target machines at {n} "
+                "devices measures it directly (hvd-vs-ddp run)")
+    if not (from_run and calibrated):
+        return (f"a run of both libraries on one node of the target machines ({per_node} "
+                "devices: hvd-vs-ddp run), then hvd-vs-ddp project RUN_DIR calibrates each "
+                "library's terms on it (docs/projection.md, 'Measure one node, project "
+                "many')")
+    return ("a run on two nodes of the target machines (the smallest size that crosses "
+            "the network) narrows the model's error")
+
+
+def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: bool = False,
+            calibrated: bool = False, seed: int = 0) -> list[dict]:
+    out = []
+    for n in sorted({p.devices for p in projected}):
+        h, d = _best(projected, "horovod", n), _best(projected, "ddp", n)
+        if h is None or d is None or not h.draws or not d.draws:
+            continue
+        ratio = np.asarray(h.draws) / np.asarray(d.draws)
+        inputs_lo, inputs_hi = np.percentile(ratio, [(100 - LEVEL) / 2, (100 + LEVEL) / 2])
+        if inputs.model_error is not None and n > 1:
+            err = inputs.model_error.draws("ratio", np.random.default_rng([seed, n, 11]),
+                                           ratio.size)
+            ratio = ratio * np.exp(err)
+        med = float(np.median(np.asarray(h.draws) / np.asarray(d.draws)))
+        lo, hi = (float(x) for x in np.percentile(ratio, [(100 - LEVEL) / 2,
+                                                          (100 + LEVEL) / 2]))
+        lo, hi = min(lo, med), max(hi, med)
+        v = classify(lo, hi, margin) if n > 1 else EQUIVALENT
+        faster = (HOROVOD_LIB if med > 1 else DDP) if v == FASTER else None
+        band = f"projected ratio {med:.3f} [{lo:.3f}-{hi:.3f}]"
+        if n == 1:
+            text = f"nothing is communicated; both run the same compute ({band})"
+        elif v == FASTER:
+            fast, slow = (h.library, d.library) if faster == HOROVOD_LIB else \
+                (d.library, h.library)
+            text = (f"{fast} is {(max(med, 1 / med) - 1) * 100:.0f}% faster than {slow} "
+                    f"({band})")
+        elif v == EQUIVALENT:
+            text = f"{h.library} and {d.library} are equivalent within ±{margin:.0%} ({band})"
+        else:
+            text = (f"{h.library} vs {d.library}: inconclusive at ±{margin:.0%} ({band}); "
+                    f"what would settle it: {settle(n, inputs.per_node, from_run, calibrated)}")
+        out.append({"devices": n, "nodes": h.nodes, "horovod": h.library, "ddp": d.library,
+                    "ratio": [med, lo, hi],
+                    "ratio_inputs_only": [float(np.median(np.asarray(h.draws)
+                                                          / np.asarray(d.draws))),
+                                          float(inputs_lo), float(inputs_hi)],
+                    "margin": margin, "verdict": v, "faster": faster, "text": text})
+    return out

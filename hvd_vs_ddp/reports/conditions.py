@@ -1,0 +1,89 @@
+"""Where a run's answers hold: one line per run for the report's answer block (issue 29).
+
+A measured verdict holds for the machine that measured it: the device kind and count,
+the cores each rank had, the link between ranks. On a CPU host with fewer cores than
+ranks, Horovod's background thread takes a core from training (the report's "Where the
+step goes" notes show it), which a GPU machine does not share; so the line says so, and,
+where the run allows (a GPU run with a projection onto GPU links, RUN_DIR/projection.json
+from `hvd-vs-ddp project`), what that projection expects there, labelled a projection;
+a CPU run's projection carries the CPU's compute, so for a CPU run the line names the
+command that gives a GPU expectation instead.
+
+    from hvd_vs_ddp.reports.conditions import where_it_holds
+    for line in where_it_holds(data): print(line)
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hvd_vs_ddp.reports.projection_section import FILE, FORMAT
+
+
+def _sizes(run) -> list[int]:
+    return sorted({int(c.entry.world_size) for c in run.cells
+                   if getattr(getattr(c, "entry", None), "world_size", None)})
+
+
+def _link(run) -> str:
+    hosts = {str(h) for c in run.cells
+             if (h := getattr(getattr(c, "entry", None), "hosts", None))}
+    return ("ranks on several hosts (" + ", ".join(sorted(hosts)) + ")" if hosts else
+            "all ranks on one host (loopback and shared memory, no network)")
+
+
+def _projected(run) -> str | None:
+    f = Path(run.path) / FILE
+    try:
+        doc = json.loads(f.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        return None
+    t = doc.get("target") or {}
+    if t.get("interconnect") in (None, "measured"):
+        return None
+    said = []
+    for w in doc.get("workloads") or []:
+        for c in (w.get("comparison") or [])[-1:]:  # its largest size
+            said.append(f"{w.get('workload')} at {c.get('devices')} devices: {c.get('text')}")
+    if not said:
+        return None
+    return (f"PROJECTION (not measured) for {t.get('intra_node')} nodes of "
+            f"{t.get('devices_per_node')} joined by {t.get('nics_per_node')} x "
+            f"{t.get('interconnect')}: " + "; ".join(said))
+
+
+def where_it_holds(data) -> list[str]:
+    out = []
+    multi = len(data.runs) > 1
+    for run in data.runs:
+        hw = run.hardware
+        sizes = _sizes(run) or [1]
+        gpus = hw.get("gpus") or []
+        if run.gpus:
+            kind = ", ".join(sorted({str(g) for g in gpus})) if isinstance(gpus, list) \
+                else "GPU"
+            device = f"{run.gpus} GPU{'s' if run.gpus > 1 else ''} ({kind})"
+            per_rank = f"{run.cores} CPU cores on the host"
+        else:
+            device = f"CPU only ({hw.get('cpu') or 'unknown CPU'}, no GPU)"
+            per_rank = f"{run.cores} cores shared by the ranks: " + ", ".join(
+                f"{run.cores / n:.2g} per rank at {n}" for n in sizes)
+        line = (("[" + run.name + "] " if multi else "") +
+                f"These measured answers hold for {device}; {per_rank}; {_link(run)}.")
+        if not run.gpus and any(n > run.cores for n in sizes):
+            line += (" With more ranks than cores, Horovod's background thread takes a "
+                     "core from training; on GPU machines it does not.")
+        projected = _projected(run) if run.gpus else None
+        if projected:
+            line += " " + projected + "."
+        elif run.gpus:
+            line += (" hvd-vs-ddp project RUN_DIR gives what to expect on more GPU nodes "
+                     "(a projection; docs/projection.md).")
+        else:  # a CPU run's projection carries the CPU's compute: no GPU expectation
+            line += (" What to expect on GPUs for this workload needs its one-GPU step: "
+                     "hvd-vs-ddp project --compute-ms MS --model ... (a projection; "
+                     "docs/projection.md).")
+        out.append(line)
+    return out
