@@ -210,7 +210,7 @@ CASES: list[Case] = [
         (["--compute-ms", "97", "--model", "bert-xxl", "--devices", "8", "--interconnect",
           "ib-hdr"], ("cannot analyse model 'bert-xxl'", "resnet50")),
         (["--compute-ms", "97", "--model", "resnet50", "--devices", "8", "--interconnect",
-          "ib-hdr", "--controller", "nccl"], ("--controller 'nccl'", "mpi", "gloo")),
+          "ib-hdr", "--controller", "nccl"], ("--controller", "'nccl'", "mpi", "gloo")),
         *[(["--compute-ms", "97", "--model", "resnet50", "--devices", "8", "--interconnect",
             "ib-hdr", "--margin", m], ("--margin",)) for m in ("0", "1", "-0.1", "x")],
     )],

@@ -197,39 +197,45 @@ def _add_report(sub) -> None:
 
 
 def _add_project(sub) -> None:
+    from hvd_vs_ddp.projection.collectives import ALGORITHMS
+    from hvd_vs_ddp.projection.terms import CONTROLLERS
+
     pro = sub.add_parser("project", help="predict each library on a cluster you do not have "
                          "(labelled a projection; docs/projection.md)")
     pro.add_argument("run_dir", nargs="?", type=argtypes.given, metavar="RUN_DIR",
                      help="the run to project from (or --compute-ms with --model)")
-    pro.add_argument("--devices", type=argtypes.given, required=True,
+    pro.add_argument("--devices", type=argtypes.devices, required=True,
                      help="comma-separated device counts to predict, e.g. 8,64,512")
-    pro.add_argument("--devices-per-node", type=argtypes.given,
+    pro.add_argument("--devices-per-node", type=argtypes.count, default=8,
                      help="devices per node (default 8)")
-    pro.add_argument("--interconnect", type=argtypes.given, required=True, help="between nodes: "
-                     "a row of `python -m hvd_vs_ddp.projection.interconnects` (ib-hdr, "
-                     "roce-100g, ...), or `measured` (the run's own allreduce fits)")
+    pro.add_argument("--interconnect", type=argtypes.given, required=True, help="between "
+                     "nodes: a row of `python -m hvd_vs_ddp.projection.interconnects` "
+                     "(ib-hdr, roce-100g, ...), or `measured` (the run's own allreduce fits)")
     pro.add_argument("--intra-node", type=argtypes.given, help="inside a node: nvlink1-5, "
                      "pcie3-5 (default nvlink4)")
-    pro.add_argument("--nics-per-node", type=argtypes.given, help="NICs per node (default 1)")
-    pro.add_argument("--algorithm", default="auto", help="allreduce algorithm: auto (the "
-                     "faster of ring and tree, as NCCL picks), ring, tree, hierarchical")
-    pro.add_argument("--workloads", type=argtypes.given,
+    pro.add_argument("--nics-per-node", type=argtypes.count, default=1,
+                     help="NICs per node (default 1)")
+    pro.add_argument("--algorithm", default="auto", choices=ALGORITHMS, help="allreduce "
+                     "algorithm: auto (the faster of ring and tree, as NCCL picks), ring, "
+                     "tree, hierarchical")
+    pro.add_argument("--workloads", type=argtypes.workloads_of_a_run,
                      help="comma-separated workloads of the run")
-    pro.add_argument("--compute-ms", type=argtypes.given, help="a published single-device step "
-                     "time in ms, instead of a run")
+    pro.add_argument("--compute-ms", type=argtypes.milliseconds, help="a published "
+                     "single-device step time in ms, instead of a run")
     pro.add_argument("--model", type=argtypes.given, help="with --compute-ms: a torchvision "
                      "classifier or a workload of this project")
-    pro.add_argument("--batch-size", type=argtypes.given, help="with --compute-ms: samples per "
-                     "device per step (default 32)")
+    pro.add_argument("--batch-size", type=argtypes.count, help="with --compute-ms: samples "
+                     "per device per step (default 32)")
     pro.add_argument("--no-calibrate", action="store_true", help="leave out the "
                      "calibration: each library's step measured at the run's largest world "
                      "size minus the model's there, carried to every size (on by default)")
-    pro.add_argument("--controller", type=argtypes.given, help="Horovod's CPU controller on "
-                     "the target: mpi (default) or gloo (its negotiation each cycle)")
-    pro.add_argument("--margin", type=argtypes.given, help="the verdicts' practical margin "
-                     "(default 0.05, as the report's)")
-    pro.add_argument("--draws", type=argtypes.given, help="Monte Carlo draws for the bands "
-                     "(default 400)")
+    pro.add_argument("--controller", default="mpi", choices=CONTROLLERS, help="Horovod's CPU "
+                     "controller on the target: mpi (default) or gloo (its negotiation each "
+                     "cycle)")
+    pro.add_argument("--margin", type=argtypes.fraction, default=None, help="the verdicts' "
+                     "practical margin (default 0.05, as the report's)")
+    pro.add_argument("--draws", type=argtypes.draws, default=400,
+                     help="Monte Carlo draws for the bands (default 400)")
     pro.add_argument("-o", "--output", type=argtypes.given, help="the JSON to write (default: "
                      "RUN_DIR/projection.json; with --compute-ms, none)")
     pro.set_defaults(fn=_project)

@@ -118,3 +118,30 @@ def _preset(text: str) -> str:
 
 
 preset = _typed(_preset, "preset")
+
+
+# -- project ----------------------------------------------------------------
+MAX_DEVICES = 1_000_000   # a device count past this is a typo, not a cluster
+MAX_DRAWS = 20_000        # 400 gives a 95% band to about 1%
+
+
+def _devices(text: str) -> tuple[int, ...]:
+    return tuple(values.int_list(text, minimum=1, maximum=MAX_DEVICES, example="8,64,512"))
+
+
+def _draws(text: str) -> int:
+    value = values.positive_int(text, example="400")
+    if value > MAX_DRAWS:
+        raise ValueError(f"at most {MAX_DRAWS} (400 gives a 95% band to about 1%)")
+    return value
+
+
+def _milliseconds(text: str) -> float:
+    return values.number(text, low=0, example="97")
+
+
+devices = _typed(_devices, "devices")
+draws = _typed(_draws, "draws", number=True)
+milliseconds = _typed(_milliseconds, "milliseconds", number=True)
+workloads_of_a_run = _typed(lambda t: tuple(values.names(t, None, "workload")),
+                            "workloads_of_a_run")  # judged against the run's own

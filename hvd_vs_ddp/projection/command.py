@@ -19,7 +19,6 @@ and exit 2, before any work.
 from __future__ import annotations
 
 import datetime
-import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -29,16 +28,12 @@ import numpy as np
 from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.projection import interconnects
-from hvd_vs_ddp.projection.collectives import ALGORITHMS
 from hvd_vs_ddp.projection.model import Inputs, Library, Links, Projected, calibrate, project
-from hvd_vs_ddp.projection.terms import CONTROLLERS
 from hvd_vs_ddp.runs.margin import DEFAULT_MARGIN
 
 FORMAT, FORMAT_VERSION = "hvd-vs-ddp/projection", 2
 LABEL = "PROJECTION: predicted by a model, not measured"
 DEFAULT_INTRA = "nvlink4"
-MAX_DEVICES = 1_000_000
-MAX_DRAWS = 20_000
 VALIDATION_DRAWS = 100  # per published row, for the model's error and the table
 
 
@@ -46,46 +41,11 @@ class ProjectError(InputError):
     pass
 
 
-def _int_list(flag: str, text: str) -> list[int]:
-    try:
-        values = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        values = []
-    if not values or any(not 1 <= v <= MAX_DEVICES for v in values):
-        raise ProjectError(f"{flag} {text!r}: expected comma-separated integers from 1 to "
-                           f"{MAX_DEVICES}, e.g. {flag} 8,64,512")
-    return sorted(set(values))
-
-
-def _int(flag: str, text: str | None, default: int) -> int:
-    if text is None:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1 or str(value) != text.strip():
-        raise ProjectError(f"{flag} {text!r}: expected an integer >= 1")
-    return value
-
-
-def _positive(flag: str, text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not (0 < value < math.inf):
-        raise ProjectError(f"{flag} {text!r}: expected a number > 0")
-    return value
-
-
 def check(args) -> dict[str, Any]:
-    """Every option checked before any work; the settings to project with."""
-    s: dict[str, Any] = {"devices": _int_list("--devices", args.devices),
-                         "per_node": _int("--devices-per-node", args.devices_per_node, 8),
-                         "nics": _int("--nics-per-node", args.nics_per_node, 1)}
-    if args.algorithm not in ALGORITHMS:
-        raise ProjectError(f"--algorithm {args.algorithm!r}: one of {', '.join(ALGORITHMS)}")
+    """What needs several options together, judged before any work (argparse has parsed
+    and checked each value: hvd_vs_ddp/cli/args.py); the settings to project with."""
+    s: dict[str, Any] = {"devices": list(args.devices), "per_node": args.devices_per_node,
+                         "nics": args.nics_per_node}
     measured = args.interconnect == interconnects.MEASURED
     s["links"] = None if measured else Links(
         interconnects.get(args.intra_node or DEFAULT_INTRA, "intra"),
@@ -113,22 +73,12 @@ def check(args) -> dict[str, Any]:
         if args.workloads:
             raise ProjectError("--workloads picks a run's workloads; with --compute-ms "
                                "name the model with --model")
-        s["compute_s"] = _positive("--compute-ms", args.compute_ms) / 1000
-        s["batch"] = _int("--batch-size", args.batch_size, 32)
-    s["workloads"] = [w.strip() for w in args.workloads.split(",") if w.strip()] \
-        if args.workloads else None
-    s["controller"] = getattr(args, "controller", None) or "mpi"
-    if s["controller"] not in CONTROLLERS:
-        raise ProjectError(f"--controller {s['controller']!r}: one of {', '.join(CONTROLLERS)}")
-    margin = getattr(args, "margin", None)
-    s["margin"] = DEFAULT_MARGIN if margin is None else _positive("--margin", margin)
-    if not s["margin"] < 1:
-        raise ProjectError(f"--margin {margin!r}: expected a fraction between 0 and 1, e.g. "
-                           "0.05 for ±5%")
-    s["draws"] = _int("--draws", args.draws, 400)
-    if s["draws"] > MAX_DRAWS:
-        raise ProjectError(f"--draws {args.draws}: at most {MAX_DRAWS} (400 gives a 95% band "
-                           "to about 1%)")
+        s["compute_s"] = args.compute_ms / 1000
+        s["batch"] = args.batch_size or 32
+    s["workloads"] = list(args.workloads) if args.workloads else None
+    s["controller"] = args.controller
+    s["margin"] = DEFAULT_MARGIN if args.margin is None else args.margin
+    s["draws"] = args.draws
     out = args.output or (str(Path(args.run_dir) / "projection.json") if args.run_dir else None)
     if out and Path(out).is_dir():
         raise ProjectError(f"--output {out}: is a directory; name a .json file")
