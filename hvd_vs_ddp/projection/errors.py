@@ -69,11 +69,20 @@ def _noise(rs: list[Residual]) -> tuple[float, int]:
     return (math.sqrt(ss / df) if df else 0.0), df
 
 
-def model_error(residuals: Iterable[Residual | tuple], leave_out: str | None = None
-                ) -> ModelError:
+SPLITS = ("noise", "inputs", "none")
+
+
+def model_error(residuals: Iterable[Residual | tuple], leave_out: str | None = None,
+                split: str = "noise", floor: float = 0.0) -> ModelError:
     """The split of the residuals' spread per key, without `leave_out`'s rows (module
     docstring). A key with fewer than MIN_RESIDUALS residuals takes the widest spread
-    of the others as its model error (unknown is not precise)."""
+    of the others as its model error (unknown is not precise). `split` and `floor` are
+    the variants `python -m hvd_vs_ddp.projection.validation --variants` measures:
+    "inputs" takes the inputs' spread out but counts the noise as model error, "none"
+    is the whole spread as model error (before the split); `floor` is a least model
+    error."""
+    if split not in SPLITS:
+        raise ValueError(f"split {split!r}: expected one of {', '.join(SPLITS)}")
     by: dict[str, list[Residual]] = {k: [] for k in KEYS}
     for r in residuals:
         r = Residual(*r)
@@ -88,7 +97,11 @@ def model_error(residuals: Iterable[Residual | tuple], leave_out: str | None = N
                                               scale="normal"))
         inputs[k] = math.sqrt(float(np.mean([r.input_var for r in rs])))
         noise[k] = _noise(rs)[0]
-        model[k] = math.sqrt(max(0.0, total[k] ** 2 - inputs[k] ** 2 - noise[k] ** 2))
+        left = total[k] ** 2 - (inputs[k] ** 2 if split != "none" else 0.0) \
+            - (noise[k] ** 2 if split == "noise" else 0.0)
+        model[k] = max(floor, math.sqrt(max(0.0, left)))
+        if split != "noise":  # the noise is not told apart: it is all model error
+            noise[k] = 0.0
     widest = max(total.values(), default=0.1)
     loudest = max(noise.values(), default=0.0)
     for k in KEYS:

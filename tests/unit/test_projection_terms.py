@@ -165,6 +165,12 @@ def test_model_error_counts_the_inputs_and_the_noise_once():
     # no repeats, no inputs' spread: all of it is the model's, as before the split
     flat = model_error([Residual("s", "ratio", r.value) for r in res])
     assert flat.model["ratio"] == pytest.approx(flat.total["ratio"]) and not flat.noise["ratio"]
+    # the variants docs/projection.md measures: all of it model error, as before
+    whole = model_error(res, split="none")
+    assert whole.model["ratio"] == pytest.approx(c["total"]) and not whole.noise["ratio"]
+    assert model_error(res, floor=0.5).model["ratio"] == 0.5
+    with pytest.raises(ValueError, match="split 'x'"):
+        model_error(res, split="x")
     draws = np.full(400, 1.0)
     truth = band(draws, me, "ratio", np.random.default_rng(0), measurement=False)
     figure = band(draws, me, "ratio", np.random.default_rng(0))
