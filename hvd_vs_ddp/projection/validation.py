@@ -3,7 +3,8 @@
 Two files of published results, each row with its source, its compute source and the
 assumptions made for it:
 - hvd_vs_ddp/projection/data/head_to_head.csv: both libraries on the same cluster (CSC's
-  ml-benchmarks table, the Bagua benchmark page, an OSC lab report marked out of scope);
+  ml-benchmarks table, the Bagua benchmark page; an OSC lab report and Ray's SGD benchmark
+  table listed but marked out of scope, with the reason);
   per row both libraries' errors, the projected ratio Horovod/DDP with its band and
   verdict against the published ratio's verdict (hvd_vs_ddp/runs/margin.py);
 - hvd_vs_ddp/projection/data/published.csv: one library each (PyTorch's DDP benchmark
