@@ -166,10 +166,15 @@ def run(args) -> int:
                                 "links (the CPU self-check measures it there)")
         else:
             inputs.notes.append(
-                "bands carry the model's own error, estimated out of sample (leave one "
-                "source out) on published results: a spread of "
-                + ", ".join(f"{k} {model_error.sd[k]:.1%}" for k in ("ddp", "horovod", "ratio"))
-                + " (python -m hvd_vs_ddp.projection.validation)")
+                "bands carry the model's own error, estimated on published results net "
+                "of the inputs' spread and of the publications' noise (repeats of one "
+                "configuration): model error "
+                + ", ".join(f"{k} {model_error.model[k]:.1%}" for k in ("ddp", "horovod",
+                                                                        "ratio"))
+                + "; a library's band also holds a measurement's noise ("
+                + ", ".join(f"{k} {model_error.noise[k]:.1%}" for k in ("ddp", "horovod"))
+                + "), the verdict's band is about the true ratio "
+                "(python -m hvd_vs_ddp.projection.validation)")
         log.info(f"projecting {name}: {len(inputs.libraries)} libraries x "
                  f"{len(s['devices'])} sizes, {s['draws']} draws each")
         in_sample = project(inputs, sorted({m.devices for m in measured}), draws=s["draws"]) \

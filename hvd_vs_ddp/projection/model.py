@@ -105,16 +105,28 @@ class Inputs:
 @dataclass(frozen=True)
 class ModelError:
     """The model's own error, from out-of-sample residuals (log of published over
-    projected; hvd_vs_ddp/projection/errors.py): per library and for the ratio, a
-    normal on the log scale with the residuals' mean and spread."""
-    mean: dict[str, float]
-    sd: dict[str, float]
+    projected; hvd_vs_ddp/projection/errors.py), per key ("ddp", "horovod", "ratio"),
+    split in two normals on the log scale centred on the model:
+    - `model`: the model's own error about the truth, net of what the inputs' draws
+      already spread and of the publications' own noise;
+    - `noise`: how far one published (or measured) figure strays from the truth, from
+      the spread of repeated figures of one configuration.
+    A verdict is about the truth (`measurement=False`: model error only); a band that
+    must hold a figure someone measures carries both. `total` and `inputs` (the
+    residuals' spread and the draws' own) are kept for the record."""
+    model: dict[str, float]
+    noise: dict[str, float]
     n: dict[str, int]
+    total: dict[str, float] = field(default_factory=dict)
+    inputs: dict[str, float] = field(default_factory=dict)
 
-    def draws(self, key: str, rng: np.random.Generator, size: int) -> np.ndarray:
-        if key not in self.sd:
-            return np.zeros(size)
-        return rng.normal(self.mean[key], self.sd[key], size)
+    def sd(self, key: str, measurement: bool = True) -> float:
+        m = self.model.get(key, 0.0)
+        return math.hypot(m, self.noise.get(key, 0.0)) if measurement else m
+
+    def draws(self, key: str, rng: np.random.Generator, size: int,
+              measurement: bool = True) -> np.ndarray:
+        return rng.normal(0.0, self.sd(key, measurement), size)
 
 
 @dataclass(frozen=True)
@@ -282,7 +294,8 @@ def project(inputs: Inputs, devices: list[int], draws: int = 400,
     same hypothesis about the machine (links, terms, compute) for every library and
     every size, so the ratio of two libraries' draws carries only what differs between
     them; after `calibrate`, the draws cycle over the hypotheses it kept. With
-    `inputs.model_error`, the bands also carry the model's own error."""
+    `inputs.model_error`, the bands also carry the model's own error and a measurement's
+    noise: a library's band is where a measurement of it should fall."""
     out = []
     for lib in inputs.libraries:
         kept = lib.accepted

@@ -4,8 +4,10 @@ For each device count, the best Horovod and the best DDP (highest median project
 samples/s, as the report's answers take the best measured of each) are compared draw
 by draw: both were drawn from the same seed (hvd_vs_ddp/projection/model.py), so the
 ratio's band carries what differs between them, and the model's own error for the
-ratio (out-of-sample residuals of published head-to-head results,
-hvd_vs_ddp/projection/errors.py) is drawn on top. The verdict uses the report's words
+ratio (out-of-sample residuals of published head-to-head results net of the inputs'
+spread and of the publications' own noise, hvd_vs_ddp/projection/errors.py) is drawn
+on top. The band is about the true ratio: the noise of one measured figure is not in
+it. The verdict uses the report's words
 and margin (hvd_vs_ddp/runs/margin.py): "faster" beyond the margin, "equivalent" inside
 it, "inconclusive" when the band straddles an edge, and then the line says what would
 settle it.
@@ -53,7 +55,7 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
         inputs_lo, inputs_hi = np.percentile(ratio, [(100 - LEVEL) / 2, (100 + LEVEL) / 2])
         if inputs.model_error is not None and n > 1:
             err = inputs.model_error.draws("ratio", np.random.default_rng([seed, n, 11]),
-                                           ratio.size)
+                                           ratio.size, measurement=False)
             ratio = ratio * np.exp(err)
         med = float(np.median(np.asarray(h.draws) / np.asarray(d.draws)))
         lo, hi = (float(x) for x in np.percentile(ratio, [(100 - LEVEL) / 2,

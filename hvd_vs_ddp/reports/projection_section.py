@@ -109,6 +109,7 @@ def _run_blocks(name: str, doc: dict) -> list:
                            "projected ratio": _band(r["ratio"], ".3f"),
                            "projected verdict": r["verdict"],
                            "published verdict": r["published_verdict"],
+                           "repeats": r.get("config_verdict", ""),
                            "agree": "yes" if r["agrees"] else "no"} for r in h2h]),
             v.get("summary_line", "") + " Sources and assumptions: "
             "hvd_vs_ddp/projection/data/head_to_head.csv, docs/projection.md."))

@@ -138,14 +138,43 @@ def test_the_verdict_uses_the_reports_margin_and_says_what_would_settle_it():
 def test_model_error_leaves_a_source_out_and_widens_bands():
     res = [("a", "ddp", 0.1), ("a", "ddp", 0.12), ("a", "ddp", -0.1),
            ("b", "ddp", 0.01), ("b", "ddp", -0.02), ("b", "ddp", 0.015)]
-    assert model_error(res, leave_out="a").sd["ddp"] < model_error(res).sd["ddp"]
+    assert model_error(res, leave_out="a").sd("ddp") < model_error(res).sd("ddp")
     me = model_error(res)
-    assert me.sd["ratio"] == max(me.sd.values())  # unknown: the widest of the others
+    assert me.sd("ratio") == max(me.total.values())  # unknown: the widest of the others
     draws = np.full(400, 100.0)
     med, lo, hi = band(draws, me, "ddp", np.random.default_rng(0))
     assert lo < 100 < hi and band(draws, None, "ddp", np.random.default_rng(0)) == (
         100.0, 100.0, 100.0)
     assert isinstance(me, ModelError)
+
+
+def test_model_error_counts_the_inputs_and_the_noise_once():
+    """The residuals' spread is split: what the inputs' draws already spread and what
+    repeats of one configuration disagree by are not model error; a verdict's band
+    (the truth) leaves the noise out, a measurement's band keeps it."""
+    from hvd_vs_ddp.projection.errors import Residual, components
+    rng = np.random.default_rng(1)
+    res = [Residual("s", "ratio", float(x), config=i // 3, input_var=0.02 ** 2)
+           for i, x in enumerate(0.05 * rng.standard_normal(60))]
+    me = model_error(res)
+    c = components(me)["ratio"]
+    assert c["inputs"] == pytest.approx(0.02) and 0.03 < c["noise"] < 0.07
+    assert c["model"] ** 2 == pytest.approx(max(0.0, c["total"] ** 2 - c["inputs"] ** 2
+                                                - c["noise"] ** 2))
+    assert me.sd("ratio", measurement=False) == c["model"] < me.sd("ratio")
+    # no repeats, no inputs' spread: all of it is the model's, as before the split
+    flat = model_error([Residual("s", "ratio", r.value) for r in res])
+    assert flat.model["ratio"] == pytest.approx(flat.total["ratio"]) and not flat.noise["ratio"]
+    # the variants docs/projection.md measures: all of it model error, as before
+    whole = model_error(res, split="none")
+    assert whole.model["ratio"] == pytest.approx(c["total"]) and not whole.noise["ratio"]
+    assert model_error(res, floor=0.5).model["ratio"] == 0.5
+    with pytest.raises(ValueError, match="split 'x'"):
+        model_error(res, split="x")
+    draws = np.full(400, 1.0)
+    truth = band(draws, me, "ratio", np.random.default_rng(0), measurement=False)
+    figure = band(draws, me, "ratio", np.random.default_rng(0))
+    assert figure[2] - figure[1] > truth[2] - truth[1]
 
 
 def test_one_node_calibration_keeps_shared_hypotheses_and_reproduces_the_node():
