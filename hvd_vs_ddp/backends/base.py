@@ -98,6 +98,10 @@ class Backend(abc.ABC):
     # True: its collectives are another backend's (fsdp, zero: DDP's process group), so
     # the collectives suite does not measure them twice.
     reuses_collectives: ClassVar[bool] = False
+    # -- compile (hvd_vs_ddp/backends/compile_support.py: the modes, the one refusal check)
+    # The compile modes it honours, and why it refuses the others (one line each).
+    compile_modes: ClassVar[frozenset[str]] = frozenset({"eager"})
+    compile_refusals: ClassVar[dict[str, str]] = {}
 
     def __init__(self, options: BackendOptions | None = None,
                  env: LauncherEnv | None = None) -> None:
@@ -131,6 +135,17 @@ class Backend(abc.ABC):
     @classmethod
     def option_conflict(cls, options: BackendOptions) -> str | None:
         """Why this backend cannot honour `options` (a knob it has no equivalent of)."""
+        return None
+
+    @classmethod
+    def compile_conflict(cls, mode: str, options: BackendOptions) -> str | None:
+        """Why compile `mode` (one it honours) cannot go with `options`, or None."""
+        return None
+
+    def compile_targets(self, model: torch.nn.Module) -> list[torch.nn.Module] | None:
+        """The modules whose forward torch.compile compiles, each in place, after
+        prepare(); None: the whole prepared model (DDP's documented way: compile the
+        DDP-wrapped module)."""
         return None
 
     # -- life cycle ------------------------------------------------------

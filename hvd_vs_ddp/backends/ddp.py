@@ -22,6 +22,12 @@ from torch.nn.parallel import DistributedDataParallel
 
 from hvd_vs_ddp.backends import launchers
 from hvd_vs_ddp.backends.base import Availability, Backend, BackendUnavailable, check_op
+from hvd_vs_ddp.backends.compile_support import (
+    COMPILED_AUTOGRAD,
+    DDP_FIRST_BUCKET_MB,
+    EAGER,
+    INDUCTOR,
+)
 from hvd_vs_ddp.backends.rendezvous import store_for
 
 _OPS = {
@@ -37,6 +43,28 @@ class _DDPBackend(Backend):
     """Shared by every torch.distributed transport; subclasses name the pg backend."""
 
     pg_backend: str
+    # inductor: Dynamo's DDP optimizer; compiled-autograd: DDP's python reducer
+    compile_modes = frozenset({EAGER, INDUCTOR, COMPILED_AUTOGRAD})
+
+    @classmethod
+    def compile_conflict(cls, mode, options) -> str | None:
+        if mode == INDUCTOR and options.bucket_mb is not None \
+                and options.bucket_mb < DDP_FIRST_BUCKET_MB:
+            return (f"bucket_mb {options.bucket_mb:g} is below DDP's first bucket (1 MiB): "
+                    "Dynamo's DDP optimizer fails at compile time ('First bucket should be "
+                    "smaller/equal to other buckets'); use bucket_mb >= 1")
+        if mode == COMPILED_AUTOGRAD and options.compression != "none":
+            return ("DDP's python reducer calls a comm hook per parameter as hook(state, "
+                    "(grad, param)), not with a GradBucket, so torch's compression hooks "
+                    "do not apply")
+        if mode == COMPILED_AUTOGRAD and (options.static_graph
+                                          or options.gradient_as_bucket_view):
+            return ("static_graph and gradient_as_bucket_view are flags of DDP's C++ "
+                    "reducer, which the python reducer replaces: they would do nothing")
+        if mode == COMPILED_AUTOGRAD and options.accumulation_steps > 1:
+            return ("no_sync with the python reducer under compiled autograd (its hooks "
+                    "traced once, then replayed) is not verified here; use inductor")
+        return None
 
     def _setup(self) -> None:
         self._setup_checks()

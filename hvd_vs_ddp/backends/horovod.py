@@ -24,6 +24,7 @@ import torch
 
 from hvd_vs_ddp.backends import launchers
 from hvd_vs_ddp.backends.base import Availability, Backend, BackendUnavailable, check_op
+from hvd_vs_ddp.backends.compile_support import COMPILED_AUTOGRAD, EAGER, INDUCTOR
 
 DEFAULT_FUSION_BYTES = 128 * 1024 * 1024
 DEFAULT_CYCLE_MS = 1.0
@@ -137,6 +138,13 @@ class HorovodBackend(Backend):
     name = "horovod"
     # horovodrun's Gloo rendezvous, or MPI ranks for its MPI controller
     requires = frozenset({launchers.RANKS, launchers.HOROVOD})
+    # torch.compile of the model: Horovod's hooks still fire, after the compiled backward
+    compile_modes = frozenset({EAGER, INDUCTOR})
+    compile_refusals = {COMPILED_AUTOGRAD: (
+        "compiled autograd traces Horovod's gradient hooks and starts each allreduce twice "
+        "under one name (Horovod 0.28.1 aborts: 'a tensor with the same name as another "
+        "tensor that is currently being processed'); Horovod has no compiled-autograd "
+        "path")}
 
     @classmethod
     def availability(cls) -> Availability:

@@ -24,6 +24,7 @@ import torch
 import torch.distributed as dist
 
 from hvd_vs_ddp.backends.base import Availability, BackendOptions, BackendUnavailable
+from hvd_vs_ddp.backends.compile_support import COMPILED_AUTOGRAD, EAGER, INDUCTOR
 from hvd_vs_ddp.backends.ddp import _DDPBackend, gpus_fit
 
 
@@ -95,6 +96,11 @@ class FSDPBackend(_ShardedBase):
 
     name = "fsdp"
     reuses_collectives = True
+    # compiled per block (compile_targets): FSDP2's hooks run eagerly between the blocks
+    compile_modes = frozenset({EAGER, INDUCTOR})
+    compile_refusals = {COMPILED_AUTOGRAD: (
+        "FSDP2 is compiled per block here, its hooks running eagerly between compiled "
+        "blocks; compiled autograd over FSDP2 is not verified on this torch")}
 
     @classmethod
     def availability(cls) -> Availability:
@@ -126,6 +132,11 @@ class FSDPBackend(_ShardedBase):
             fully_shard(unit, mesh=mesh)
         fully_shard(model, mesh=mesh)
         return model, rebuilt(optimizer, old, list(model.parameters()))
+
+    def compile_targets(self, model):
+        """Each sharded block (torchtitan's way): the blocks' forwards are compiled, and
+        FSDP2's all-gather and reduce-scatter hooks around them stay outside."""
+        return list(_units(model))
 
     @contextlib.contextmanager
     def accumulate(self, model, last: bool) -> Iterator[None]:
