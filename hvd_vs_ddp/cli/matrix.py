@@ -13,7 +13,12 @@ without communication).
 Each Horovod cell at 2 or more ranks (of the first knob set) gets an
 instrumented twin (`<cell>-timeline`, suite `timeline`): the throughput test once
 more, a few rounds, with Horovod's timeline on (hvd_vs_ddp/harness/horovod_timeline.py says why
-never in the timed cell); a preset with `timeline=False` leaves them out.
+never in the timed cell); a preset with `timeline=False` leaves them out. So does each
+Horovod cell of a knob set that compiles (the compile preset: overlap under compile).
+A knob set whose compile mode a backend cannot honour gets no cell for it
+(hvd_vs_ddp/backends/compile_support.py); where this torch cannot compile at all, or a
+backend asked for by name is left with no cell by it, the preset is refused with the
+reason (one line).
 
     python -m hvd_vs_ddp.cli.matrix quick      # lists the cells of a preset
 """
@@ -25,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 
 import torch
 
-from hvd_vs_ddp.backends import registry
+from hvd_vs_ddp.backends import compile_support, registry
 from hvd_vs_ddp.backends.launchers import matrix_launchers
 from hvd_vs_ddp.common.errors import InputError, UnknownName
 from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
@@ -112,6 +117,14 @@ PRESETS = {
                                         ddp_sample_rate=0),
                    repeat=2, all_at_one=False, timeline=False,
                    launchers=("torchrun", "horovodrun-gloo")),
+    # torch.compile: each library eager and compiled at 1 and 2 ranks (docs/compile.md,
+    # where its time is measured); the quick preset's budget has no room for compiles.
+    # Warm-up 3: DDP recompiles once at its second step. Profiled steps: overlap's ruler.
+    "compile": Preset("compile", ("ddp-gloo", "horovod"), (1, 2), ("gpt", "mlp"),
+                      ("throughput", "compute"), knob_set="compile",
+                      options=SuiteOptions(rounds=5, steps_per_round=2, warmup_steps=3,
+                                           profile_steps=3),
+                      repeat=2, launchers=("torchrun", "horovodrun-gloo")),
 }
 
 
@@ -147,6 +160,8 @@ def cells(preset: Preset, backends: list[str] | None = None,
     else:
         groups = [(train_suites, knob_names[0])]
     out: list[Cell] = []
+    _check_torch_compiles(knob_sets, gpus)
+    refused: dict[str, str] = {}  # backend -> why it refused a knob set's compile mode
     for n in sizes:
         if n < 1:
             raise MatrixError(f"world size must be >= 1, got {n}")
@@ -174,16 +189,39 @@ def cells(preset: Preset, backends: list[str] | None = None,
                         continue
                     if registry.get(backend).option_conflict(by_name(knob).backend_options()):
                         continue  # a knob this backend has no equivalent of (fsdp)
+                    if _refused(backend, by_name(knob), refused):
+                        continue  # a compile mode it cannot honour (Horovod's autograd)
                     out.append(Cell(backend, launcher, n, suites, knob_set=knob))
                     if backend == "horovod" and n > 1 and preset.timeline \
-                            and "throughput" in suites and knob == knob_names[0]:
+                            and "throughput" in suites and (
+                                knob == knob_names[0] or by_name(knob).compile != "eager"):
                         out.append(Cell(backend, launcher, n, ("timeline",),
                                         knob_set=knob))
         if "compute" in preset.suites and n > 1:
             for knob in (k for k in knob_names if k not in comm_only):
                 out.append(Cell("compute-only", "single" if n == 1 else "torchrun", n,
                                 ("compute",), knob_set=knob))
+    for b in backends or ():
+        if refused.get(b) and not any(c.backend == b for c in out):
+            raise MatrixError(f"--backends {b}: {refused[b]}")
     return out
+
+
+def _check_torch_compiles(knob_sets: list[KnobSet], gpus: int) -> None:
+    """A preset whose compile mode this torch cannot run at all is refused (one line)."""
+    for k in knob_sets:
+        why = compile_support.torch_refusal(k.compile, bool(gpus))
+        if why:
+            raise MatrixError(f"knob set {k.name}: compile mode {k.compile} refused: {why}")
+
+
+def _refused(backend: str, knob: KnobSet, refused: dict[str, str]) -> bool:
+    """Whether `backend` cannot honour the knob set's compile mode (noted in `refused`)."""
+    why = compile_support.refusal(registry.get(backend), knob.compile,
+                                  knob.backend_options())
+    if why:
+        refused[backend] = f"knob set {knob.name}: {why}"
+    return why is not None
 
 
 def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
