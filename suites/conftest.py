@@ -79,7 +79,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # Parameters through which a suite test names its backend (first element of a tuple).
-_BACKEND_PARAMS = ("throughput_cell", "conv_cell", "coll_cell", "tta_backend", "gan_backend")
+_BACKEND_PARAMS = ("throughput_cell", "conv_cell", "coll_cell", "tta_backend", "gan_backend",
+                   "compiled_cell")
 
 
 def _backend_of(item: pytest.Item) -> str | None:

@@ -83,14 +83,18 @@ def torch_refusal(mode: str, cuda: bool = False) -> str | None:
 def refusal(cls: type["Backend"], mode: str, options: Any = None,
             cuda: bool | None = None) -> str | None:
     """One line saying why backend `cls` cannot run in compile `mode` with `options`
-    (BackendOptions or None) on this torch, or None when it can."""
+    (BackendOptions; None: the defaults) on this torch, or None when it can."""
     check_mode(mode)
     if mode == EAGER:
         return None
     if mode not in cls.compile_modes:
         why = cls.compile_refusals.get(mode, f"{cls.name} does not offer it")
         return f"compile mode {mode} refused: {why}"
-    conflict = cls.compile_conflict(mode, options) if options is not None else None
+    if options is None:
+        from hvd_vs_ddp.backends.base import BackendOptions
+
+        options = BackendOptions()
+    conflict = cls.compile_conflict(mode, options)
     if conflict:
         return f"compile mode {mode} refused: {conflict}"
     if cuda is None:

@@ -267,6 +267,14 @@ class DDPMPIBackend(_DDPBackend):
             return Availability(False, f"torch has no MPI backend and {exc}")
         return mpi_pg.is_available()
 
+    @classmethod
+    def compile_conflict(cls, mode, options) -> str | None:
+        if mode == INDUCTOR and not dist.is_mpi_available():
+            return ("Dynamo traces DDP's forward into the mpi4py process group (a Python "
+                    "ProcessGroup) and fails there ('Attempted to access unregistered member "
+                    "on an OpaqueObject', torch 2.14.1); compiled-autograd runs")
+        return super().compile_conflict(mode, options)
+
     def _pg_name(self) -> str:
         if dist.is_mpi_available():
             return "mpi"
