@@ -52,14 +52,16 @@ DISTRIBUTED = tuple(n for n in registry.names() if n != "single")
 
 # Compiled against eager losses (the same backend, and the single-process reference):
 # the largest relative per-step deviation called the same training. Inductor fuses and
-# reorders floating-point work (vectorised pointwise kernels, other reduction orders),
-# so a compiled step differs from an eager one by rounding, ~1e-7 relative per step in
-# float32, growing over SGD steps. Measured here (mlp, 2 ranks, 5 steps, every backend
-# and mode): at most MEASURED (docs/compile.md). Real faults are orders larger: gradients
-# not averaged across ranks (a hook that never fired) move the losses by > 1e-2 within a
-# few steps, a model that did not train by more. 1e-3 separates the two with room for
-# longer runs; the report uses the same tolerance (hvd_vs_ddp/reports/compiled_section.py).
-COMPILED_TOLERANCE = 1e-3
+# reorders floating-point work (vectorised pointwise kernels: GELU, softmax, LayerNorm),
+# so a compiled step may differ from an eager one by float32 rounding. Measured here
+# (torch 2.14.1, CPU, docs/compile.md): mlp bitwise equal (0) over 5 steps for every
+# backend and mode; gpt and mlp in the compile preset's throughput cells (13 steps, 1
+# and 2 ranks, DDP and Horovod) at most 1e-7. A real fault is larger: compiling DDP's
+# inner module instead of DDP (its reducer never runs, gradients are not averaged) moved
+# mlp's losses by 4.7e-4 within 5 steps at 2 ranks. 1e-4, the eager convergence
+# tolerance, separates the two by three orders of magnitude from the rounding; the
+# report uses it too (hvd_vs_ddp/reports/compiled_section.py LOSS_TOLERANCE).
+COMPILED_TOLERANCE = 1e-4
 
 TTA_TARGET = 0.95
 TTA_MAX_STEPS = 600

@@ -27,6 +27,7 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -91,6 +92,7 @@ class Preset:
 
 
 TIMELINE_ROUNDS = 3  # rounds of an instrumented timeline cell (at most the preset's)
+COMPILE_CACHE = "inductor-cache"  # RUN_DIR/inductor-cache/<cell id>/: a cell's compiles
 # Untimed steps of an autotune cell: Horovod scores one parameter sample per ~10 steps
 # (hvd_vs_ddp/backends/horovod.py AUTOTUNE_BUDGET), so 60 give it its 4 fixed test points and the
 # first Bayesian ones; the autotuned cell runs at the best of those (README).
@@ -255,6 +257,9 @@ def pytest_argv(cell: Cell, preset: Preset, json_path: str,
     if "timeline" in cell.suites:
         opts = opts.replace(horovod_timeline="auto",
                             rounds=min(TIMELINE_ROUNDS, opts.rounds))
+    if by_name(cell.knob_set).compile != "eager":  # cold in its first repetition, then warm
+        opts = opts.replace(compile_cache=str(Path(json_path).resolve().parent.parent
+                                              / COMPILE_CACHE / cell.id))
     return ["-m", "pytest", *(SUITES[s] for s in cell.suites), "-p", "no:cacheprovider",
             "-q", *opts.to_argv(), *cell.pytest_args, "--benchmark-json", json_path]
 

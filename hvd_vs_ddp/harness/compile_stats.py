@@ -36,12 +36,15 @@ _BUCKETS = re.compile(r"DDPOptimizer used bucket cap (\d+) and created (\d+) buc
 
 
 def short_reason(message: str) -> str:
-    """A graph break's first line and Dynamo's explanation, on one line."""
+    """A graph break's first line and Dynamo's explanation (file paths left out), on one
+    line of at most 200 characters."""
     lines = [ln.strip() for ln in str(message).splitlines() if ln.strip()]
     head = lines[0] if lines else "?"
     why = next((ln.split(":", 1)[1].strip() for ln in lines
                 if ln.startswith("Explanation:")), "")
-    return (f"{head}: {why}" if why else head)[:240]
+    why = re.sub(r" in file `[^`]*`", "", why)
+    text = f"{head}: {why}" if why else head
+    return text if len(text) <= 200 else text[:197] + "..."
 
 
 def snapshot() -> dict[str, Any]:

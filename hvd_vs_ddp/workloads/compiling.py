@@ -8,8 +8,10 @@ The loop (hvd_vs_ddp/workloads/loop.py) calls, for a TrainConfig whose `compile`
    inductor, `python_reducer` for compiled autograd: DDP reads it when it is built), and
    a private inductor cache for this process (`cache_state()`), so that compile time is
    a cold compile on this machine wherever it is measured, never a hit on another
-   cell's artefacts. A `TORCHINDUCTOR_CACHE_DIR` the user set to a folder other than
-   inductor's default wins (and is recorded).
+   cell's artefacts. `use_cache(folder)` (the suites' --compile-cache) keeps one
+   instead: the compile preset gives each cell its own, so its first repetition
+   compiles cold and the later ones warm. A `TORCHINDUCTOR_CACHE_DIR` the user set to
+   a folder other than inductor's default wins too. The state is recorded.
 2. `apply(backend, model, mode)` after it: `torch.compile` of the wrapped model (DDP's
    documented way), or of each module the backend names (`Backend.compile_targets`:
    FSDP2's blocks); returns what the forward pass calls.
@@ -48,6 +50,17 @@ _START_CACHE = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
 def cache_state() -> str:
     """"cold: a private folder of this process", or the user's TORCHINDUCTOR_CACHE_DIR."""
     return _CACHE.get("state", "not used")
+
+
+def use_cache(folder: str) -> None:
+    """Compile into `folder` and keep it (the suites' --compile-cache): empty, the compile
+    is cold; holding an earlier job's compile of the same graphs, it is warm."""
+    path = os.path.abspath(os.path.expanduser(folder))
+    os.makedirs(path, exist_ok=True)
+    warm = any(os.scandir(path))
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = path
+    _CACHE["state"] = (f"warm: {path} holds an earlier job's compile" if warm
+                       else f"cold: {path} was empty")
 
 
 def _private_cache() -> None:
