@@ -329,7 +329,7 @@ def parser() -> argparse.ArgumentParser:
     doc.add_argument("--only", type=_given, help="with --selftest: comma-separated check ids")
     doc.set_defaults(fn=_doctor)
     run = sub.add_parser("run", help="run a comparison matrix into a fresh run directory")
-    run.add_argument("--preset", type=_given, help="quick (default), full or tune")
+    run.add_argument("--preset", type=_given, help="quick (default), full, tune or compile")
     run.add_argument("--backends", type=_given,
                      help="comma-separated subset of the preset's backends")
     run.add_argument("--workloads", type=_given, help="comma-separated workloads for throughput")

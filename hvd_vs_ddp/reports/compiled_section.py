@@ -36,6 +36,7 @@ from hvd_vs_ddp.reports.compare import _reps
 from hvd_vs_ddp.reports.frames import POOL_KEY, Data
 from hvd_vs_ddp.reports.render import Notes, Section
 from hvd_vs_ddp.reports.tables import Table, ms, r3, sps
+from hvd_vs_ddp.reports.theme import is_ddp
 
 TITLE = "Compiled"
 EAGER = "eager"
@@ -238,9 +239,12 @@ def _winner(v: Any) -> str:
 def answer_sentences(data: Data, cmp: pd.DataFrame, margin: float) -> list[str]:
     """One sentence per case and world size where compiling changes which library is
     faster (the verdicts' winners differ, or one side wins only eager or only compiled)."""
+    return sentences(head_to_head(pairs(data, margin), cmp), multi=len(data.runs) > 1)
+
+
+def sentences(hh: pd.DataFrame, multi: bool = False) -> list[str]:
+    """The answer's sentences from head_to_head's rows whose winner changed."""
     out = []
-    hh = head_to_head(pairs(data, margin), cmp)
-    multi = len(data.runs) > 1
     for _, r in hh[hh["changed"]].iterrows() if not hh.empty else ():
         pre = f"[{r['run']}] " if multi else ""
         ranks = f"{r['world_size']} rank" + ("" if r["world_size"] == 1 else "s")
@@ -356,7 +360,7 @@ def compiled_section(data: Data, cmp: pd.DataFrame, margin: float) -> Section | 
               "loading the compiler; workloads run in the same order on both sides."]
     notes += [f"{r['series']} ({r['mode']}, {r['case']}): Dynamo's DDP mode "
               f"{r['optimize_ddp']}." for _, r in p.drop_duplicates(["series", "mode"]).iterrows()
-              if r["optimize_ddp"] and r["label"].startswith("ddp")]
+              if r["optimize_ddp"] and is_ddp(r["label"])]
     blocks.append(Notes(notes + ["docs/compile.md: what each mode does, how compile time "
                                  "and overlap are measured, and what is left out."]))
     return Section(TITLE, blocks)
