@@ -230,12 +230,6 @@ def head_to_head(p: pd.DataFrame, cmp: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _winner(v: Any) -> str:
-    if v is None:
-        return "not measured"
-    return f"{v.faster} faster" if v.faster else v.verdict
-
-
 def answer_sentences(data: Data, cmp: pd.DataFrame, margin: float) -> list[str]:
     """One sentence per case and world size where compiling changes which library is
     faster (the verdicts' winners differ, or one side wins only eager or only compiled)."""
@@ -243,15 +237,18 @@ def answer_sentences(data: Data, cmp: pd.DataFrame, margin: float) -> list[str]:
 
 
 def sentences(hh: pd.DataFrame, multi: bool = False) -> list[str]:
-    """The answer's sentences from head_to_head's rows whose winner changed."""
+    """The answer's sentences from head_to_head's rows whose winner changed: "flips which
+    library is faster" when both verdicts name a winner, else "changes the verdict"."""
     out = []
     for _, r in hh[hh["changed"]].iterrows() if not hh.empty else ():
         pre = f"[{r['run']}] " if multi else ""
         ranks = f"{r['world_size']} rank" + ("" if r["world_size"] == 1 else "s")
-        out.append(f"{pre}Compiling ({r['mode']}) changes the answer for {r['case']} at "
-                   f"{ranks}: eager {_winner(r['eager'])} "
-                   f"({r['eager'].text() if r['eager'] is not None else 'n/a'}); compiled "
-                   f"{_winner(r['compiled'])} ({r['compiled'].text()}).")
+        eager, compiled = r["eager"], r["compiled"]
+        flips = eager is not None and eager.faster and compiled.faster
+        what = "flips which library is faster" if flips else "changes the verdict"
+        out.append(f"{pre}Compiling ({r['mode']}) {what} for {r['case']} at {ranks}: "
+                   f"eager, {eager.text() if eager is not None else 'not measured'}; "
+                   f"compiled, {compiled.text()}.")
     return out
 
 
@@ -301,6 +298,11 @@ def _pair_table(p: pd.DataFrame) -> Table:
                  "floating-point work, so not bitwise).")
 
 
+def _profiled(r: pd.Series, pair: Any) -> str:
+    parts = [pair(r, k) for k in ("prof_comm_s", "prof_overlap_s", "prof_exposed_comm_s")]
+    return " | ".join(parts) if any(parts) else ""  # empty: no profiled steps
+
+
 def _overlap_table(o: pd.DataFrame) -> Table:
     def pair(r, key):
         a, b = r[f"eager_{key}"], r[f"compiled_{key}"]
@@ -311,8 +313,7 @@ def _overlap_table(o: pd.DataFrame) -> Table:
              "hidden under backward (ms)": pair(r, "own_hidden_s"),
              "exposed (ms)": pair(r, "own_exposed_s"),
              "exposed, subtraction (ms)": pair(r, "sub_exposed_s"),
-             "profiler: comm / overlap / exposed (ms)": " | ".join(
-                 pair(r, k) for k in ("prof_comm_s", "prof_overlap_s", "prof_exposed_comm_s")),
+             "profiler: comm / overlap / exposed (ms)": _profiled(r, pair),
              "overlap": r["survived"]} for _, r in o.iterrows()]
     df = pd.DataFrame(rows)
     if not df.empty and df["run"].nunique() == 1:
