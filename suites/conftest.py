@@ -16,6 +16,7 @@ default|full, --rounds, --steps-per-round, --warmup-steps, --convergence-steps,
 from __future__ import annotations
 
 import contextlib
+import os
 
 import pytest
 import torch
@@ -38,6 +39,7 @@ from hvd_vs_ddp.harness import (
 )
 from hvd_vs_ddp.harness.suite_run import SuiteRun
 from hvd_vs_ddp.results_schema import MachineInfo
+from hvd_vs_ddp.workloads import compiling
 from hvd_vs_ddp.workloads import registry as workload_registry
 
 
@@ -54,6 +56,8 @@ def pytest_configure(config: pytest.Config) -> None:
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
     configure_logging()  # the project logger's records (e.g. threads warnings) to stderr
+    if opts.compile_cache:  # before anything compiles; one per rank (docs/compile.md)
+        compiling.use_cache(os.path.join(opts.compile_cache, f"rank{detect().rank}"))
     tuning.set_budget(opts.knob_set)  # before horovod.torch loads
     # Before the collective plugin hides --benchmark-json from ranks other than 0.
     json_path = getattr(config.option, "benchmark_json", None)
@@ -79,7 +83,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # Parameters through which a suite test names its backend (first element of a tuple).
-_BACKEND_PARAMS = ("throughput_cell", "conv_cell", "coll_cell", "tta_backend", "gan_backend")
+_BACKEND_PARAMS = ("throughput_cell", "conv_cell", "coll_cell", "tta_backend", "gan_backend",
+                   "compiled_cell")
 
 
 def _backend_of(item: pytest.Item) -> str | None:

@@ -7,7 +7,10 @@ the same number). A step's time is the slowest rank's; samples/s = global batch
 go into extra_info, and for DDP its own runtime statistics of the timed steps
 (hvd_vs_ddp/harness/ddp_stats.py, --ddp-sample-rate). Also the compute-only step time of the
 same per-rank batch (single process per rank, no communication) for exposed
-communication.
+communication. A knob set that compiles (`--knob-set compile`, docs/compile.md) records
+its compile time (the warm-up steps that compiled), graphs, graph breaks and recompiles
+during the timed rounds apart (hvd_vs_ddp/harness/compile_stats.py); a backend that cannot
+honour its compile mode is skipped with the reason.
 
     torchrun --standalone --nproc-per-node 2 -m pytest suites/test_throughput.py \
         --benchmark-json out.json
@@ -22,13 +25,15 @@ import pytest
 import torch
 
 from hvd_vs_ddp.backends import catalog, registry
+from hvd_vs_ddp.backends.compile_support import refusal as compile_refusal
 from hvd_vs_ddp.backends.env import SINGLE
 from hvd_vs_ddp.backends.held_bytes import held_bytes
-from hvd_vs_ddp.harness import profiling, startup, suite_run, tuning
+from hvd_vs_ddp.harness import compile_stats, profiling, startup, suite_run, tuning
 from hvd_vs_ddp.harness.ddp_stats import DDPStats
 from hvd_vs_ddp.harness.knobs import SETS, by_name
 from hvd_vs_ddp.harness.monitor import Monitor
 from hvd_vs_ddp.results_schema import ComputeOnlyRecord, HorovodTimelineRecord, ThroughputRecord
+from hvd_vs_ddp.workloads import compiling
 from hvd_vs_ddp.workloads.loop import Trainer
 
 
@@ -64,11 +69,13 @@ class Timed(NamedTuple):
     starts: list[float]              # each timed step's start, seconds since the epoch
 
 
-def _timed(benchmark, trainer, backend, suite, stats=None) -> Timed:
-    """Warm up, then fixed rounds."""
+def _timed(benchmark, trainer, backend, suite, stats=None, watch=None) -> Timed:
+    """Warm up (each step watched for compilation), then fixed rounds."""
     opts = suite.options
     warmup, rounds, per_round = opts.warmup_steps, opts.rounds, opts.steps_per_round
-    trainer.run(warmup)
+    watch = watch or compile_stats.CompileWatch("eager")
+    for _ in range(warmup):
+        watch.warmup_step(trainer)
     times: list[float] = []
     round_starts: list[float] = []
 
@@ -80,8 +87,10 @@ def _timed(benchmark, trainer, backend, suite, stats=None) -> Timed:
     gpu = backend.device.index if backend.device.type == "cuda" else None
     if gpu is not None:
         torch.cuda.reset_peak_memory_stats(backend.device)
+    watch.start_timed()
     with Monitor(backend.rank, gpu) as mon:
         benchmark.pedantic(one_round, rounds=rounds, warmup_rounds=0, iterations=1)
+    watch.end_timed()
     window = (start, stats.mark()) if stats is not None else None
     cuda_mb = (torch.cuda.max_memory_allocated(backend.device) / 2**20) if gpu is not None else None
     # steps follow each other inside a round: a step starts when the one before ends
@@ -116,19 +125,22 @@ def test_throughput(benchmark, suite, plugin, open_backend, make_workload, throu
         pytest.skip(f"knob set {knobs.name}: hierarchical allreduce needs more than one host")
     options = knobs.backend_options(suite.options.collective_timeout,
                                     *tuning.autotune_inputs(suite, knobs, workload_name))
-    # what the backend's declaration does not honour, or what this job already fixed
-    # (Horovod's settings at its start): the same on every rank, so a collective skip
-    conflict = registry.get(name).option_conflict(options)
+    # what the backend's declaration does not honour, what this job already fixed
+    # (Horovod's settings at its start), or a compile mode it cannot honour: the same on
+    # every rank, so a collective skip
+    conflict = (registry.get(name).option_conflict(options)
+                or compile_refusal(registry.get(name), knobs.compile, options))
     if conflict:
         pytest.skip(f"{name}: {conflict}")
     backend = open_backend(name, options)
     workload = make_workload(workload_name)
     trainer = Trainer(workload, backend, knobs.train_config(steps=1))
+    watch = compile_stats.CompileWatch(knobs.compile)
     per_gpu = backend.devices_in_use()
     for index in per_gpu:
         torch.cuda.reset_peak_memory_stats(index)
-    stats = DDPStats(trainer.model, suite.options.ddp_sample_rate)
-    timed = _timed(benchmark, trainer, backend, suite, stats)
+    stats = DDPStats(trainer.net, suite.options.ddp_sample_rate)
+    timed = _timed(benchmark, trainer, backend, suite, stats, watch)
     stats.close()
     per_round = suite.options.steps_per_round
     gathered = backend.all_gather_object({
@@ -136,6 +148,7 @@ def test_throughput(benchmark, suite, plugin, open_backend, make_workload, throu
         "rss": max(timed.series["rss_mb"], default=None),
         "ddp": stats.rank_summary(*timed.window, backend.rank), "starts": timed.starts,
         "held": held_bytes(trainer.model, trainer.optimizer), "startup": startup.seconds(),
+        "compile": watch.rank_summary(),
         "per_gpu": [torch.cuda.max_memory_allocated(i) / 2**20 for i in per_gpu] or None})
     losses = trainer.global_losses()
     traces = _profile(suite, trainer, backend, workload_name, knobs.name)
@@ -153,8 +166,11 @@ def test_throughput(benchmark, suite, plugin, open_backend, make_workload, throu
             step_times=per_step.tolist(), rank_step_times=rank_times,
             rank_step_starts=[g["starts"] for g in gathered]).to_dict())
     else:
+        compiled = compile_stats.merge([g["compile"] for g in gathered], knobs.compile,
+                                       compiling.optimize_ddp(), compiling.cache_state()
+                                       ) if watch.active else {}
         _record_throughput(benchmark, suite, backend, workload, knobs, trainer, gathered,
-                           per_step, losses, stats, traces)
+                           per_step, losses, stats, traces, compiled)
     finite = all(np.isfinite(losses))
     assert finite, f"{name}: non-finite loss during throughput run: {losses}"
 
@@ -176,7 +192,8 @@ def _profile(suite, trainer, backend, workload_name: str, knob_set: str) -> list
 
 
 def _record_throughput(benchmark, suite, backend, workload, knobs, trainer, gathered,
-                       per_step, losses, stats: DDPStats, traces: list[str] | None) -> None:
+                       per_step, losses, stats: DDPStats, traces: list[str] | None,
+                       compiled: dict | None = None) -> None:
     name, workload_name = backend.name, workload.name
     per_round = suite.options.steps_per_round
     rank_times = [g["times"] for g in gathered]
@@ -206,7 +223,7 @@ def _record_throughput(benchmark, suite, backend, workload, knobs, trainer, gath
                    if all(g["startup"] is not None for g in gathered) else None),
         ddp_stats=({"sample_rate": stats.sample_rate, **stats.layout(), "ranks": ddp}
                    if stats.active else None),
-        profile_traces=traces,
+        profile_traces=traces, **(compiled or {}),
     ).to_dict())
 
 

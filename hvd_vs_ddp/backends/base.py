@@ -98,6 +98,18 @@ class Backend(abc.ABC):
         if conflict:
             raise BackendUnavailable(f"{self.name}: {conflict}")
 
+    @classmethod
+    def compile_conflict(cls, mode: str, options: BackendOptions) -> str | None:
+        """Why compile `mode` (one its catalog row honours) cannot go with `options`, or
+        None (hvd_vs_ddp/backends/compile_support.py asks it)."""
+        return None
+
+    def compile_targets(self, model: torch.nn.Module) -> list[torch.nn.Module] | None:
+        """The modules whose forward torch.compile compiles, each in place, after
+        prepare(); None: the whole prepared model (DDP's documented way: compile the
+        DDP-wrapped module)."""
+        return None
+
     # -- life cycle ------------------------------------------------------
     def setup(self) -> "Backend":
         avail = self.availability()

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from hvd_vs_ddp.backends.compile_modes import COMPILED_AUTOGRAD, EAGER, INDUCTOR
 from hvd_vs_ddp.backends.launchers import HOROVOD, MPI, RANKS
 from hvd_vs_ddp.common.errors import UnknownName
 
@@ -68,6 +69,9 @@ class Capabilities:
     instruments: its own instrumentation: "ddp_stats" (DDP's runtime statistics),
         "timeline" (Horovod's timeline, an instrumented twin cell per timed cell).
     several_models: trains two models with toggled accumulation (the GAN suite).
+    compile_modes: the torch.compile modes it honours (compile_support.py: eager,
+        inductor, compiled-autograd); compile_refusals: why it refuses the others, one
+        line each (conflicts with its options are the class's compile_conflict).
     """
 
     name: str
@@ -86,6 +90,8 @@ class Capabilities:
     fixed_at_init: bool = False
     instruments: frozenset[str] = frozenset()
     several_models: bool = False
+    compile_modes: frozenset[str] = frozenset({EAGER, INDUCTOR, COMPILED_AUTOGRAD})
+    compile_refusals: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.library not in LIBRARIES:
@@ -123,14 +129,27 @@ _ROWS = (
                  "controller; NCCL on GPUs)", requires=frozenset({RANKS, HOROVOD}),
                  gpu_per_rank=True, options=_HOROVOD_OPTIONS, compressions=("none", "fp16"),
                  transport="horovod", fixed_at_init=True,
-                 instruments=frozenset({"timeline"}), several_models=True),
+                 instruments=frozenset({"timeline"}), several_models=True,
+                 # torch.compile of the model: its hooks still fire, after the backward
+                 compile_modes=frozenset({EAGER, INDUCTOR}),
+                 compile_refusals={COMPILED_AUTOGRAD: (
+                     "compiled autograd traces Horovod's gradient hooks and starts each "
+                     "allreduce twice under one name (Horovod 0.28.1 aborts: 'a tensor with "
+                     "the same name as another tensor that is currently being processed'); "
+                     "Horovod has no compiled-autograd path")}),
     Capabilities("fsdp", SHARDED, "FSDP2 fully_shard: parameters, gradients and optimizer "
                  "state sharded", gpu_per_rank=True, transport="gloo-or-nccl",
                  refusals={"bucket_mb": "bucket_mb is DDP's bucket size; FSDP communicates "
                                         "per module",
                            "compression": "gradient compression is a DDP comm hook; FSDP "
                                           "has none"},
-                 reuses_collectives=True),
+                 reuses_collectives=True,
+                 # compiled per block (FSDPBackend.compile_targets): its hooks run eagerly
+                 compile_modes=frozenset({EAGER, INDUCTOR}),
+                 compile_refusals={COMPILED_AUTOGRAD: (
+                     "FSDP2 is compiled per block here, its hooks running eagerly between "
+                     "compiled blocks; compiled autograd over FSDP2 is not verified on this "
+                     "torch")}),
     Capabilities("zero", SHARDED, "DDP + ZeroRedundancyOptimizer: optimizer state sharded",
                  gpu_per_rank=True, options=_DDP_OPTIONS,
                  compressions=("none", "fp16", "bf16", "powersgd"), transport="gloo-or-nccl",

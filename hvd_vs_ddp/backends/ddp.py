@@ -21,6 +21,7 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from hvd_vs_ddp.backends.base import Availability, Backend, check_op
+from hvd_vs_ddp.backends.compile_support import COMPILED_AUTOGRAD, DDP_FIRST_BUCKET_MB, INDUCTOR
 from hvd_vs_ddp.backends.rendezvous import store_for
 
 _OPS = {
@@ -36,6 +37,26 @@ class _DDPBackend(Backend):
     """Shared by every torch.distributed transport; subclasses name the pg backend."""
 
     pg_backend: str
+
+    @classmethod
+    def compile_conflict(cls, mode, options) -> str | None:
+        if mode == INDUCTOR and options.bucket_mb is not None \
+                and options.bucket_mb < DDP_FIRST_BUCKET_MB:
+            return (f"bucket_mb {options.bucket_mb:g} is below DDP's first bucket (1 MiB): "
+                    "Dynamo's DDP optimizer fails at compile time ('First bucket should be "
+                    "smaller/equal to other buckets'); use bucket_mb >= 1")
+        if mode == COMPILED_AUTOGRAD and options.compression != "none":
+            return ("DDP's python reducer calls a comm hook per parameter as hook(state, "
+                    "(grad, param)), not with a GradBucket, so torch's compression hooks "
+                    "do not apply")
+        if mode == COMPILED_AUTOGRAD and (options.static_graph
+                                          or options.gradient_as_bucket_view):
+            return ("static_graph and gradient_as_bucket_view are flags of DDP's C++ "
+                    "reducer, which the python reducer replaces: they would do nothing")
+        if mode == COMPILED_AUTOGRAD and options.accumulation_steps > 1:
+            return ("no_sync with the python reducer under compiled autograd (its hooks "
+                    "traced once, then replayed) is not verified here; use inductor")
+        return None
 
     def _setup(self) -> None:
         if dist.is_initialized():
@@ -212,6 +233,14 @@ class DDPMPIBackend(_DDPBackend):
         except ImportError as exc:
             return Availability(False, f"torch has no MPI backend and {exc}")
         return mpi_pg.is_available()
+
+    @classmethod
+    def compile_conflict(cls, mode, options) -> str | None:
+        if mode == INDUCTOR and not dist.is_mpi_available():
+            return ("Dynamo traces DDP's forward into the mpi4py process group (a Python "
+                    "ProcessGroup) and fails there ('Attempted to access unregistered member "
+                    "on an OpaqueObject', torch 2.14.1); compiled-autograd runs")
+        return super().compile_conflict(mode, options)
 
     def _pg_name(self) -> str:
         if dist.is_mpi_available():

@@ -57,6 +57,14 @@ class SingleBackend(Backend):
 class DataParallelBackend(SingleBackend):
     name = "dp"
 
+    @classmethod
+    def compile_conflict(cls, mode, options) -> str | None:
+        if torch.cuda.is_available() and torch.cuda.device_count() > 1:
+            return ("DataParallel replicates the module on every forward; torch.compile of "
+                    "it runs at eager speed on more than one GPU (pytorch/pytorch#94636); "
+                    "use ddp-nccl")
+        return None  # fewer than 2 GPUs: it is the single process
+
     def prepare(self, model, optimizer):
         model = model.to(self.device)
         if self.device.type == "cuda" and torch.cuda.device_count() > 1:

@@ -115,6 +115,11 @@ class FSDPBackend(_ShardedBase):
         fully_shard(model, mesh=mesh)
         return model, rebuilt(optimizer, old, list(model.parameters()))
 
+    def compile_targets(self, model):
+        """Each sharded block (torchtitan's way): the blocks' forwards are compiled, and
+        FSDP2's all-gather and reduce-scatter hooks around them stay outside."""
+        return list(_units(model))
+
     @contextlib.contextmanager
     def accumulate(self, model, last: bool) -> Iterator[None]:
         setter = getattr(model, "set_requires_gradient_sync", None)

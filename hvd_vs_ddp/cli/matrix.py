@@ -13,7 +13,12 @@ without communication).
 Each Horovod cell at 2 or more ranks (of the first knob set) gets an
 instrumented twin (`<cell>-timeline`, suite `timeline`): the throughput test once
 more, a few rounds, with Horovod's timeline on (hvd_vs_ddp/harness/horovod_timeline.py says why
-never in the timed cell); a preset with `timeline=False` leaves them out.
+never in the timed cell); a preset with `timeline=False` leaves them out. So does each
+Horovod cell of a knob set that compiles (the compile preset: overlap under compile).
+A knob set whose compile mode a backend cannot honour gets no cell for it
+(hvd_vs_ddp/backends/compile_support.py); where this torch cannot compile at all, or a
+backend asked for by name is left with no cell by it, the preset is refused with the
+reason (one line).
 
     python -m hvd_vs_ddp.cli.matrix quick      # lists the cells of a preset
 """
@@ -22,10 +27,11 @@ from __future__ import annotations
 import re
 import sys
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import torch
 
-from hvd_vs_ddp.backends import catalog
+from hvd_vs_ddp.backends import catalog, compile_support, registry
 from hvd_vs_ddp.backends.launchers import matrix_launchers
 from hvd_vs_ddp.common.errors import InputError, UnknownName
 from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
@@ -87,6 +93,7 @@ class Preset:
 
 
 TIMELINE_ROUNDS = 3  # rounds of an instrumented timeline cell (at most the preset's)
+COMPILE_CACHE = "inductor-cache"  # RUN_DIR/inductor-cache/<cell id>/: a cell's compiles
 # Untimed steps of an autotune cell: Horovod scores one parameter sample per ~10 steps
 # (hvd_vs_ddp/backends/horovod.py AUTOTUNE_BUDGET), so 60 give it its 4 fixed test points and the
 # first Bayesian ones; the autotuned cell runs at the best of those (README).
@@ -113,6 +120,14 @@ PRESETS = {
                                         ddp_sample_rate=0),
                    repeat=2, all_at_one=False, timeline=False,
                    launchers=("torchrun", "horovodrun-gloo")),
+    # torch.compile: each library eager and compiled at 1 and 2 ranks (docs/compile.md,
+    # where its time is measured); the quick preset's budget has no room for compiles.
+    # Warm-up 3: DDP recompiles once at its second step. Profiled steps: overlap's ruler.
+    "compile": Preset("compile", ("ddp-gloo", "horovod"), (1, 2), ("gpt", "mlp"),
+                      ("throughput", "compute"), knob_set="compile",
+                      options=SuiteOptions(rounds=5, steps_per_round=2, warmup_steps=3,
+                                           profile_steps=3),
+                      repeat=2, launchers=("torchrun", "horovodrun-gloo")),
 }
 
 
@@ -160,6 +175,8 @@ def cells(preset: Preset, backends: list[str] | None = None,
     else:
         groups = [(train_suites, knob_names[0])]
     out: list[Cell] = []
+    _check_torch_compiles(knob_sets, gpus)
+    refused: dict[str, str] = {}  # backend -> why it refused a knob set's compile mode
     for n in sizes:
         if n < 1:
             raise MatrixError(f"world size must be >= 1, got {n}")
@@ -187,16 +204,39 @@ def cells(preset: Preset, backends: list[str] | None = None,
                     if catalog.conflict(backend, by_name(knob).backend_options(),
                                         on_gpu=gpus > 0):
                         continue  # a knob this backend has no equivalent of (fsdp)
+                    if _refused(backend, by_name(knob), refused):
+                        continue  # a compile mode it cannot honour (Horovod's autograd)
                     out.append(Cell(backend, launcher, n, suites, knob_set=knob))
                     if "timeline" in caps.instruments and n > 1 and preset.timeline \
-                            and "throughput" in suites and knob == knob_names[0]:
+                            and "throughput" in suites and (
+                                knob == knob_names[0] or by_name(knob).compile != "eager"):
                         out.append(Cell(backend, launcher, n, ("timeline",),
                                         knob_set=knob))
         if "compute" in preset.suites and n > 1:
             for knob in (k for k in knob_names if k not in comm_only):
                 out.append(Cell(COMPUTE_ONLY, "single" if n == 1 else "torchrun", n,
                                 ("compute",), knob_set=knob))
+    for b in backends or ():
+        if refused.get(b) and not any(c.backend == b for c in out):
+            raise MatrixError(f"--backends {b}: {refused[b]}")
     return out
+
+
+def _check_torch_compiles(knob_sets: list[KnobSet], gpus: int) -> None:
+    """A preset whose compile mode this torch cannot run at all is refused (one line)."""
+    for k in knob_sets:
+        why = compile_support.torch_refusal(k.compile, bool(gpus))
+        if why:
+            raise MatrixError(f"knob set {k.name}: compile mode {k.compile} refused: {why}")
+
+
+def _refused(backend: str, knob: KnobSet, refused: dict[str, str]) -> bool:
+    """Whether `backend` cannot honour the knob set's compile mode (noted in `refused`)."""
+    why = compile_support.refusal(registry.get(backend), knob.compile,
+                                  knob.backend_options())
+    if why:
+        refused[backend] = f"knob set {knob.name}: {why}"
+    return why is not None
 
 
 def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
@@ -230,6 +270,9 @@ def pytest_argv(cell: Cell, preset: Preset, json_path: str,
     if "timeline" in cell.suites:
         opts = opts.replace(horovod_timeline="auto",
                             rounds=min(TIMELINE_ROUNDS, opts.rounds))
+    if by_name(cell.knob_set).compile != "eager":  # cold in its first repetition, then warm
+        opts = opts.replace(compile_cache=str(Path(json_path).resolve().parent.parent
+                                              / COMPILE_CACHE / cell.id))
     return ["-m", "pytest", *(SUITES[s] for s in cell.suites), "-p", "no:cacheprovider",
             "-q", *opts.to_argv(), *cell.pytest_args, "--benchmark-json", json_path]
 

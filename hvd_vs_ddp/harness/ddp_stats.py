@@ -16,6 +16,12 @@ wait for.
     row = stats.rank_summary(start, end, rank)   # -> gathered to rank 0 by the suite
     stats.close()
 
+Compiled (hvd_vs_ddp/workloads/compiling.py): give it what the forward pass calls (the
+Trainer's `net`): the hook goes on that outer module, so it runs outside the compiled
+code (a hook on the DDP module itself would be traced and break the graph), and the
+statistics are read from the DDP module inside. Under compiled autograd DDP's python
+reducer replaces the C++ one, which then records nothing (no steps are read).
+
 Off (`sample_rate=0`): DDP still samples its first 10 iterations and then every
 100th (its default); nothing is read.
 """
@@ -51,6 +57,8 @@ class DDPStats:
     """Reads DDP's runtime statistics after every sampled forward pass."""
 
     def __init__(self, model: Any, sample_rate: int = 1) -> None:
+        outer = model  # torch.compile's wrapper, if compiled: hooks on it run eagerly
+        model = getattr(model, "_orig_mod", model)
         self.model, self.sample_rate = model, sample_rate  # Any: DDP's private methods
         self.steps: list[dict[str, int]] = []
         self.forwards = 0  # DDP's own iteration count: one per forward pass
@@ -58,11 +66,11 @@ class DDPStats:
         self.active = is_ddp(model) and sample_rate > 0
         if self.active:
             model._set_ddp_runtime_logging_sample_rate(sample_rate)
-            self._handle = model.register_forward_hook(self._on_forward)
+            self._handle = outer.register_forward_hook(self._on_forward)
 
     def _on_forward(self, module, inputs, output) -> None:
         self.forwards += 1
-        data = module._get_ddp_logging_data()
+        data = self.model._get_ddp_logging_data()
         it = int(data.get("iteration", 0))
         if it <= 0 or (self.steps and self.steps[-1]["iteration"] == it):
             return  # nothing sampled yet, or this iteration is already read

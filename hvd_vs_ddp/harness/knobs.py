@@ -6,6 +6,11 @@ hvd.Compression.fp16), bucket vs fusion size, DataLoader workers, activation
 checkpointing and zero_grad(set_to_none). Both sides of a comparison get the same
 set (side "both"); hyperparameters are never part of a knob set.
 
+The `compile` sets (docs/compile.md) add torch.compile on both sides alike: `inductor`
+(the default mode; DDP through Dynamo's DDP optimizer) and `compiled-autograd` (DDP's
+python reducer under compiled autograd; refused by backends that cannot honour it,
+hvd_vs_ddp/backends/compile_support.py).
+
 The `tune` sets add each library's own tuning knobs (side "ddp" or "horovod": a set
 runs only for that library's backends): DDP bucket_cap_mb, gradient_as_bucket_view,
 static_graph and its communication hooks (fp16, bf16, PowerSGD); Horovod's fusion
@@ -21,6 +26,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from hvd_vs_ddp.backends import catalog
+from hvd_vs_ddp.backends.compile_support import COMPILED_AUTOGRAD, INDUCTOR
+from hvd_vs_ddp.backends.compile_support import check_mode as check_compile_mode
 from hvd_vs_ddp.backends.options import BackendOptions
 from hvd_vs_ddp.common.errors import UnknownName
 from hvd_vs_ddp.workloads.loop import TrainConfig
@@ -65,10 +72,12 @@ class KnobSet:
     autotune: bool = False                 # Horovod: HOROVOD_AUTOTUNE=1
     autotuned: bool = False                # Horovod: at the parameters autotune chose
     gpu_only: bool = False
+    compile: str = "eager"                 # hvd_vs_ddp/backends/compile_support.py MODES
 
     def __post_init__(self) -> None:
         if self.side not in SIDES:
             raise ValueError(f"side must be one of {SIDES}, got {self.side!r}")
+        check_compile_mode(self.compile)
 
     def backend_options(self, timeout_s: float = 300.0, autotune_log: str | None = None,
                         autotuned: "Autotuned | None" = None) -> BackendOptions:
@@ -99,7 +108,8 @@ class KnobSet:
                            num_workers=self.num_workers, set_to_none=self.set_to_none,
                            checkpointing=self.checkpointing,
                            channels_last=self.channels_last, deterministic=deterministic,
-                           host_sync=self.host_sync, empty_cache=self.empty_cache)
+                           host_sync=self.host_sync, empty_cache=self.empty_cache,
+                           compile=self.compile)
 
     @property
     def communicates(self) -> bool:
@@ -113,8 +123,12 @@ class KnobSet:
         return {k: v for k, v in asdict(self).items() if k != "name" and v != base[k]}
 
     def as_dict(self) -> dict:
+        """What the results record; `compile` only when it compiles (eager records stay
+        as they were before the compile axis, so runs from before still match)."""
         d = asdict(self)
         d.pop("gpu_only")
+        if d["compile"] == "eager":
+            d.pop("compile")
         return d
 
 
@@ -166,7 +180,14 @@ TUNE = tuple(k for k in TUNE_ALL if k.name in (
     "ddp-powersgd1", "hvd-autotune", "hvd-autotuned", "hvd-fusion1mb", "hvd-cycle5ms",
     "hvd-fp16", "host-sync", "empty-cache"))
 
-SETS = {"default": (DEFAULT,), "full": FULL, "tune": TUNE, "tune-all": TUNE_ALL}
+# torch.compile on both sides (docs/compile.md): `compile` is what the compile preset
+# runs within its budget; `compile-all` adds compiled autograd (DDP's python reducer).
+INDUCTOR_SET = KnobSet("inductor", compile=INDUCTOR)
+COMPILE = (DEFAULT, INDUCTOR_SET)
+COMPILE_ALL = (*COMPILE, KnobSet("compiled-autograd", compile=COMPILED_AUTOGRAD))
+
+SETS = {"default": (DEFAULT,), "full": FULL, "tune": TUNE, "tune-all": TUNE_ALL,
+        "compile": COMPILE, "compile-all": COMPILE_ALL}
 
 ALL = tuple({k.name: k for s in SETS.values() for k in s}.values())
 

@@ -91,6 +91,10 @@ class SuiteOptions:
         "cell whose log the 'hvd-autotuned' knob set reads its parameters from")
     threads: int = _opt(0, "intra-op threads per rank; 0: cores of the node / ranks on "
                         "it, at least 1, the same under every launcher", minimum=0)
+    compile_cache: str | None = _opt(None, "inductor's cache folder for knob sets that "
+                                     "compile (TORCHINDUCTOR_CACHE_DIR), kept, so a later "
+                                     "job compiles warm; default: a fresh folder per process, "
+                                     "removed at its end (a cold compile)")
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from hvd_vs_ddp.reports import compare, cost, tables, tails, tuning, verdicts
 from hvd_vs_ddp.reports.answer import answers, verdicts_doc, where_it_holds
+from hvd_vs_ddp.reports.compiled_section import answer_sentences, compiled_section
 from hvd_vs_ddp.reports.errors import ReportError
 from hvd_vs_ddp.reports.figures import Figures, training_figures
 from hvd_vs_ddp.reports.figures_comm import comm_figures
@@ -204,11 +205,17 @@ def build_report(run_dirs: list[Path], out: Path,
     if why is not None:  # after "Communication"
         at = next((i + 1 for i, s in enumerate(sections) if s.title == "Communication"), 1)
         sections.insert(at, why)
+    compiled = compiled_section(data, cmp, margin)  # runs with a compiling knob set
+    if compiled is not None:  # after the Horovod/DDP answer (and "Each at its best")
+        at = next((i + 1 for i, s in enumerate(sections) if s.title == "Each at its best"),
+                  1)
+        sections.insert(at, compiled)
     projected = projection_section([(r.name, r.path) for r in runs])
     if projected is not None:  # last: apart from every measured figure
         sections.append(projected)
     heads = compare.headlines(data, cmp, ba, margin,
                               [a["sentence"] for a in answers(data, cmp, margin)]
+                              + answer_sentences(data, cmp, margin)
                               + where_it_holds(data))
     sub = _subtitle(runs)
 

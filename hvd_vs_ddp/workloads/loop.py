@@ -23,7 +23,10 @@ from typing import Any, Callable
 import numpy as np
 import torch
 
-from hvd_vs_ddp.backends.base import Backend
+from hvd_vs_ddp.backends.base import Backend, BackendUnavailable
+from hvd_vs_ddp.backends.compile_support import MODES as COMPILE_MODES
+from hvd_vs_ddp.backends.compile_support import refusal as compile_refusal
+from hvd_vs_ddp.workloads import compiling
 from hvd_vs_ddp.workloads.data import ShardedBatches
 from hvd_vs_ddp.workloads.spec import Workload
 
@@ -44,6 +47,8 @@ class TrainConfig:
     host_sync: loss.item() after every step (the habit of logging each step's loss:
         the host waits for the device).
     empty_cache: torch.cuda.empty_cache() after every step (GPU only; a no-op on CPU).
+    compile: "eager", "inductor" or "compiled-autograd" (hvd_vs_ddp/workloads/compiling.py;
+        a backend that cannot honour it is refused before anything is built).
     """
 
     steps: int = 10
@@ -55,6 +60,7 @@ class TrainConfig:
     deterministic: bool = False
     host_sync: bool = False
     empty_cache: bool = False
+    compile: str = "eager"
 
     def __post_init__(self) -> None:
         if self.steps < 1:
@@ -63,6 +69,8 @@ class TrainConfig:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {self.precision!r}")
         if self.num_workers < 0:
             raise ValueError(f"num_workers must be >= 0, got {self.num_workers}")
+        if self.compile not in COMPILE_MODES:
+            raise ValueError(f"compile must be one of {COMPILE_MODES}, got {self.compile!r}")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -96,9 +104,15 @@ def _autocast(device: torch.device, precision: str):
 
 
 def build(workload: Workload, backend: Backend, config: TrainConfig):
-    """Model and optimizer, seeded identically on every rank, wrapped by the backend."""
+    """Model and optimizer, seeded identically on every rank, wrapped by the backend
+    (Dynamo configured first for a compile mode: DDP reads its mode when it is built)."""
     if config.precision == "fp16" and backend.device.type != "cuda":
         raise ValueError("precision fp16 needs a CUDA device (GradScaler); use bf16 on CPU")
+    refused = compile_refusal(type(backend), config.compile, backend.options,
+                              cuda=backend.device.type == "cuda")
+    if refused:
+        raise BackendUnavailable(f"{backend.name}: {refused}")
+    compiling.configure(config.compile)
     seed_everything(workload.seed)
     model = workload.build_model(config.checkpointing)
     if config.channels_last and workload.supports_channels_last:
@@ -138,6 +152,8 @@ class Trainer:
         self.device = backend.device
         self.model, self.optimizer = build(workload, backend, config)
         self.model.train()
+        # what the forward pass calls: the model, or the model compiled (config.compile)
+        self.net = compiling.apply(backend, self.model, config.compile)
         self.batches = ShardedBatches(
             workload.build_dataset(workload.seed), workload.batch_size, backend.rank,
             backend.world_size, workload.seed, config.num_workers,
@@ -164,7 +180,8 @@ class Trainer:
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             if self.channels_last and x.dim() == 4:
                 x = x.contiguous(memory_format=torch.channels_last)
-            with backend.accumulate(model, last=micro == self.accum - 1):
+            with backend.accumulate(model, last=micro == self.accum - 1), \
+                    compiling.step_context(self.config.compile):
                 total += self._forward_backward(x, y)
         index = len(self.step_times)
         on_grads = self.on_grads
@@ -187,7 +204,7 @@ class Trainer:
         total: torch.Tensor | None = None  # no extra tensor op in the step when parts == 1
         for xs, ys in shards:
             with _autocast(self.device, self.config.precision):
-                loss = self.workload.loss(self.model(xs), ys) / (self.accum * parts)
+                loss = self.workload.loss(self.net(xs), ys) / (self.accum * parts)
             (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
             part = loss.detach().double()
             total = part if total is None else total + part

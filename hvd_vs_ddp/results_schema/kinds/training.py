@@ -4,7 +4,10 @@ throughput: one (backend, workload, knob set) timed over fixed rounds. step_time
 samples_per_s have one value per timed step (the slowest rank's), rank_step_times one
 row per rank with every timed step's seconds, so all three have equal lengths.
 ddp_stats (DDP only): DDP's own runtime statistics of the timed steps, per rank
-(hvd_vs_ddp/harness/ddp_stats.py). compute_only: the same per-rank step with no communication,
+(hvd_vs_ddp/harness/ddp_stats.py). Compiled tests (knobs "compile", docs/compile.md) add
+compile_mode, compile_s, compile_steps, graphs, graph_breaks, recompiles_timed and
+compile_info (hvd_vs_ddp/harness/compile_stats.py). compute_only: the same per-rank step
+with no communication,
 run by `concurrent_ranks` processes at once (for exposed communication).
 
     rec = ThroughputRecord(backend="ddp-gloo", world_size=2, launcher="torchrun", ...)
@@ -91,6 +94,22 @@ def _ddp_stats(v: Any, name: str, finite: bool) -> None:
                               f"expected {n} (one per iteration)")
 
 
+def _compile_info(v: Any, name: str, finite: bool) -> None:
+    """{"optimize_ddp", "compiled_autograd", "cache", "warmup_step_s": [per warm-up step,
+    the slowest rank's seconds], "warmup_events": [compile events per warm-up step, the
+    most on any rank], "still_compiling", "graph_break_reasons": {reason: count},
+    "ddp_optimizer_buckets": [per graph], "ranks": [{"graphs", "graph_breaks",
+    "recompiles_timed"}]}."""
+    mapping(v, name, finite)
+    listof(number(0))(v.get("warmup_step_s", []), f"{name}.warmup_step_s", finite)
+    listof(integer(0))(v.get("warmup_events", []), f"{name}.warmup_events", finite)
+    if len(v.get("warmup_step_s", [])) != len(v.get("warmup_events", [])):
+        raise Invalid(f"{name}.warmup_events", "must have one value per warm-up step "
+                      "(like warmup_step_s)")
+    mapping(v.get("graph_break_reasons", {}), f"{name}.graph_break_reasons", finite)
+    listof(mapping)(v.get("ranks", []), f"{name}.ranks", finite)
+
+
 def _equal_rows(step_times: list, rank_step_times: list | None, name: str) -> None:
     for i, row in enumerate(rank_step_times or []):
         if len(row) != len(step_times):
@@ -122,6 +141,13 @@ class ThroughputRecord(BenchmarkRecord):
     ddp_stats: dict[str, Any] | None = opt(_ddp_stats)
     profile_traces: list[str] | None = opt(listof(text))
     startup_s: list[float] | None = opt(listof(number(0)))
+    compile_mode: str | None = opt(text)
+    compile_s: float | None = opt(number(0))
+    compile_steps: int | None = opt(integer(0))
+    graphs: int | None = opt(integer(0))
+    graph_breaks: int | None = opt(integer(0))
+    recompiles_timed: int | None = opt(integer(0))
+    compile_info: dict[str, Any] | None = opt(_compile_info)
 
     def consistency(self) -> None:
         if len(self.samples_per_s) != len(self.step_times):
@@ -151,6 +177,11 @@ class ThroughputRecord(BenchmarkRecord):
                  "ddp_stats": self.ddp_stats, "profile_traces": self.profile_traces,
                  "startup_s": max(self.startup_s) if self.startup_s else np.nan,
                  "cuda_per_device_mb": mem.get("cuda_per_device_mb"),
+                 "compile_mode": self.compile_mode or self.knobs.get("compile") or "eager",
+                 **{key: (float(v) if (v := getattr(self, key)) is not None else np.nan)
+                    for key in ("compile_s", "compile_steps", "graphs", "graph_breaks",
+                                "recompiles_timed")},
+                 "compile_info": self.compile_info,
                  **{key: (max(mem[key]) if mem.get(key) else np.nan) for key in HELD}}]
 
 
