@@ -30,12 +30,16 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from hvd_vs_ddp.common import outputs
+from hvd_vs_ddp.workloads.external import slug
+
 STEP_MARK = "hvd_vs_ddp.step#"
 SUFFIX = ".profile.json"
 
 
 def trace_name(stem: str, workload: str, knob_set: str, rank: int) -> str:
-    return f"{stem}.{workload}.{knob_set}.rank{rank}{SUFFIX}"
+    """The trace's file name; a workload spec appears in its file-name-safe form."""
+    return f"{stem}.{slug(workload)}.{knob_set}.rank{rank}{SUFFIX}"
 
 
 def folder_and_stem(benchmark_json: str | os.PathLike | None) -> tuple[Path, str]:
@@ -53,6 +57,7 @@ def profile_steps(trainer, steps: int, path: Path, use_cuda: bool) -> Path:
         for k in range(steps):
             with record_function(f"{STEP_MARK}{k}"):
                 trainer.step()
+    outputs.check_one(outputs.Output(path, outputs.PROFILER_TRACE))  # never over a non-trace
     tmp = path.with_name(path.name + ".tmp")
     prof.export_chrome_trace(str(tmp))
     os.replace(tmp, path)  # a reader never sees half a trace
