@@ -71,7 +71,7 @@ def _run(args) -> int:
     req = run_request.build(args)  # everything judged; nothing started, nothing written
     runner = Runner(req.run_dir, req.preset, list(req.cells), sys.argv, req.cell_time_limit,
                     list(req.workloads) if req.workloads else None, hosts=req.hosts,
-                    repeat=req.repeat, order_seed=req.order_seed)
+                    repeat=req.repeat, order_seed=req.order_seed, pythonpath=req.pythonpath)
     log.info(f"{len(req.cells)} cells -> {req.run_dir}")
     try:
         manifest = runner.run(Progress())
