@@ -234,6 +234,8 @@ def check_one(out: Output, owner: Path | None = None) -> None:
                            f"logs/ belong to the run); write {what} elsewhere")
     if not (given.exists() or given.is_symlink()):
         return
+    if out.kind == CELL_LOG and run is not None and given.is_file():
+        return  # a run's own logs/ (owner checked above): a log carries no marker
     mark = identify(given)
     if mark is None:
         raise _refuse(out, "exists and is not a file hvd-vs-ddp wrote; writing "
@@ -326,6 +328,9 @@ def write_json(out: Output, data: Any, indent: int | None = 1,
 
 if __name__ == "__main__":
     for arg in sys.argv[1:]:
+        if not Path(arg).exists():
+            print(f"{arg}: no such file")
+            continue
         m = identify(Path(arg))
         run = enclosing_run(Path(arg))
         print(f"{arg}: {_describe(m) if m else 'not a file hvd-vs-ddp wrote'}"

@@ -2,9 +2,11 @@
 
 `check(name, params, world_size)` resolves the workload (hvd_vs_ddp/workloads/external.py),
 calls its factory with the parameters (each already checked against its declaration),
-builds its model on torch's meta device (shapes only: no memory, no arithmetic; a model
-the meta device cannot build is built on the CPU instead), takes one sample of its data
-set, and runs one forward pass and the loss on a meta batch of the per-rank batch size.
+builds its model on torch's meta device (shapes only: no memory, no arithmetic), takes
+one sample of its data set, and runs one forward pass and the loss on a meta batch of
+the per-rank batch size. A model the meta device cannot build or run (one that reads
+tensor values: RegNet's builder, transformers' attention masks) is built on the CPU and
+runs that step on a batch of zeros instead, as a rank would.
 Whatever would make every cell fail later is one InputError line now:
 
 - the spec does not import, names no function, or the factory raises or returns no
@@ -94,7 +96,7 @@ def _batch(spec: str, workload, world_size: int):
     per_rank = size // max(world_size, 1)
     if per_rank < workload.batch_size:
         raise _fail(spec, f"its data set of {size} samples gives each of {world_size} "
-                          f"ranks {per_rank} samples, fewer than one batch of "
+                          f"rank(s) {per_rank} samples, fewer than one batch of "
                           f"{workload.batch_size}; give more samples or a smaller "
                           "batch_size")
     if not isinstance(sample, (tuple, list)) or len(sample) != 2:
@@ -119,6 +121,10 @@ def _forward(spec: str, workload, model, x, y) -> None:
         model.train()
         loss = workload.loss(model(x), y)
     except Exception as exc:  # noqa: BLE001
+        if device.type == "meta" and "meta" in str(exc):
+            # a forward that reads values (.item(), data-dependent shapes): the real
+            # model on the CPU, one step on a batch of zeros, as a rank would do
+            return _forward(spec, workload, workload.build_model(False), x, y)
         raise _fail(spec, f"one step on a batch of {workload.batch_size} x "
                           f"{tuple(x.shape[1:])} {str(x.dtype).removeprefix('torch.')} "
                           f"fails: {_first(exc)}") from None

@@ -142,8 +142,8 @@ def _resolve(spec: str, builtins: dict[str, Callable[..., Any]]) -> Source:
         raise _bad(spec, f"{target} has no function {func!r}"
                    + (f" (it defines {', '.join(found[:8])})" if found else ""))
     if not callable(factory):
-        raise _bad(spec, f"{target}.{func} is a {type(factory).__name__}, not a function "
-                         "that returns a Workload")
+        raise _bad(spec, f"{func!r} in {target} is of type {type(factory).__name__}, not a "
+                         "function that returns a Workload")
     source = Source(spec, factory, kind, where)
     source.params  # noqa: B018 - a factory whose parameters cannot be declared fails here
     return source
