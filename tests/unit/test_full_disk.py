@@ -136,11 +136,13 @@ def test_a_set_of_files_is_written_all_or_nothing(tmp_path):
 def test_json_write_onto_a_full_tmpfs_keeps_the_old_file(tmpfs):
     disk = tmpfs("256k")
     path = disk / "manifest.json"
-    write_json_atomic(path, {"format": FORMAT, "cells": ["x" * 1000]}, kind=FORMAT, owner=path.parent)
+    write_json_atomic(path, {"format": FORMAT, "cells": ["x" * 1000]}, kind=FORMAT,
+                      owner=path.parent)
     before = path.read_bytes()
     fill(disk)
     with pytest.raises(WriteError) as e:
-        write_json_atomic(path, {"format": FORMAT, "cells": ["y" * 20000]}, kind=FORMAT, owner=path.parent)
+        write_json_atomic(path, {"format": FORMAT, "cells": ["y" * 20000]}, kind=FORMAT,
+                          owner=path.parent)
     assert e.value.errno == errno.ENOSPC
     assert str(e.value) == f"writing {path}: {ENOSPC_TEXT}"
     assert path.read_bytes() == before and not temp_files(disk)

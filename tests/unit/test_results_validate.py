@@ -223,7 +223,8 @@ def test_atomic_write_replaces_whole_files_and_cleans_up(tmp_path):
     write_json_atomic(path, doc, kind=FORMAT, owner=path.parent)
     assert json.loads(path.read_text()) == doc
     with pytest.raises(TypeError):
-        write_json_atomic(path, {"format": FORMAT, "a": object()}, kind=FORMAT, owner=path.parent)  # half way
+        write_json_atomic(path, {"format": FORMAT, "a": object()}, kind=FORMAT,  # half way
+                          owner=path.parent)
     assert json.loads(path.read_text()) == doc
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]
 
