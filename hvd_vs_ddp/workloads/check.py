@@ -44,7 +44,8 @@ def check(name: str, params: dict[str, Any] | None = None, world_size: int = 1) 
     if key in _done:
         return
     workload = registry.get(name, **params)
-    spec = key[0]
+    spec = repr(key[0]) + (f" with {', '.join(f'{k}={v}' for k, v in params.items())}"
+                           if params else "")  # as errors name it
     model = _model(spec, workload)
     x, y = _batch(spec, workload, world_size)
     _forward(spec, workload, model, x, y)
@@ -52,7 +53,8 @@ def check(name: str, params: dict[str, Any] | None = None, world_size: int = 1) 
 
 
 def _fail(spec: str, why: str) -> WorkloadCheckError:
-    return WorkloadCheckError(f"workload {spec!r}: {why}")
+    """"workload 'SPEC': why", or "workload 'SPEC' with k=v: why" (spec as check() names it)."""
+    return WorkloadCheckError(f"workload {spec}: {why}")
 
 
 def _first(exc: BaseException) -> str:

@@ -189,13 +189,19 @@ def _call(source: external.Source, params: dict[str, Any]) -> str:
     return f"{name}({', '.join(f'{k}={v!r}' for k, v in params.items())})"
 
 
-if __name__ == "__main__":
-    import sys
-
-    for n in sys.argv[1:] or [*_WORKLOADS, *external.entry_points()]:
+def main(argv: list[str]) -> None:
+    """Print each workload (default: the built-in ones and the installed entry points)
+    with its declared parameters."""
+    for n in argv or [*_WORKLOADS, *external.entry_points()]:
         src = resolve(n)
         doc = (src.factory.__doc__ or "").strip().splitlines()
         print(f"{src.spec:10s} {doc[0] if doc else ''}")
         for p in src.params.values():
             print(f"{'':10s} {p.describe()}")
     print("\nor a spec: " + external.FORMS + " (docs/own-model.md)")
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
