@@ -57,7 +57,7 @@ def _doctor(args) -> int:
         raise CliError("--only selects selftest checks; use it with --selftest")
     if args.selftest:  # real processes on every path this machine supports
         from hvd_vs_ddp.cli import selftest
-        return selftest.main([f"--only={args.only}"] if args.only else [])
+        return selftest.main([f"--only={','.join(args.only)}"] if args.only else [])
     from hvd_vs_ddp.cli.doctor import report_lines
 
     print("\n".join(report_lines()))
@@ -131,7 +131,7 @@ def _add_doctor(sub) -> None:
     doc = sub.add_parser("doctor", help="what can run here, and why not")
     doc.add_argument("--selftest", action="store_true", help="run every path this machine "
                      "supports for a few steps; pass/fail/skip table, exit 1 on a failure")
-    doc.add_argument("--only", type=argtypes.given, help="with --selftest: comma-separated "
+    doc.add_argument("--only", type=argtypes.check_ids, help="with --selftest: comma-separated "
                      "check ids")
     doc.set_defaults(fn=_doctor)
 

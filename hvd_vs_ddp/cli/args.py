@@ -101,6 +101,8 @@ def _presets() -> list[str]:
     return list(matrix.PRESETS)
 
 
+# doctor --selftest --only: names checked against the checks this machine has (selftest)
+check_ids = _typed(lambda t: tuple(values.names(t, None, "check id")), "check_ids")
 backends = _known("backend", _backends)
 launchers = _known("launcher", _launchers)
 

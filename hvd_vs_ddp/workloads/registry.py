@@ -76,7 +76,7 @@ def digits(batch_size: int = 16, hidden: int = 128, depth: int = 2, lr: float = 
 @declare(BATCH, IMAGE_SIZE, CLASSES, SAMPLES, LR, SEED,
          Param("data_dir", str, is_dir=True, nullable=True,
                help="a local ImageFolder or CIFAR-10 folder (run --data-dir)",
-               validate=lambda d: str(data.check_data_dir(d))))
+               validate=lambda d: str(data.check_data_dir(d, "data_dir"))))
 def resnet50(batch_size: int = 8, image_size: int = 64, classes: int = 100,
              samples: int = 256, lr: float = 0.01, seed: int = 0,
              data_dir: str | None = None) -> Workload:
