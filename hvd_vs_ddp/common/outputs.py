@@ -15,7 +15,8 @@ an output that would replace anything but its own earlier self:
 3. an existing file that is not of the same kind (a run's manifest, a cell's results, a
    Horovod timeline, a profiler trace, a report, verdicts.json, a projection, a figure):
    the kind is read from the file itself (`identify`), by the marker every kind carries
-   (the JSON `format` field; an HTML comment in reports; a PNG text chunk in figures;
+   (the JSON `format` field; an HTML comment in reports, after the HTML's doctype and
+   on the Markdown's last line; a PNG text chunk in figures;
    Chrome-trace structure for traces), so a file nobody can recognise is never replaced;
 4. an existing file of the same kind made from other inputs (a report of other runs, a
    projection of another run): the inputs a file was made from are recorded in its
@@ -119,7 +120,8 @@ def identify_bytes(data: bytes) -> Mark | None:
     if data.startswith(_PNG):
         return _png_mark(data)
     text = data[:HEAD].decode("utf-8", errors="replace")
-    found = _TEXT_MARK.search(text)
+    found = _TEXT_MARK.search(text) or _TEXT_MARK.search(  # Markdown: the last line
+        data[-4096:].decode("utf-8", errors="replace"))
     if found:
         return _mark(found.group(1))
     if _OLD_REPORT in text:

@@ -235,8 +235,8 @@ def build_report(run_dirs: list[Path], out: Path,
     inputs = report_inputs(run_dirs)
     files = {Output(p, outputs.FIGURE): f.png for p, f in zip(written, figs.items)}
     md_marker = outputs.text_marker(outputs.REPORT_MD, inputs)
-    files[Output(md_path, outputs.REPORT_MD, inputs)] = (
-        md_marker + "\n" + render_markdown(TITLE, sub, heads, sections, rel)).encode()
+    files[Output(md_path, outputs.REPORT_MD, inputs)] = (  # the marker last: "# title" first
+        render_markdown(TITLE, sub, heads, sections, rel) + "\n" + md_marker + "\n").encode()
     doctype = "<!DOCTYPE html>"  # the marker after it: a comment first would mean quirks
     files[Output(html_path, outputs.REPORT_HTML, inputs)] = render_html(
         TITLE, sub, heads, sections).replace(
