@@ -173,7 +173,7 @@ def _profile(suite, trainer, backend, workload_name: str, knob_set: str) -> list
     names = [profiling.trace_name(stem, workload_name, knob_set, r)
              for r in range(backend.world_size)]
     profiling.profile_steps(trainer, steps, folder / names[backend.rank],
-                            profiling.cuda_in_use(backend.device))
+                            profiling.cuda_in_use(backend.device), suite.options.run_dir)
     return names
 
 
