@@ -16,9 +16,11 @@ Interrupted by SIGINT (Ctrl-C), SIGTERM or SIGHUP: `run` ends the cell in flight
 whole process tree), records it as interrupted and exits 130, 143 or 129 (128 + the
 signal); `run --resume` finishes the run. `report` leaves any earlier report whole.
 
-Bad input (unknown backend, workload or preset, a launcher that does not fit, a
-corrupt manifest, an output path inside a results directory) prints one line
-starting with "hvd-vs-ddp: error:" and exits with code 2, changing nothing.
+Bad input (unknown backend, workload or preset, a workload parameter out of its declared
+range, a workload spec that does not import or build, a launcher that does not fit, a
+corrupt manifest, an output that would replace an input: a run's files, another run's
+report or projection, a file hvd-vs-ddp did not write) prints one line starting with
+"hvd-vs-ddp: error:" and exits with code 2, changing nothing.
 
 Exit status: 0 done; 1 `run`: some cells failed (0 with --allow-failures);
 2 bad input (one line, nothing started, nothing written); 3 `report`: the report
