@@ -269,6 +269,9 @@ ISSUE27: list[Case] = [
     _c(run("--suite-args=--benchmark-json=out.json"), "--benchmark-json writes"),
     _c(run("--suite-args=-o log_file=x.log"), "-o log_file"),
     _c(run("--suite-args=--run-dir runs/earlier"), "--run-dir is set by hvd-vs-ddp run"),
+    _c(run("--suite-args=--max-bytes 1099511627776"), "--max-bytes", "must be <= 17179869184"),
+    _c(run("--suite-args=--rounds 1000000000"), "--rounds", "must be <= 100000"),
+    _c(["run", "--runs-dir", "runs/earlier/cells", "--name", "x"], "inside the run directory"),
     # run: workloads from outside the project (issue 28), refused before any rank starts
     _c(run("--workloads", "no.such.module:make_workload"), "cannot import module"),
     _c(run("--workloads", "ext/nothere.py:make_workload"), "no such file"),
@@ -307,6 +310,8 @@ ISSUE27: list[Case] = [
     _c(["report", "runs/earlier", "-o", "afile/report.html"], "is a file, not a folder"),
     _c(["report", "runs/earlier", "-o", "figs-file/report.html"], "report_figures",
        "not a folder"),
+    _c(["report", "runs/earlier", "-o", "out/" + "r" * 250 + ".html"], "258 bytes long",
+       "at most 255"),
     # project: the same outputs, the same runs, models by spec
     _c(["project", "runs/earlier", *P, "-o", "runs/earlier/manifest.json"],
        "inside the run directory"),

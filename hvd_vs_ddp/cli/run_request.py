@@ -122,6 +122,7 @@ def _fresh(args: Any) -> RunRequest:
     if run_dir.exists():
         raise RunRequestError(f"run directory {run_dir} already exists; choose another "
                               "--name or --resume it")
+    _check_place(run_dir)
     sizes = [c.world_size for c in cells] or [1]
     path = _check_workloads(list(args.workloads or preset.workloads), opts, max(sizes))
     return RunRequest(run_dir, preset, cells, args.workloads, args.hosts, args.repeat,
@@ -133,6 +134,19 @@ def _check_runs_dir(runs_dir: str) -> None:
     runs = Path(runs_dir)
     if runs.exists() and not runs.is_dir():
         raise RunRequestError(f"--runs-dir {runs_dir}: not a directory")
+
+
+def _check_place(run_dir: Path) -> None:
+    """A new run directory never lies inside another run's (its cells/ or logs/): the
+    output gate (hvd_vs_ddp/common/outputs.py), asked up front for the manifest the run
+    will write first, as the run's own."""
+    from hvd_vs_ddp.common import outputs
+
+    try:
+        outputs.check_one(outputs.Output(run_dir / "manifest.json", outputs.RUN_MANIFEST),
+                          owner=run_dir)
+    except outputs.OutputRefused as exc:
+        raise RunRequestError(f"--runs-dir/--name: {exc}") from None
 
 
 def _check_host_capacity(sizes: tuple[int, ...] | None, hosts: str | None) -> None:
@@ -180,7 +194,7 @@ def _check_workloads(names: list[str], opts: Any, world_size: int) -> tuple[str,
 
     params = opts.workload_params
     folders = []
-    for name in dict.fromkeys([*names, *params]):
+    for name in dict.fromkeys([*names, *opts.workloads, *params]):  # --suite-args too
         check.check(name, params.get(name, {}), world_size)
         where = registry.resolve(name).pythonpath
         if where:

@@ -71,6 +71,7 @@ _TEXT_MARK = re.compile(r"<!-- " + TAG + r" (\{.*?\}) -->")
 _OLD_REPORT = "<title>Horovod or DDP? Benchmark report</title>"  # before markers (2026-11)
 _PNG = b"\x89PNG\r\n\x1a\n"
 HEAD = 1 << 16
+NAME_MAX = 255  # bytes in one file name (Linux, macOS)
 
 
 class OutputRefused(InputError):
@@ -213,9 +214,20 @@ def _own_place(out: Output, path: Path, run: Path, owner: Path | None) -> bool:
         out.inputs == (str(run),)
 
 
+def check_name(path: Path) -> None:
+    """OutputRefused if a component of `path` is longer than the file system allows (255
+    bytes on Linux): the write would fail only at the end."""
+    for part in Path(path).parts:
+        if len(part.encode("utf-8", "surrogateescape")) > NAME_MAX:
+            raise OutputRefused(f"{path}: the name {part[:24]!r}... is "
+                                f"{len(part.encode('utf-8', 'surrogateescape'))} bytes long; "
+                                f"a file name may have at most {NAME_MAX}")
+
+
 def check_one(out: Output, owner: Path | None = None) -> None:
     """OutputRefused if writing `out` could replace anything but its own earlier self."""
     given = Path(out.path).expanduser()
+    check_name(given)
     if given.is_dir():
         raise _refuse(out, "is a directory; name a file")
     path = given.resolve()

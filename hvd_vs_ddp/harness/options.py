@@ -70,21 +70,26 @@ class SuiteOptions:
                                            "resnet50:image_size=224 (repeatable)", append=True)
     knob_set: str = _opt("default", "knob sets for the throughput suite: 'default', "
                          "'full', 'tune', 'tune-all', or one set's name", names="knob set")
-    rounds: int = _opt(5, "timed rounds per throughput cell", minimum=1)
-    steps_per_round: int = _opt(2, "optimizer steps per round", minimum=1)
-    warmup_steps: int = _opt(2, "untimed steps before the rounds", minimum=0)
-    convergence_steps: int = _opt(30, "steps of each convergence cell", minimum=2)
+    rounds: int = _opt(5, "timed rounds per throughput cell", minimum=1,
+                       maximum=100_000)
+    steps_per_round: int = _opt(2, "optimizer steps per round", minimum=1,
+                                 maximum=100_000)
+    warmup_steps: int = _opt(2, "untimed steps before the rounds", minimum=0,
+                              maximum=1_000_000)
+    convergence_steps: int = _opt(30, "steps of each convergence cell", minimum=2,
+                                   maximum=1_000_000)
     data_dir: str | None = _opt(None, "a local ImageFolder, or a folder holding CIFAR-10's "
                                 "cifar-10-batches-py: resnet50 trains on it (throughput, "
                                 "and a convergence cell); nothing is downloaded", path=True)
-    max_bytes: int = _opt(64 * 2**20, "largest collective message in bytes", minimum=4)
+    max_bytes: int = _opt(64 * 2**20, "largest collective message in bytes", minimum=4,
+                         maximum=2**34)
     collective_ops: tuple[str, ...] = _opt(COLLECTIVE_OPS, "comma-separated collectives "
                                            "to sweep", csv="collective")
     collective_timeout: float = _opt(300.0, "process-group / Horovod timeout in seconds",
-                                     minimum=1.0)
+                                     minimum=1.0, maximum=7 * 86400.0)
     ddp_sample_rate: int = _opt(1, "DDP's own runtime statistics (compute, communication, "
                                 "overlap) on every Nth step of the throughput suite; 0: off",
-                                minimum=0)
+                                minimum=0, maximum=1_000_000)
     horovod_timeline: str | None = _opt(None, "write Horovod's timeline (HOROVOD_TIMELINE, "
                                         "cycles marked) to this file; 'auto': beside "
                                         "--benchmark-json, as <stem>.horovod-timeline.json",
@@ -92,12 +97,13 @@ class SuiteOptions:
     profile_steps: int = _opt(0, "after the timed rounds of each throughput test, this many "
                               "more steps under torch.profiler, one Chrome trace per rank "
                               "beside --benchmark-json (hvd_vs_ddp/harness/profiling.py); 0: off",
-                              minimum=0)
+                              minimum=0, maximum=10_000)
     horovod_autotuned_from: str | None = _opt(
         None, "the results-file stem (beside --benchmark-json) of the Horovod autotune "
         "cell whose log the 'hvd-autotuned' knob set reads its parameters from")
     threads: int = _opt(0, "intra-op threads per rank; 0: cores of the node / ranks on "
-                        "it, at least 1, the same under every launcher", minimum=0)
+                        "it, at least 1, the same under every launcher", minimum=0,
+                        maximum=4096)
     run_dir: str | None = _opt(None, "set by `hvd-vs-ddp run` for its cells: the run "
                                "directory they write into (outputs may go inside a run "
                                "directory only for that run)", internal=True)
@@ -116,6 +122,11 @@ class SuiteOptions:
             flag = flag_of(f.name)
             if "minimum" in meta and not value >= meta["minimum"]:
                 raise InputError(f"{flag} {value}: must be >= {meta['minimum']}")
+            if "maximum" in meta and not value <= meta["maximum"]:  # a typo, not a run:
+                top = meta["maximum"]
+                shown = f"{top:g}" if isinstance(top, float) else str(top)
+                raise InputError(f"{flag} {value}: must be <= {shown} (a larger value would "
+                                 "fail or never end in every cell)")
             kind = meta.get("csv") or meta.get("names")
             if kind == "workload":
                 for name in value:  # a name or a spec: it must resolve (import) here

@@ -88,6 +88,7 @@ def output_paths(run_dirs: list[Path], out: Path) -> tuple[Path, Path, Path, Pat
         if any(_inside(p, root) for p in (html, md, figdir, vjson)):
             raise ReportError(f"{out}: lies inside the results directory {d}; write the "
                               "report elsewhere so outputs never mix with results.")
+    outputs.check_name(figdir)  # <stem>_figures: the longest name the report makes
     if figdir.exists() and not figdir.is_dir():
         raise ReportError(f"{figdir}: exists and is not a folder; the report's figures go "
                           "there (choose another -o)")
