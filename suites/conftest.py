@@ -68,6 +68,9 @@ def pytest_configure(config: pytest.Config) -> None:
             json_path = json_path.name
         timeline = horovod_timeline.target(opts.horovod_timeline, json_path, opts.run_dir)
         if json_path and detect().rank == 0:  # the rank that writes it; the output gate:
+            if not Path(json_path).resolve().parent.is_dir():
+                raise InputError(f"--benchmark-json {json_path}: folder "
+                                 f"{Path(json_path).resolve().parent} does not exist")
             outputs.check_one(outputs.Output(Path(json_path), outputs.CELL_RESULTS),
                               owner=Path(opts.run_dir) if opts.run_dir else None)
     except InputError as exc:
