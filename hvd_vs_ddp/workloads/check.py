@@ -24,6 +24,7 @@ Whatever would make every cell fail later is one InputError line now:
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import Any
 
 from hvd_vs_ddp.common.errors import InputError
@@ -43,13 +44,21 @@ def check(name: str, params: dict[str, Any] | None = None, world_size: int = 1) 
            world_size)
     if key in _done:
         return
+    with warnings.catch_warnings():  # one line on refusal: a builder's warnings are the
+        warnings.simplefilter("ignore")  # ranks' to show, in the cells' logs
+        _check(name, key, params, world_size)
+    _done.add(key)
+
+
+def _check(name: str, key: tuple, params: dict[str, Any], world_size: int) -> None:
+    from hvd_vs_ddp.workloads import registry
+
     workload = registry.get(name, **params)
     spec = repr(key[0]) + (f" with {', '.join(f'{k}={v}' for k, v in params.items())}"
                            if params else "")  # as errors name it
     model = _model(spec, workload)
     x, y = _batch(spec, workload, world_size)
     _forward(spec, workload, model, x, y)
-    _done.add(key)
 
 
 def _fail(spec: str, why: str) -> WorkloadCheckError:
@@ -69,12 +78,12 @@ def _model(spec: str, workload) -> Any:
     try:
         with torch.device("meta"):
             model = workload.build_model(False)
-    except Exception as exc:  # noqa: BLE001 - a user's builder may raise anything
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a user's builder may raise anything
         if "meta" not in str(exc):
             raise _fail(spec, f"its model cannot be built: {_first(exc)}") from None
         try:  # a builder that reads tensor values (RegNet) cannot build on meta
             model = workload.build_model(False)
-        except Exception as exc2:  # noqa: BLE001
+        except (Exception, SystemExit) as exc2:  # noqa: BLE001
             raise _fail(spec, f"its model cannot be built: {_first(exc2)}") from None
     if not isinstance(model, nn.Module):
         raise _fail(spec, f"build_model returned {type(model).__name__}, expected a "
@@ -92,7 +101,7 @@ def _batch(spec: str, workload, world_size: int):
         dataset = workload.build_dataset(workload.seed)
         size = len(dataset)
         sample = dataset[0] if size else None
-    except Exception as exc:  # noqa: BLE001
+    except (Exception, SystemExit) as exc:  # noqa: BLE001
         raise _fail(spec, f"its data set cannot be built or indexed ({_first(exc)}); "
                           "expected a map-style Dataset of (input, target)") from None
     per_rank = size // max(world_size, 1)
@@ -106,7 +115,7 @@ def _batch(spec: str, workload, world_size: int):
                           "(input, target) pairs")
     try:
         x, y = (torch.as_tensor(v) for v in sample)
-    except Exception as exc:  # noqa: BLE001
+    except (Exception, SystemExit) as exc:  # noqa: BLE001
         raise _fail(spec, f"its samples are not tensors ({_first(exc)})") from None
     batch = workload.batch_size
     return (torch.empty((batch, *x.shape), dtype=x.dtype, device="meta"),
@@ -122,7 +131,7 @@ def _forward(spec: str, workload, model, x, y) -> None:
     try:
         model.train()
         loss = workload.loss(model(x), y)
-    except Exception as exc:  # noqa: BLE001
+    except (Exception, SystemExit) as exc:  # noqa: BLE001
         if device.type == "meta" and "meta" in str(exc):
             # a forward that reads values (.item(), data-dependent shapes): the real
             # model on the CPU, one step on a batch of zeros, as a rank would do

@@ -28,6 +28,7 @@ import importlib
 import importlib.util
 import re
 import sys
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -117,7 +118,9 @@ def resolve(spec: str, builtins: dict[str, Callable[..., Any]]) -> Source:
         return Source(spec, builtins[spec], "builtin")
     spec = canonical(spec)
     if spec not in _cache:
-        _cache[spec] = _resolve(spec, builtins)
+        with warnings.catch_warnings():  # a module's import-time warnings would make a
+            warnings.simplefilter("ignore")  # refusal more than one line
+            _cache[spec] = _resolve(spec, builtins)
     return _cache[spec]
 
 
@@ -159,7 +162,7 @@ def _entry_point(name: str, builtins: dict[str, Callable[..., Any]]) -> Source:
         raise err
     try:
         factory = found[name].load()
-    except Exception as exc:  # noqa: BLE001 - whatever the package's import raises
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - whatever the package's import raises
         raise _bad(name, f"entry point {found[name].value!r} ({ENTRY_POINT_GROUP}) does not "
                          f"load: {type(exc).__name__}: {exc}") from None
     if not callable(factory):

@@ -174,7 +174,7 @@ def get(name: str, **params: Any) -> Workload:
         return source.factory(**checked)
     try:
         workload = source.factory(**checked)
-    except Exception as exc:  # noqa: BLE001 - a user's factory may raise anything
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a user's factory may raise anything
         raise InputError(f"workload {source.spec!r}: {_call(source, checked)} raised "
                          f"{external._first(exc)}") from None
     if not isinstance(workload, Workload):
