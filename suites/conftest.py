@@ -12,11 +12,16 @@ the rest with a reason (decided from facts every rank shares, then agreed):
 Options: --backends, --workloads, --workload-param NAME:KEY=VALUE, --knob-set
 default|full, --rounds, --steps-per-round, --warmup-steps, --convergence-steps,
 --data-dir (real images for resnet50), --max-bytes (collectives), --test-time-limit.
+A workload may be any name or spec hvd_vs_ddp/workloads/external.py resolves (your own
+model: docs/own-model.md). --benchmark-json may replace only an earlier results file,
+and never lie inside a run directory unless this is that run's cell (--run-dir): the
+output gate, hvd_vs_ddp/common/outputs.py.
 """
 from __future__ import annotations
 
 import contextlib
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -24,6 +29,7 @@ import torch
 from hvd_vs_ddp.backends import catalog, registry
 from hvd_vs_ddp.backends.env import detect
 from hvd_vs_ddp.backends.options import BackendOptions
+from hvd_vs_ddp.common import outputs
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.log import configure as configure_logging
 from hvd_vs_ddp.harness import (
@@ -64,9 +70,16 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         if hasattr(json_path, "write"):  # pytest-benchmark < 5.3 gives an open file
             json_path = json_path.name
-        timeline = horovod_timeline.target(opts.horovod_timeline, json_path)
+        timeline = horovod_timeline.target(opts.horovod_timeline, json_path, opts.run_dir)
+        if json_path and detect().rank == 0:  # the rank that writes it; the output gate:
+            if not Path(json_path).resolve().parent.is_dir():
+                raise InputError(f"--benchmark-json {json_path}: folder "
+                                 f"{Path(json_path).resolve().parent} does not exist")
+            outputs.check_one(outputs.Output(Path(json_path), outputs.CELL_RESULTS),
+                              owner=Path(opts.run_dir) if opts.run_dir else None)
     except InputError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(f"--benchmark-json {exc}" if isinstance(
+            exc, outputs.OutputRefused) else str(exc)) from None
     if timeline:
         horovod_timeline.enable(timeline[0])
     plugin = collective_pytest.register(config)

@@ -6,7 +6,9 @@ batch W x B on the union of their batches. Each backend trains N steps from one
 seed; its per-step global losses are compared with `single` trained in-process
 on those global batches, cut into the same per-rank shards (so that BatchNorm
 normalises over the same samples as on each rank). Workloads: mlp and gpt, plus
-resnet50 on real images when --data-dir names a local ImageFolder or CIFAR-10.
+resnet50 on real images when --data-dir names a local ImageFolder or CIFAR-10, plus
+every workload of --workloads from outside the project (your own model,
+docs/own-model.md: it must train like one process too).
 Also time-to-accuracy on scikit-learn's real digits. With a knob set that compiles
 (`--knob-set compile` or `compile-all`, docs/compile.md), every backend that offers the
 compile mode trains the --workloads compiled and eager: the compiled losses must match
@@ -33,6 +35,8 @@ from hvd_vs_ddp.backends.options import BackendOptions
 from hvd_vs_ddp.harness import suite_run
 from hvd_vs_ddp.harness.knobs import SETS, by_name
 from hvd_vs_ddp.results_schema import ConvergenceRecord, TimeToAccuracyRecord
+from hvd_vs_ddp.workloads import registry as workload_registry
+from hvd_vs_ddp.workloads.external import slug
 from hvd_vs_ddp.workloads.loop import TrainConfig, Trainer, accuracy
 
 # Tolerance on the per-step relative loss deviation from `single`, float32.
@@ -75,15 +79,16 @@ def pytest_generate_tests(metafunc):
     backends = [b for b in DISTRIBUTED if b in suite.backends]
     if "conv_cell" in metafunc.fixturenames:
         workloads = CONVERGENCE_WORKLOADS + (("resnet50",) if suite.options.data_dir else ())
+        workloads += tuple(w for w in suite.workloads if w not in workload_registry.names())
         cells = [(b, w) for w in workloads for b in backends]
-        metafunc.parametrize("conv_cell", cells, ids=[f"{b}-{w}" for b, w in cells])
+        metafunc.parametrize("conv_cell", cells, ids=[f"{b}-{slug(w)}" for b, w in cells])
     if "compiled_cell" in metafunc.fixturenames:
         name = suite.options.knob_set
         sets = [k for k in (SETS[name] if name in SETS else (by_name(name),))
                 if k.compile != "eager"]
         names = [b for b in (REFERENCE, *DISTRIBUTED) if b in suite.backends]
         cells = [(b, w, k) for k in sets for w in suite.workloads for b in names]
-        params = [pytest.param(c, id=f"{c[0]}-{c[1]}-{c[2].name}") for c in cells] or [
+        params = [pytest.param(c, id=f"{c[0]}-{slug(c[1])}-{c[2].name}") for c in cells] or [
             pytest.param(None, id="eager", marks=pytest.mark.skip(
                 reason="no knob set compiles (--knob-set compile or compile-all)"))]
         metafunc.parametrize("compiled_cell", params)

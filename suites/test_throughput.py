@@ -34,6 +34,7 @@ from hvd_vs_ddp.harness.knobs import SETS, by_name
 from hvd_vs_ddp.harness.monitor import Monitor
 from hvd_vs_ddp.results_schema import ComputeOnlyRecord, HorovodTimelineRecord, ThroughputRecord
 from hvd_vs_ddp.workloads import compiling
+from hvd_vs_ddp.workloads.external import slug  # a workload spec as a test id
 from hvd_vs_ddp.workloads.loop import Trainer
 
 
@@ -50,10 +51,11 @@ def pytest_generate_tests(metafunc):
     if "throughput_cell" in metafunc.fixturenames:
         cells = [(b, w, k) for w, k in _cells(suite) for b in suite.backends]
         metafunc.parametrize("throughput_cell", cells,
-                             ids=[f"{b}-{w}-{k.name}" for b, w, k in cells])
+                             ids=[f"{b}-{slug(w)}-{k.name}" for b, w, k in cells])
     if "compute_cell" in metafunc.fixturenames:
         cells = list(_cells(suite))
-        metafunc.parametrize("compute_cell", cells, ids=[f"{w}-{k.name}" for w, k in cells])
+        metafunc.parametrize("compute_cell", cells,
+                             ids=[f"{slug(w)}-{k.name}" for w, k in cells])
 
 
 def _skip_gpu_only(knobs):
@@ -187,7 +189,7 @@ def _profile(suite, trainer, backend, workload_name: str, knob_set: str) -> list
     names = [profiling.trace_name(stem, workload_name, knob_set, r)
              for r in range(backend.world_size)]
     profiling.profile_steps(trainer, steps, folder / names[backend.rank],
-                            profiling.cuda_in_use(backend.device))
+                            profiling.cuda_in_use(backend.device), suite.options.run_dir)
     return names
 
 

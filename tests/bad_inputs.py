@@ -1,10 +1,14 @@
-"""Bad inputs to `hvd-vs-ddp run`, `report` and `doctor`: each must be refused with one
-line "hvd-vs-ddp: error: ..." and exit 2, before any process starts, changing nothing.
+"""Bad inputs to `hvd-vs-ddp run`, `report`, `project` and `doctor`: each must be refused
+with one line "hvd-vs-ddp: error: ..." and exit 2, before any process starts, changing
+nothing.
 
 One table (`CASES`) for the test (tests/unit/test_cli_errors.py: every case in
-process, a few through the real command) and for the evidence table of issue 15
-(scripts/bad_inputs_table.py: every case through the real command). `workdir(root)`
-builds the directory they run in: a copy of a recorded run and some broken inputs.
+process, a few through the real command) and for the evidence tables of issues 15 and
+27 (scripts/bad_inputs_table.py: every case through the real command; `--issue 27`:
+the cases of `ISSUE27`, with the input run's hash before and after). `workdir(root)`
+builds the directory they run in: a copy of a recorded run and some broken inputs
+(run directories missing what a report needs, files of every kind an output must not
+replace, external workload files under ext/).
 
     from tests.bad_inputs import CASES, workdir, tree_hash
 """
@@ -17,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+EXTERNAL = ROOT / "tests" / "external"
 SMALL = ROOT / "tests" / "fixtures" / "runs" / "cpu-small"
 TUNED = ROOT / "tests" / "fixtures" / "runs" / "cpu-tune"  # no collectives suite in it
 
@@ -224,6 +229,126 @@ CASES: list[Case] = [
 ]
 
 
+# -- issue 27 (and 28's bad specs): values judged by their owners, outputs never over inputs
+P = ["--devices", "8", "--interconnect", "ib-hdr"]  # a valid projection target
+BROKEN = "ext/broken.py"
+ISSUE27: list[Case] = [
+    # run: workload parameters, judged by the workload's own declaration
+    _c(run("--suite-args", "--workload-param resnet50:image_size=-3"),
+       "image_size -3: expected an integer from 8 to 4096"),
+    _c(run("--suite-args", "--workload-param resnet50:image_size=64.5"),
+       "image_size 64.5: expected an integer"),
+    _c(run("--suite-args", "--workload-param resnet50:classes=1"),
+       "classes 1: expected an integer from 2"),
+    _c(run("--suite-args", "--workload-param deeplabv3:image_size=99999"),
+       "image_size 99999", "to 4096"),
+    _c(run("--suite-args", "--workload-param gpt:heads=0"), "heads 0: expected an integer"),
+    _c(run("--suite-args", "--workload-param gpt:heads=3"), "workload 'gpt' with heads=3",
+       "cannot be built"),
+    _c(run("--suite-args", "--workload-param mlp:lr=0"), "lr 0: expected a number > 0"),
+    _c(run("--suite-args", "--workload-param mlp:lr=nan"), "lr nan: expected a number > 0"),
+    _c(run("--suite-args", "--workload-param mlp:batch_size=0"),
+       "batch_size 0: expected an integer from 1"),
+    _c(run("--suite-args", "--workload-param mlp:depth="), "depth '': expected an integer"),
+    _c(run("--suite-args", "--workload-param digits:seed=-1"), "seed -1: expected an integer"),
+    _c(run("--workloads", "mlp", "--suite-args", "--workload-param mlp:samples=3"),
+       "3 samples", "fewer than one batch"),
+    _c(run("--suite-args", "--workload-param resnet50:data_dir=no/such/images"),
+       "data_dir", "no such directory"),
+    _c(run("--suite-args", "--workload-param resnet50:data_dir=images-empty"),
+       "data_dir", "holds no image"),
+    # run: suite options that name a file to write
+    _c(run("--suite-args", "--horovod-timeline /no/such/dir/t.json"), "--horovod-timeline",
+       "/no/such/dir does not exist"),
+    _c(run("--suite-args", "--horovod-timeline runs/earlier/manifest.json"),
+       "--horovod-timeline", "inside the run directory"),
+    _c(run("--suite-args", "--horovod-timeline mine/notes.json"), "--horovod-timeline",
+       "not a file hvd-vs-ddp wrote"),
+    _c(run("--suite-args", "--horovod-timeline proj/tuned.json"), "--horovod-timeline",
+       "a projection, not a Horovod timeline"),
+    _c(run("--suite-args", "--horovod-timeline runs"), "--horovod-timeline", "directory"),
+    _c(run("--suite-args=--junitxml=runs/earlier/manifest.json"), "--junitxml writes"),
+    _c(run("--suite-args=--basetemp=runs/earlier"), "--basetemp writes or deletes"),
+    _c(run("--suite-args=--log-file=mine/notes.json"), "--log-file writes"),
+    _c(run("--suite-args=--benchmark-json=out.json"), "--benchmark-json writes"),
+    _c(run("--suite-args=-o log_file=x.log"), "-o log_file"),
+    _c(run("--suite-args=--run-dir runs/earlier"), "--run-dir is set by hvd-vs-ddp run"),
+    _c(run("--suite-args=--max-bytes 1099511627776"), "--max-bytes", "must be <= 17179869184"),
+    _c(run("--suite-args=--rounds 1000000000"), "--rounds", "must be <= 100000"),
+    _c(["run", "--runs-dir", "runs/earlier/cells", "--name", "x"], "inside the run directory"),
+    # run: workloads from outside the project (issue 28), refused before any rank starts
+    _c(run("--workloads", "no.such.module:make_workload"), "cannot import module"),
+    _c(run("--workloads", "ext/nothere.py:make_workload"), "no such file"),
+    _c(run("--workloads", f"{BROKEN}:nope"), "has no function 'nope'"),
+    _c(run("--workloads", f"{BROKEN}:returns_a_number"), "returned int", "Workload"),
+    _c(run("--workloads", f"{BROKEN}:raises"), "raised RuntimeError"),
+    _c(run("--workloads", f"{BROKEN}:unbuildable_model"), "its model cannot be built"),
+    _c(run("--workloads", f"{BROKEN}:frozen_model"), "no trainable parameters"),
+    _c(run("--workloads", f"{BROKEN}:not_a_module"), "expected a torch.nn.Module"),
+    _c(run("--workloads", f"{BROKEN}:wrong_input_size"), "one step on a batch", "fails"),
+    _c(run("--workloads", f"{BROKEN}:tiny_data"), "fewer than one batch"),
+    _c(run("--workloads", f"{BROKEN}:required_parameter"), "has no default"),
+    _c(run("--workloads", "ext/import_error.py:make_workload"), "ModuleNotFoundError"),
+    _c(run("--workloads", "torchvision:resnet5000"), "not a torchvision"),
+    _c(run("--workloads", "torchvision:vit_b_16", "--suite-args",
+           "--workload-param torchvision:vit_b_16:image_size=30"), "image_size=30",
+       "cannot be built"),
+    _c(run("--workloads", ":make_workload"), "expected NAME, MODULE:FUNCTION"),
+    _c(run("--workloads", "mlp", "--suite-args",
+           "--workload-param ext/bench.py:make_workload:hidden=0"),
+       "hidden 0: expected an integer from 1 to 4096"),
+    _c(run("--suite-args", f"--workloads {BROKEN}:nope"), "has no function 'nope'"),
+    _c(run("--resume", "runs/moved-spec"), "--resume runs/moved-spec", "no such file"),
+    # report: runs it cannot use (one line each), outputs it must not write
+    _c(["report", "runs/no-cells", "-o", "out/r.html"], "cells/ folder is missing"),
+    _c(["report", "runs/no-cells-listed", "-o", "out/r.html"], "lists no cells"),
+    _c(["report", "runs/results-gone", "-o", "out/r.html"], "none of the results files"),
+    _c(["report", "runs/earlier", "-o", "mine/page.html"], "not a file hvd-vs-ddp wrote"),
+    _c(["report", "runs/earlier", "-o", "md-mine/report.html"], "report.md",
+       "not a file hvd-vs-ddp wrote"),
+    _c(["report", "runs/earlier", "-o", "report-tuned/report.html"],
+       "an HTML report of", "not of"),
+    _c(["report", "runs/earlier", "-o", "verdicts-tuned/report.html"],
+       "verdicts.json of", "not of"),
+    _c(["report", "runs/earlier", "-o", "runs/tuned/report.html"], "inside the run directory"),
+    _c(["report", "runs/earlier", "-o", "afile/report.html"], "is a file, not a folder"),
+    _c(["report", "runs/earlier", "-o", "figs-file/report.html"], "report_figures",
+       "not a folder"),
+    _c(["report", "runs/earlier", "-o", "out/" + "r" * 250 + ".html"], "258 bytes long",
+       "at most 255"),
+    # project: the same outputs, the same runs, models by spec
+    _c(["project", "runs/earlier", *P, "-o", "runs/earlier/manifest.json"],
+       "inside the run directory"),
+    _c(["project", "runs/earlier", *P, "-o", "runs/earlier/cells/ddp-gloo-single-np1.json"],
+       "inside the run directory"),
+    _c(["project", "runs/earlier", *P, "-o", "mine/notes.json"], "not a file hvd-vs-ddp wrote"),
+    _c(["project", "runs/earlier", *P, "-o", "proj/tuned.json"], "a projection of", "not of"),
+    _c(["project", "runs/earlier", *P, "-o", "runs/tuned/projection.json"],
+       "projection file of run"),
+    _c(["project", "runs/earlier", *P, "-o", "traces/t.horovod-timeline.json"],
+       "a Horovod timeline, not a projection"),
+    _c(["project", "runs/earlier", *P, "-o", "report-tuned/report.html"],
+       "an HTML report, not a projection"),
+    _c(["project", "runs/earlier", *P, "-o", "afile/p.json"], "is a file, not a folder"),
+    _c(["project", "runs/no-cells", *P], "cells/ folder is missing"),
+    _c(["project", "runs/no-cells-listed", *P], "lists no cells"),
+    _c(["project", "runs/results-gone", *P], "none of the results files"),
+    _c(["project", "--compute-ms", "97", "--model", "no.such.module:f", *P],
+       "cannot analyse workload", "cannot import module"),
+    _c(["project", "--compute-ms", "97", "--model", f"{BROKEN}:frozen_model", *P],
+       "no trainable parameters"),
+    _c(["project", "--compute-ms", "97", "--model", "torchvision:resnet5000", *P],
+       "not a torchvision"),
+    # doctor
+    _c(["doctor", "--selftest", "--only", ","], "--only", "without empty entries"),
+    _c(["doctor", "--selftest", "--only", "ddp-gloo,,horovod"], "--only", "empty entries"),
+    _c(["doctor", "--selftest", "--only", "ddp-gloo,nope"], "unknown selftest check 'nope'"),
+    _c(["doctor", "--selftest=yes"], "--selftest", "ignored explicit argument"),
+    _c(["doctor", "runs/earlier"], "unrecognized arguments"),
+]
+CASES += ISSUE27
+
+
 def workdir(root: Path) -> Path:
     """The directory the cases run in (their relative paths point into it)."""
     runs = root / "runs"
@@ -252,7 +377,48 @@ def workdir(root: Path) -> Path:
     (root / "cifar-partial" / "cifar-10-batches-py" / "data_batch_1").write_bytes(b"x")
     (root / "no-classes").mkdir()
     (root / "afile").write_text("a file, not a directory")
+    _issue27(root, man)
     return root
+
+
+def _issue27(root: Path, man: dict) -> None:
+    """Run directories missing what a report needs, files of every kind an output must
+    not replace (a report, verdicts.json and a projection of another run carry the
+    markers their writers give them: hvd_vs_ddp/common/outputs.py), the external workload
+    files of tests/external as ext/."""
+    from hvd_vs_ddp.common import outputs
+
+    runs = root / "runs"
+    shutil.copytree(SMALL, runs / "no-cells", ignore=shutil.ignore_patterns("cells"))
+    (runs / "no-cells-listed").mkdir()
+    (runs / "no-cells-listed" / "manifest.json").write_text(json.dumps({**man, "cells": []}))
+    shutil.copytree(SMALL, runs / "results-gone", ignore=shutil.ignore_patterns("*.json"))
+    shutil.copy(SMALL / "manifest.json", runs / "results-gone" / "manifest.json")
+    tuned = str((runs / "tuned").resolve())
+    moved = {**man, "workloads": [f"{(root / 'ext' / 'gone.py').resolve()}:make_workload"]}
+    (runs / "moved-spec").mkdir()
+    (runs / "moved-spec" / "manifest.json").write_text(json.dumps(moved))
+    for folder, name, text in (
+            ("mine", "notes.json", '{"mine": true}'),
+            ("mine", "page.html", "<!DOCTYPE html><p>my page</p>"),
+            ("md-mine", "report.md", "# my notes, beside where a report would go\n"),
+            ("report-tuned", "report.html", "<!DOCTYPE html>" + outputs.text_marker(
+                outputs.REPORT_HTML, [tuned]) + "<p>the report of runs/tuned</p>"),
+            ("verdicts-tuned", "verdicts.json", json.dumps(
+                {"format": outputs.VERDICTS, "format_version": 1, "inputs": [tuned]})),
+            ("proj", "tuned.json", json.dumps(
+                {"format": outputs.PROJECTION, "format_version": 1, "inputs": [tuned]}))):
+        (root / folder).mkdir(exist_ok=True)
+        (root / folder / name).write_text(text)
+    (root / "figs-file").mkdir()
+    (root / "figs-file" / "report_figures").write_text("a file where the figures go")
+    (root / "traces").mkdir()
+    shutil.copy(next((ROOT / "tests/fixtures/runs/cpu-why/cells").glob(
+        "*.horovod-timeline.json")), root / "traces" / "t.horovod-timeline.json")
+    (root / "ext").mkdir()
+    shutil.copy(EXTERNAL / "broken_workloads.py", root / "ext" / "broken.py")
+    shutil.copy(EXTERNAL / "bench_workload.py", root / "ext" / "bench.py")
+    shutil.copy(EXTERNAL / "import_error.py", root / "ext" / "import_error.py")
 
 
 def tree_hash(root: Path) -> str:

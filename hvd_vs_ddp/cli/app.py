@@ -16,9 +16,11 @@ Interrupted by SIGINT (Ctrl-C), SIGTERM or SIGHUP: `run` ends the cell in flight
 whole process tree), records it as interrupted and exits 130, 143 or 129 (128 + the
 signal); `run --resume` finishes the run. `report` leaves any earlier report whole.
 
-Bad input (unknown backend, workload or preset, a launcher that does not fit, a
-corrupt manifest, an output path inside a results directory) prints one line
-starting with "hvd-vs-ddp: error:" and exits with code 2, changing nothing.
+Bad input (unknown backend, workload or preset, a workload parameter out of its declared
+range, a workload spec that does not import or build, a launcher that does not fit, a
+corrupt manifest, an output that would replace an input: a run's files, another run's
+report or projection, a file hvd-vs-ddp did not write) prints one line starting with
+"hvd-vs-ddp: error:" and exits with code 2, changing nothing.
 
 Exit status: 0 done; 1 `run`: some cells failed (0 with --allow-failures);
 2 bad input (one line, nothing started, nothing written); 3 `report`: the report
@@ -57,7 +59,7 @@ def _doctor(args) -> int:
         raise CliError("--only selects selftest checks; use it with --selftest")
     if args.selftest:  # real processes on every path this machine supports
         from hvd_vs_ddp.cli import selftest
-        return selftest.main([f"--only={args.only}"] if args.only else [])
+        return selftest.main([f"--only={','.join(args.only)}"] if args.only else [])
     from hvd_vs_ddp.cli.doctor import report_lines
 
     print("\n".join(report_lines()))
@@ -71,7 +73,7 @@ def _run(args) -> int:
     req = run_request.build(args)  # everything judged; nothing started, nothing written
     runner = Runner(req.run_dir, req.preset, list(req.cells), sys.argv, req.cell_time_limit,
                     list(req.workloads) if req.workloads else None, hosts=req.hosts,
-                    repeat=req.repeat, order_seed=req.order_seed)
+                    repeat=req.repeat, order_seed=req.order_seed, pythonpath=req.pythonpath)
     log.info(f"{len(req.cells)} cells -> {req.run_dir}")
     try:
         manifest = runner.run(Progress())
@@ -131,7 +133,7 @@ def _add_doctor(sub) -> None:
     doc = sub.add_parser("doctor", help="what can run here, and why not")
     doc.add_argument("--selftest", action="store_true", help="run every path this machine "
                      "supports for a few steps; pass/fail/skip table, exit 1 on a failure")
-    doc.add_argument("--only", type=argtypes.given, help="with --selftest: comma-separated "
+    doc.add_argument("--only", type=argtypes.check_ids, help="with --selftest: comma-separated "
                      "check ids")
     doc.set_defaults(fn=_doctor)
 

@@ -96,19 +96,31 @@ def _launchers() -> list[str]:
     return list(launchers.NAMES)
 
 
-def _workloads() -> list[str]:
-    from hvd_vs_ddp.workloads import registry
-    return registry.names()
-
-
 def _presets() -> list[str]:
     from hvd_vs_ddp.cli import matrix
     return list(matrix.PRESETS)
 
 
+# doctor --selftest --only: names checked against the checks this machine has (selftest)
+check_ids = _typed(lambda t: tuple(values.names(t, None, "check id")), "check_ids")
 backends = _known("backend", _backends)
 launchers = _known("launcher", _launchers)
-workloads = _known("workload", _workloads)
+
+
+def _workloads(text: str) -> tuple[str, ...]:
+    """Workload names or specs (hvd_vs_ddp/workloads/external.py), each resolved (its
+    module imported) and in its canonical form (a file's path made absolute)."""
+    from hvd_vs_ddp.common.errors import InputError
+    from hvd_vs_ddp.workloads import registry
+
+    try:
+        return tuple(dict.fromkeys(registry.canonical(w)
+                                   for w in values.names(text, None, "workload")))
+    except InputError as exc:
+        raise ValueError(str(exc)) from None
+
+
+workloads = _typed(_workloads, "workloads")
 
 
 def _preset(text: str) -> str:

@@ -36,6 +36,7 @@ from hvd_vs_ddp.backends.launchers import matrix_launchers
 from hvd_vs_ddp.common.errors import InputError, UnknownName
 from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
 from hvd_vs_ddp.harness.options import SUITES, SuiteOptions
+from hvd_vs_ddp.workloads.external import slug as workload_slug
 
 BASELINES = tuple(catalog.names(distributed=False))  # one process: world size 1 only
 COMPUTE_ONLY = "compute-only"  # the pseudo-backend of the compute-only reference cell
@@ -59,7 +60,7 @@ class Cell:
     @property
     def id(self) -> str:
         tail = "" if self.knob_set == "default" else f"-{self.knob_set}"
-        tail += f"-{self.workload}" if self.workload else ""
+        tail += f"-{workload_slug(self.workload)}" if self.workload else ""
         tail += "-timeline" if "timeline" in self.suites else ""
         return f"{self.backend}-{self.launcher}-np{self.world_size}{tail}"
 
@@ -261,12 +262,13 @@ def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
 
 
 def pytest_argv(cell: Cell, preset: Preset, json_path: str,
-                workloads: list[str] | None = None) -> list[str]:
-    """Arguments after `python` for the cell's pytest run."""
+                workloads: list[str] | None = None, run_dir: str | None = None) -> list[str]:
+    """Arguments after `python` for the cell's pytest run; `run_dir`: the run directory
+    the cell writes into (its outputs may go only there: hvd_vs_ddp/common/outputs.py)."""
     backend = cell.backend if cell.backend != COMPUTE_ONLY else catalog.reference()
     opts = preset.options.replace(backends=(backend,), knob_set=cell.knob_set,
                                   workloads=(cell.workload,) if cell.workload
-                                  else tuple(workloads or preset.workloads))
+                                  else tuple(workloads or preset.workloads), run_dir=run_dir)
     if "timeline" in cell.suites:
         opts = opts.replace(horovod_timeline="auto",
                             rounds=min(TIMELINE_ROUNDS, opts.rounds))

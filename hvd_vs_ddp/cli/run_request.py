@@ -5,8 +5,11 @@ module judges what needs several of them together, in named steps, and builds th
 matrix once: a resumed run's manifest, the run directory, how many ranks fit this host
 without --hosts, the suites' own options (--suite-args, checked by their declarations),
 which cells the preset and the choices give, whether each backend asked for by name gets
-a cell and can run here. Whatever it refuses is one InputError line, before any process
-starts or any file is written; what it returns is what the runner runs.
+a cell and can run here, and every workload the cells will train, built with its
+parameters on the meta device with one forward step (hvd_vs_ddp/workloads/check.py: a
+spec that does not import, a model that cannot be built or refuses its input, a data set
+smaller than a batch per rank). Whatever it refuses is one InputError line, before any
+process starts or any file is written; what it returns is what the runner runs.
 
     request = run_request.build(args)      # args: the parser's namespace
     Runner(request.run_dir, request.preset, list(request.cells), ...)
@@ -52,6 +55,7 @@ class RunRequest:
     cell_time_limit: float
     allow_failures: bool
     resumed: bool = False
+    pythonpath: tuple[str, ...] = ()   # folders of external workload modules, for the ranks
 
 
 def build(args: Any) -> RunRequest:
@@ -84,10 +88,22 @@ def _resumed(args: Any) -> RunRequest:
         raise RunRequestError(f"--repeat {args.repeat}: {run_dir} was run with --repeat "
                               f"{manifest.repeat or 1}; a resumed run keeps its repetitions")
     cells = tuple(Cell.from_dict(c.to_dict()) for c in manifest.cells)
-    return RunRequest(run_dir, matrix.PRESETS[manifest.preset], cells,
+    preset = matrix.PRESETS[manifest.preset]
+    try:  # the run's workloads must still resolve and build (a spec file moved?)
+        from hvd_vs_ddp.harness import options
+
+        kept, _ = options.parse_argv(list(cells[0].pytest_args) if cells else [])
+        opts = preset.options.replace(**kept)
+        sizes = [c.world_size for c in cells] or [1]
+        path = _check_workloads(list(manifest.workloads or preset.workloads), opts,
+                                max(sizes))
+    except InputError as exc:
+        raise RunRequestError(f"--resume {run_dir}: {exc}") from None
+    return RunRequest(run_dir, preset, cells,
                       tuple(manifest.workloads) if manifest.workloads else None,
                       args.hosts or manifest.hosts, args.repeat, None,
-                      args.cell_time_limit, args.allow_failures, resumed=True)
+                      args.cell_time_limit, args.allow_failures, resumed=True,
+                      pythonpath=path)
 
 
 # -- a fresh run -------------------------------------------------------------
@@ -97,7 +113,8 @@ def _fresh(args: Any) -> RunRequest:
         preset = dataclasses.replace(preset, launchers=args.launchers)
     _check_runs_dir(args.runs_dir)
     _check_host_capacity(args.world_sizes, args.hosts)
-    cells = _cells(args, preset, _suite_extra(args, preset))
+    extra, opts = _suite_extra(args, preset)
+    cells = _cells(args, preset, extra)
     _check_hosts(args.hosts, args.world_sizes or preset.world_sizes)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     name = matrix.check_name(args.name or f"{stamp}-{preset.name}")
@@ -105,14 +122,31 @@ def _fresh(args: Any) -> RunRequest:
     if run_dir.exists():
         raise RunRequestError(f"run directory {run_dir} already exists; choose another "
                               "--name or --resume it")
+    _check_place(run_dir)
+    sizes = [c.world_size for c in cells] or [1]
+    path = _check_workloads(list(args.workloads or preset.workloads), opts, max(sizes))
     return RunRequest(run_dir, preset, cells, args.workloads, args.hosts, args.repeat,
-                      args.order_seed, args.cell_time_limit, args.allow_failures)
+                      args.order_seed, args.cell_time_limit, args.allow_failures,
+                      pythonpath=path)
 
 
 def _check_runs_dir(runs_dir: str) -> None:
     runs = Path(runs_dir)
     if runs.exists() and not runs.is_dir():
         raise RunRequestError(f"--runs-dir {runs_dir}: not a directory")
+
+
+def _check_place(run_dir: Path) -> None:
+    """A new run directory never lies inside another run's (its cells/ or logs/): the
+    output gate (hvd_vs_ddp/common/outputs.py), asked up front for the manifest the run
+    will write first, as the run's own."""
+    from hvd_vs_ddp.common import outputs
+
+    try:
+        outputs.check_one(outputs.Output(run_dir / "manifest.json", outputs.RUN_MANIFEST),
+                          owner=run_dir)
+    except outputs.OutputRefused as exc:
+        raise RunRequestError(f"--runs-dir/--name: {exc}") from None
 
 
 def _check_host_capacity(sizes: tuple[int, ...] | None, hosts: str | None) -> None:
@@ -136,9 +170,10 @@ def _check_hosts(hosts: str | None, sizes: tuple[int, ...]) -> None:
                               f"largest world size {max(sizes)}")
 
 
-def _suite_extra(args: Any, preset: Preset) -> tuple[str, ...]:
+def _suite_extra(args: Any, preset: Preset) -> tuple[tuple[str, ...], Any]:
     """The suites' arguments every cell gets: --suite-args, --data-dir and --profile,
-    checked by the suites' own option declarations (hvd_vs_ddp/harness/options.py)."""
+    checked by the suites' own option declarations (hvd_vs_ddp/harness/options.py); and
+    the options they make (SuiteOptions)."""
     from hvd_vs_ddp.harness import options
 
     given, rest = options.parse_argv(args.suite_args or "")
@@ -147,7 +182,24 @@ def _suite_extra(args: Any, preset: Preset) -> tuple[str, ...]:
     if args.profile:  # --suite-args "--profile-steps N" says how many
         given.setdefault("profile_steps", PROFILE_STEPS)
     checked = preset.options.replace(**given)  # validates the values together
-    return tuple(checked.to_argv(base=preset.options)) + tuple(rest)
+    return tuple(checked.to_argv(base=preset.options)) + tuple(rest), checked
+
+
+def _check_workloads(names: list[str], opts: Any, world_size: int) -> tuple[str, ...]:
+    """Every workload the cells train (the throughput ones and those given parameters)
+    built with its parameters on the meta device, one step on a meta batch
+    (hvd_vs_ddp/workloads/check.py); returns the folders the ranks need on PYTHONPATH
+    to import external workload modules as this process did."""
+    from hvd_vs_ddp.workloads import check, registry
+
+    params = opts.workload_params
+    folders = []
+    for name in dict.fromkeys([*names, *opts.workloads, *params]):  # --suite-args too
+        check.check(name, params.get(name, {}), world_size)
+        where = registry.resolve(name).pythonpath
+        if where:
+            folders.append(where)
+    return tuple(dict.fromkeys(folders))
 
 
 def _cells(args: Any, preset: Preset, extra: tuple[str, ...]) -> tuple[Cell, ...]:

@@ -44,10 +44,11 @@ from pathlib import Path
 from hvd_vs_ddp.backends import launchers
 from hvd_vs_ddp.cli.cell_errors import error_line
 from hvd_vs_ddp.cli.matrix import TIMED_SUITES, Cell, Preset, pytest_argv
-from hvd_vs_ddp.common import cpu_load, interrupt, processes
+from hvd_vs_ddp.common import cpu_load, interrupt, outputs, processes
 from hvd_vs_ddp.common.checkout import ROOT, suites_root
 from hvd_vs_ddp.common.log import log
 from hvd_vs_ddp.harness import versions
+from hvd_vs_ddp.results_schema import FORMAT as RUN_MANIFEST
 from hvd_vs_ddp.results_schema import (
     CellEntry,
     Manifest,
@@ -114,8 +115,9 @@ class Runner:
     def __init__(self, run_dir: Path, preset: Preset, cells: list[Cell], command: list[str],
                  cell_time_limit: float, workloads: list[str] | None = None,
                  hosts: str | None = None, repeat: int | None = None,
-                 order_seed: int | None = None) -> None:
+                 order_seed: int | None = None, pythonpath: tuple[str, ...] = ()) -> None:
         self.run_dir, self.preset, self.cells = run_dir, preset, cells
+        self.pythonpath = pythonpath  # folders of external workload modules (run_request)
         self.limit, self.workloads, self.hosts = cell_time_limit, workloads, hosts
         self.repeat = repeat if repeat is not None else preset.repeat
         self.order_seed = (order_seed if order_seed is not None
@@ -153,7 +155,8 @@ class Runner:
 
     def save(self) -> None:
         self.manifest.check(where=str(self.manifest_path))  # a writer's bug fails here
-        write_json_atomic(self.manifest_path, self.manifest.to_dict())
+        write_json_atomic(self.manifest_path, self.manifest.to_dict(), kind=RUN_MANIFEST,
+                          owner=self.run_dir)  # the output gate: its own manifest only
 
     # -- running ---------------------------------------------------------
     def run(self, progress=None) -> Manifest:
@@ -258,9 +261,14 @@ class Runner:
         if rep.rep > 1:  # later repetitions: the timing suites only (see the docstring)
             cell = dataclasses.replace(
                 cell, suites=tuple(s for s in cell.suites if s in TIMED_SUITES))
-        argv = pytest_argv(cell, self.preset, str(results), self.workloads)
+        argv = pytest_argv(cell, self.preset, str(results), self.workloads,
+                           run_dir=str(self.run_dir.resolve()))
         cmd = launchers.command(cell.launcher, cell.world_size, argv, hosts=self.hosts)
         env = launchers.env(launcher=cell.launcher)
+        if self.pythonpath:  # the ranks import external workloads as the parent did
+            env["PYTHONPATH"] = os.pathsep.join(
+                [*self.pythonpath, *filter(None, [env.get("PYTHONPATH")])])
+        outputs.check_one(outputs.Output(log_path, outputs.CELL_LOG), owner=self.run_dir)
         self.marker = env["HVD_VS_DDP_CELL"] = f"{self.run_dir.name}/{stem}/{uuid.uuid4().hex}"
         start = time.monotonic()
         meter = cpu_load.Meter()

@@ -50,3 +50,17 @@ class UnknownName(InputError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
+
+
+class WriteError(OSError):
+    """Writing a file failed (a full disk, no permission...); str(err) is one line,
+    "writing PATH: REASON". It keeps the OSError's errno, so `err.errno == errno.ENOSPC`
+    still tells a full disk. (hvd_vs_ddp/common/outputs.py raises it; the results format
+    re-exports it.)"""
+
+    def __init__(self, path: object, err: OSError) -> None:
+        super().__init__(err.errno, err.strerror or str(err), str(path))
+        self.path = path
+
+    def __str__(self) -> str:
+        return f"writing {self.path}: {self.strerror}"

@@ -20,15 +20,18 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from hvd_vs_ddp.common import outputs
 from hvd_vs_ddp.common.errors import InputError
 
 SUFFIX = ".horovod-timeline.json"
 
 
-def target(option: str | None, benchmark_json: str | os.PathLike | None
-           ) -> tuple[Path, str] | None:
+def target(option: str | None, benchmark_json: str | os.PathLike | None,
+           owner: str | None = None) -> tuple[Path, str] | None:
     """(absolute file, how the results refer to it: relative to the results file's folder
-    when it lies there, else absolute); None when the option is not given."""
+    when it lies there, else absolute); None when the option is not given. The file may
+    replace only a Horovod timeline, and lie inside a run directory only when `owner`
+    (--run-dir) is that run (the output gate, hvd_vs_ddp/common/outputs.py)."""
     if not option:
         return None
     results: Path | None
@@ -43,6 +46,11 @@ def target(option: str | None, benchmark_json: str | os.PathLike | None
         results = Path(benchmark_json).resolve() if benchmark_json is not None else None
     if not path.parent.is_dir():
         raise InputError(f"--horovod-timeline {option}: folder {path.parent} does not exist")
+    try:
+        outputs.check_one(outputs.Output(path, outputs.HOROVOD_TIMELINE),
+                          owner=Path(owner) if owner else None)
+    except outputs.OutputRefused as exc:
+        raise InputError(f"--horovod-timeline {exc}") from None
     ref = (path.name if results is not None and path.parent == results.parent
            else str(path))
     return path, ref

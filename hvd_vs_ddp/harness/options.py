@@ -6,7 +6,13 @@ suites' conftest adds them all to pytest with `add_to_pytest`, reads them back w
 `from_pytest`, and `hvd-vs-ddp run` writes a cell's command line with `to_argv`. The
 suites' test ids (`SUITES`) live here too, so the runner never spells a node id.
 `parse_argv` checks a user's `--suite-args` with the same declarations before any
-process starts.
+process starts. The declarations own their values' checks, in the parent and in every
+rank alike: a workload (a name or spec, hvd_vs_ddp/workloads/external.py), its
+parameters (`--workload-param`, by the workload's own declarations,
+hvd_vs_ddp/workloads/params.py), a folder to read (`--data-dir`) and a file to write
+(`--horovod-timeline`: its folder must exist and be writable, and it may replace only a
+Horovod timeline, by the output gate hvd_vs_ddp/common/outputs.py). Paths are made
+absolute in the parent, so the ranks (which start in the checkout) see the same files.
 
     python -m hvd_vs_ddp.harness.options              # the options, their defaults and help
 """
@@ -64,58 +70,84 @@ class SuiteOptions:
                                            "resnet50:image_size=224 (repeatable)", append=True)
     knob_set: str = _opt("default", "knob sets for the throughput suite: 'default', "
                          "'full', 'tune', 'tune-all', or one set's name", names="knob set")
-    rounds: int = _opt(5, "timed rounds per throughput cell", minimum=1)
-    steps_per_round: int = _opt(2, "optimizer steps per round", minimum=1)
-    warmup_steps: int = _opt(2, "untimed steps before the rounds", minimum=0)
-    convergence_steps: int = _opt(30, "steps of each convergence cell", minimum=2)
+    rounds: int = _opt(5, "timed rounds per throughput cell", minimum=1,
+                       maximum=100_000)
+    steps_per_round: int = _opt(2, "optimizer steps per round", minimum=1,
+                                 maximum=100_000)
+    warmup_steps: int = _opt(2, "untimed steps before the rounds", minimum=0,
+                              maximum=1_000_000)
+    convergence_steps: int = _opt(30, "steps of each convergence cell", minimum=2,
+                                   maximum=1_000_000)
     data_dir: str | None = _opt(None, "a local ImageFolder, or a folder holding CIFAR-10's "
                                 "cifar-10-batches-py: resnet50 trains on it (throughput, "
-                                "and a convergence cell); nothing is downloaded")
-    max_bytes: int = _opt(64 * 2**20, "largest collective message in bytes", minimum=4)
+                                "and a convergence cell); nothing is downloaded", path=True)
+    max_bytes: int = _opt(64 * 2**20, "largest collective message in bytes", minimum=4,
+                         maximum=2**34)
     collective_ops: tuple[str, ...] = _opt(COLLECTIVE_OPS, "comma-separated collectives "
                                            "to sweep", csv="collective")
     collective_timeout: float = _opt(300.0, "process-group / Horovod timeout in seconds",
-                                     minimum=1.0)
+                                     minimum=1.0, maximum=7 * 86400.0)
     ddp_sample_rate: int = _opt(1, "DDP's own runtime statistics (compute, communication, "
                                 "overlap) on every Nth step of the throughput suite; 0: off",
-                                minimum=0)
+                                minimum=0, maximum=1_000_000)
     horovod_timeline: str | None = _opt(None, "write Horovod's timeline (HOROVOD_TIMELINE, "
                                         "cycles marked) to this file; 'auto': beside "
-                                        "--benchmark-json, as <stem>.horovod-timeline.json")
+                                        "--benchmark-json, as <stem>.horovod-timeline.json",
+                                        output="horovod-timeline")
     profile_steps: int = _opt(0, "after the timed rounds of each throughput test, this many "
                               "more steps under torch.profiler, one Chrome trace per rank "
                               "beside --benchmark-json (hvd_vs_ddp/harness/profiling.py); 0: off",
-                              minimum=0)
+                              minimum=0, maximum=10_000)
     horovod_autotuned_from: str | None = _opt(
         None, "the results-file stem (beside --benchmark-json) of the Horovod autotune "
         "cell whose log the 'hvd-autotuned' knob set reads its parameters from")
     threads: int = _opt(0, "intra-op threads per rank; 0: cores of the node / ranks on "
-                        "it, at least 1, the same under every launcher", minimum=0)
+                        "it, at least 1, the same under every launcher", minimum=0,
+                        maximum=4096)
+    run_dir: str | None = _opt(None, "set by `hvd-vs-ddp run` for its cells: the run "
+                               "directory they write into (outputs may go inside a run "
+                               "directory only for that run)", internal=True)
     compile_cache: str | None = _opt(None, "inductor's cache folder for knob sets that "
                                      "compile (TORCHINDUCTOR_CACHE_DIR), kept, so a later "
                                      "job compiles warm; default: a fresh folder per process, "
                                      "removed at its end (a cold compile)")
 
     def __post_init__(self) -> None:
+        # Workloads and their parameters in canonical form (a spec file's path absolute,
+        # a value as its declaration parses it), however the options were made.
+        from hvd_vs_ddp.workloads import registry as workloads
+
+        object.__setattr__(self, "workloads", tuple(dict.fromkeys(
+            workloads.canonical(w) for w in self.workloads)))
+        object.__setattr__(self, "workload_param", tuple(
+            _canonical_param(p) for p in self.workload_param))
         for f in dataclasses.fields(self):
             value, meta = getattr(self, f.name), f.metadata
             flag = flag_of(f.name)
             if "minimum" in meta and not value >= meta["minimum"]:
                 raise InputError(f"{flag} {value}: must be >= {meta['minimum']}")
+            if "maximum" in meta and not value <= meta["maximum"]:  # a typo, not a run:
+                top = meta["maximum"]
+                shown = f"{top:g}" if isinstance(top, float) else str(top)
+                raise InputError(f"{flag} {value}: must be <= {shown} (a larger value would "
+                                 "fail or never end in every cell)")
             kind = meta.get("csv") or meta.get("names")
-            if kind:
+            if kind == "workload":
+                for name in value:  # a name or a spec: it must resolve (import) here
+                    workloads.resolve(name)
+            elif kind:
                 items = value if isinstance(value, tuple) else (value,)
                 known = _names(meta.get("csv") or "knob")
                 unknown = [x for x in items if x not in known]
                 if unknown:
                     raise InputError(f"{flag}: unknown {kind} {', '.join(map(repr, unknown))}"
                                      f"; known: {', '.join(known)}")
-        for spec in self.workload_param:
-            workload_param(spec)  # raises on a malformed spec
         if self.data_dir is not None:
             from hvd_vs_ddp.workloads.data import check_data_dir
 
             check_data_dir(self.data_dir)  # exists, and holds images the loaders can read
+        if self.horovod_timeline not in (None, "auto"):
+            _check_output(self.horovod_timeline, "horovod_timeline", self.run_dir)
 
     # -- the runner's side ------------------------------------------------
     def to_argv(self, base: "SuiteOptions | None" = None) -> list[str]:
@@ -155,26 +187,50 @@ def flag_of(name: str) -> str:
 
 
 def workload_param(spec: str) -> tuple[str, str, object]:
-    """'resnet50:image_size=224' -> ('resnet50', 'image_size', 224)."""
-    try:
-        name, assignment = spec.split(":", 1)
-        key, raw = assignment.split("=", 1)
-    except ValueError:
-        raise InputError(f"--workload-param {spec!r}: expected NAME:KEY=VALUE") from None
+    """'resnet50:image_size=224' -> ('resnet50', 'image_size', 224), the value parsed and
+    checked by the workload's own declaration (hvd_vs_ddp/workloads/params.py); NAME may
+    be a spec: 'torchvision:vit_b_16:image_size=32', 'path/to/b.py:make:hidden=8' (its
+    canonical form is returned)."""
+    left, eq, raw = spec.partition("=")
+    name, colon, key = left.rpartition(":")
+    if not (eq and colon and name.strip() and key.strip()):
+        raise InputError(f"--workload-param {spec!r}: expected NAME:KEY=VALUE, e.g. "
+                         "resnet50:image_size=224")
     from hvd_vs_ddp.workloads import registry as workloads
 
-    known = workloads.parameters(name)  # UnknownName for an unknown workload
+    source = workloads.resolve(name)  # one line for an unknown or broken workload
+    known = source.params
     if key not in known:
-        raise InputError(f"--workload-param {spec!r}: workload {name!r} has no parameter "
-                         f"{key!r}; it takes {', '.join(known)}")
-    value: object = raw
-    for cast in (int, float):
-        try:
-            value = cast(raw)
-            break
-        except ValueError:
-            continue
-    return name, key, value
+        raise InputError(f"--workload-param {spec!r}: workload {source.spec!r} has no "
+                         f"parameter {key!r}; it takes {', '.join(known)}")
+    try:
+        value = known[key].parse(raw)
+    except ValueError as exc:
+        raise InputError(f"--workload-param {spec!r}: {exc}") from None
+    return source.spec, key, value
+
+
+def _canonical_param(spec: str) -> str:
+    """The form the ranks get: the workload's canonical spec and the parsed value (a
+    directory made absolute), so every process reads the same assignment."""
+    name, key, value = workload_param(spec)
+    return f"{name}:{key}={value}"
+
+
+def _check_output(path: str, field_name: str, run_dir: str | None) -> None:
+    """A file an option names to write: its folder exists and is writable, and it may
+    replace only a file of its own kind (hvd_vs_ddp/common/outputs.py)."""
+    from hvd_vs_ddp.common import outputs
+
+    kind = SuiteOptions.__dataclass_fields__[field_name].metadata["output"]
+    try:
+        folder = Path(path).expanduser().resolve().parent
+        if not folder.is_dir():
+            raise InputError(f"{flag_of(field_name)} {path}: folder {folder} does not exist")
+        outputs.check_one(outputs.Output(Path(path), kind),
+                          owner=Path(run_dir) if run_dir else None)
+    except outputs.OutputRefused as exc:
+        raise InputError(f"{flag_of(field_name)} {exc}") from None
 
 
 def _declarations():
@@ -241,6 +297,13 @@ def parse_argv(argv: Sequence[str] | str) -> tuple[dict[str, Any], list[str]]:
         parser.add_argument(flag, **kwargs)
     known, rest = parser.parse_known_args(list(argv))
     given = vars(known)
+    for name in given:
+        if SuiteOptions.__dataclass_fields__[name].metadata.get("internal"):
+            raise InputError(f"--suite-args: {flag_of(name)} is set by hvd-vs-ddp run itself")
+        meta = SuiteOptions.__dataclass_fields__[name].metadata
+        if (meta.get("path") or meta.get("output")) and given[name] not in (None, "auto"):
+            given[name] = str(Path(given[name]).expanduser().resolve())  # the ranks start
+            # in the checkout: they must see the same file
     full = _from_values(lambda name: given.get(name, _pytest_default(name)))  # validates
     from hvd_vs_ddp.harness import pytest_args
 

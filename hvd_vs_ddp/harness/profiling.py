@@ -30,12 +30,16 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
+from hvd_vs_ddp.common import outputs
+from hvd_vs_ddp.workloads.external import slug
+
 STEP_MARK = "hvd_vs_ddp.step#"
 SUFFIX = ".profile.json"
 
 
 def trace_name(stem: str, workload: str, knob_set: str, rank: int) -> str:
-    return f"{stem}.{workload}.{knob_set}.rank{rank}{SUFFIX}"
+    """The trace's file name; a workload spec appears in its file-name-safe form."""
+    return f"{stem}.{slug(workload)}.{knob_set}.rank{rank}{SUFFIX}"
 
 
 def folder_and_stem(benchmark_json: str | os.PathLike | None) -> tuple[Path, str]:
@@ -46,13 +50,18 @@ def folder_and_stem(benchmark_json: str | os.PathLike | None) -> tuple[Path, str
     return path.parent, path.stem
 
 
-def profile_steps(trainer, steps: int, path: Path, use_cuda: bool) -> Path:
-    """Run `steps` optimizer steps of `trainer` under torch.profiler; write the trace."""
+def profile_steps(trainer, steps: int, path: Path, use_cuda: bool,
+                  owner: str | None = None) -> Path:
+    """Run `steps` optimizer steps of `trainer` under torch.profiler; write the trace (the
+    output gate: it may replace only a trace, and lie in a run directory only when
+    `owner`, the cell's --run-dir, is that run)."""
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if use_cuda else [])
     with profile(activities=activities) as prof:
         for k in range(steps):
             with record_function(f"{STEP_MARK}{k}"):
                 trainer.step()
+    outputs.check_one(outputs.Output(path, outputs.PROFILER_TRACE),
+                      owner=Path(owner) if owner else None)
     tmp = path.with_name(path.name + ".tmp")
     prof.export_chrome_trace(str(tmp))
     os.replace(tmp, path)  # a reader never sees half a trace

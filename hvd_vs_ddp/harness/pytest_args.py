@@ -6,7 +6,11 @@ is left goes to pytest in every cell. `check(rest)` parses it with pytest's own 
 options and the collective plugin's `--test-time-limit`), in this process and
 without collecting or running anything, so an unknown option, a missing or bad value
 or a stray file name is one InputError line before any cell starts, not a failure of
-every cell later. File names are refused: every cell chooses its suites' files.
+every cell later. File names are refused: every cell chooses its suites' files. So are
+pytest's options that write or delete files (`--junitxml`, `--basetemp`, `--log-file`,
+`--debug`, `--benchmark-json`, `--benchmark-save`, ..., and `-o log_file=` / `-o
+cache_dir=`): a cell writes only into its run directory, which the runner owns
+(hvd_vs_ddp/common/outputs.py), and `--basetemp` removes the folder it names.
 
     from hvd_vs_ddp.harness.pytest_args import check
     check(["-k", "mlp", "-x"])          # fine
@@ -45,14 +49,40 @@ def check(rest: Sequence[str], add_options: Callable[[Any], None] | None = None)
 
     if not rest:
         return
+    parser = _parser(add_options)
     try:
-        ns = _parser(add_options).parse(list(rest))
+        ns = parser.parse(list(rest))
     except pytest.UsageError as err:
         lines = [ln for ln in str(err).splitlines() if ln.strip()]
         why = lines[-1].split("error: ", 1)[-1] if lines else "not valid pytest arguments"
         raise InputError(f"--suite-args: {why}") from None
+    _refuse_writers(ns, parser.parse([]))
     files = list(getattr(ns, "file_or_dir", None) or [])
     if files:
         raise InputError(f"--suite-args: {' '.join(map(repr, files))} is not an option; every "
                          "cell runs its own suites' files (choose tests with -k EXPR)")
 
+
+# pytest's (and its plugins') options that write or delete files: dest -> flag
+WRITERS = {"xmlpath": "--junitxml", "basetemp": "--basetemp", "debug": "--debug",
+           "log_file": "--log-file", "benchmark_json": "--benchmark-json",
+           "benchmark_save": "--benchmark-save", "benchmark_autosave": "--benchmark-autosave",
+           "benchmark_storage": "--benchmark-storage",
+           "benchmark_histogram": "--benchmark-histogram",
+           "benchmark_cprofile_dump": "--benchmark-cprofile-dump", "reportlog": "--report-log",
+           "htmlpath": "--html", "resultlog": "--resultlog"}
+INI_WRITERS = ("log_file", "cache_dir", "junit_suite_name")
+
+
+def _refuse_writers(ns: Any, defaults: Any) -> None:
+    for dest, flag in WRITERS.items():
+        if getattr(ns, dest, None) != getattr(defaults, dest, None):
+            how = "writes or deletes" if dest == "basetemp" else "writes"
+            raise InputError(f"--suite-args: {flag} {how} files of its own; a cell writes "
+                             "only into its run directory (results, logs, traces), which "
+                             "hvd-vs-ddp run chooses")
+    for entry in getattr(ns, "override_ini", None) or []:
+        key = str(entry).partition("=")[0].strip()
+        if key in INI_WRITERS[:2]:
+            raise InputError(f"--suite-args: -o {key}=... writes files of its own; a cell "
+                             "writes only into its run directory")

@@ -20,6 +20,7 @@ import pytest
 
 from hvd_vs_ddp.common.horovod_autotune import SUFFIX, AutotuneLogError, read
 from hvd_vs_ddp.harness.knobs import Autotuned, KnobSet
+from hvd_vs_ddp.workloads.external import slug  # a workload spec in file-name-safe form
 
 if TYPE_CHECKING:
     from hvd_vs_ddp.harness.suite_run import SuiteRun
@@ -49,7 +50,7 @@ def _results_dir(suite: "SuiteRun", what: str) -> Path:
 
 
 def log_path(results_json: Path, workload: str) -> Path:
-    return results_json.with_name(f"{results_json.stem}.{workload}{SUFFIX}")
+    return results_json.with_name(f"{results_json.stem}.{slug(workload)}{SUFFIX}")
 
 
 def autotune_inputs(suite: "SuiteRun", knobs: KnobSet, workload: str
@@ -66,7 +67,7 @@ def autotune_inputs(suite: "SuiteRun", knobs: KnobSet, workload: str
     here = _results_dir(suite, f"knob set {knobs.name}")
     # The cell's own log, or (repetitions: <stem>.rK) the newest, this round's.
     logs = [log_path(here.with_name(f"{stem}.json"), workload),
-            *here.parent.glob(f"{stem}.r*.{workload}{SUFFIX}")]
+            *here.parent.glob(f"{stem}.r*.{slug(workload)}{SUFFIX}")]
     found = [p for p in logs if p.is_file()]
     path = max(found, key=lambda p: p.stat().st_mtime) if found else logs[0]
     try:

@@ -83,7 +83,31 @@ def check(args) -> dict[str, Any]:
     if out and Path(out).is_dir():
         raise ProjectError(f"--output {out}: is a directory; name a .json file")
     s["output"] = Path(out) if out else None
+    _check_output(args, s)  # issue 27: the output gate
     return s
+
+
+# -- issue 27: the output gate (hvd_vs_ddp/common/outputs.py) ------------------
+def _inputs(args) -> tuple[str, ...]:
+    """What the projection is made from, as its file records it: the run, resolved."""
+    return (str(Path(args.run_dir).resolve()),) if args.run_dir else \
+        (f"published:{args.model}:{args.compute_ms}ms",)
+
+
+def _check_output(args, s: dict[str, Any]) -> None:
+    """The output may replace only a projection of the same inputs, never a manifest, a
+    cell's results, a report or a file nobody recognises, and lie inside a run directory
+    only as that run's own projection.json."""
+    from hvd_vs_ddp.common import outputs
+
+    s["inputs"] = _inputs(args)
+    if s["output"] is None:
+        return
+    try:
+        outputs.check_one(outputs.Output(s["output"], outputs.PROJECTION, s["inputs"]))
+    except outputs.OutputRefused as exc:
+        raise ProjectError(f"--output {exc}" if args.output else str(exc)) from None
+# -- end of issue 27
 
 
 def _standalone(args, s) -> list[tuple[str, Inputs, list]]:
@@ -153,7 +177,8 @@ def run(args) -> int:
                    "nics_per_node": s["nics"], "algorithm": args.algorithm,
                    "links": [r for r in interconnects.table_rows() if s["links"] is not None
                              and r["name"] in (s["links"].intra.name, s["links"].inter.name)]},
-        "calibrated": not args.no_calibrate, "workloads": []}
+        "calibrated": not args.no_calibrate, "workloads": [],
+        "inputs": list(s["inputs"])}  # issue 27: what the output gate compares
     model_error = validation.current_error(VALIDATION_DRAWS) if s["links"] is not None \
         else None
     for name, inputs, measured in items:
@@ -210,7 +235,7 @@ def run(args) -> int:
     if s["output"] is not None:
         from hvd_vs_ddp.results_schema.io import write_json_atomic
         s["output"].parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(s["output"], doc)
+        write_json_atomic(s["output"], doc, kind=FORMAT, inputs=s["inputs"])  # issue 27
         print(s["output"])
     return 0
 

@@ -8,8 +8,11 @@ compute is taken to be proportional to FLOPs, so layers' time shares follow thei
 arithmetic. Where DDP's own bucket sizes were recorded in the run, the schedule
 closes buckets where DDP did (hvd_vs_ddp/projection/schedule.py).
 
-Models: this project's workloads (with the sizes a run recorded) and torchvision's
-image classifiers by name (for a published single-device figure, `--model`).
+Models: any workload (a built-in name or a spec: `module:function`, `path/to/file.py:
+function`, `torchvision:<model>`, `transformers:<model type>`, resolved by
+hvd_vs_ddp/workloads/external.py, with the sizes a run recorded) and torchvision's image
+classifiers by bare name at their ImageNet input size (for a published single-device
+figure, `--model`).
 
     python -m hvd_vs_ddp.projection.layout resnet50 --batch-size 32     # sizes, FLOPs, ready times
 """
@@ -118,17 +121,18 @@ def torchvision_layout(name: str, batch_size: int) -> Layout:
 
 
 def workload_layout(name: str, params: dict[str, Any], batch_size: int) -> Layout:
-    """The layout of this project's workload `name` built with a run's recorded sizes."""
+    """The layout of workload `name` (a name or a spec) built with a run's recorded sizes."""
     import torch
 
     from hvd_vs_ddp.workloads import registry
 
-    if name not in registry.names():
-        raise LayoutError(f"cannot analyse workload {name!r}: not a workload of this project "
-                          f"({', '.join(registry.names())})")
-    accepted = set(registry.parameters(name))
-    kwargs = {k: v for k, v in params.items() if k in accepted and k != "batch_size"}
-    wl = registry.get(name, batch_size=batch_size, **kwargs)
+    try:
+        accepted = set(registry.parameters(name))
+        kwargs = {k: v for k, v in params.items() if k in accepted and k != "batch_size"}
+        wl = registry.get(name, **kwargs, **({"batch_size": batch_size}
+                                             if "batch_size" in accepted else {}))
+    except InputError as exc:
+        raise LayoutError(f"cannot analyse workload {name!r}: {exc}") from None
     torch.manual_seed(wl.seed)
     data: Any = wl.build_dataset(wl.seed)  # a map-style dataset: len and []
     samples = [data[i % len(data)] for i in range(batch_size)]
@@ -142,11 +146,13 @@ def workload_layout(name: str, params: dict[str, Any], batch_size: int) -> Layou
 
 
 def model_layout(name: str, batch_size: int) -> Layout:
-    """`--model NAME` of a published figure: a torchvision classifier (ImageNet input)
-    first, else this project's workload at its default sizes."""
-    from hvd_vs_ddp.workloads import registry
+    """`--model NAME` of a published figure: a torchvision classifier by bare name
+    (ImageNet input) first, else a workload (a built-in name or a spec) at its default
+    sizes."""
+    from hvd_vs_ddp.workloads import external, registry
 
-    if name in TORCHVISION or name not in registry.names():
+    if name in TORCHVISION or not (name in registry.names() or external.is_spec(name)
+                                   or name in external.entry_points()):
         return torchvision_layout(name, batch_size)
     return workload_layout(name, {}, batch_size)
 

@@ -5,7 +5,12 @@ The Markdown is written beside the HTML with the same stem (report.html ->
 report.md) and references its figures as PNG files in <stem>_figures/ beside it.
 verdicts.json (docs/verdicts-format.md) is written beside them: the answer per case
 and world size and every pairwise verdict, for other tools and CI.
-Run directories are only read: an output path inside one of them is refused.
+Run directories are only read: an output path inside one of them is refused, and so is
+any path holding a file this report did not write earlier: every output passes the
+output gate (hvd_vs_ddp/common/outputs.py) before anything is read or written. The HTML
+and Markdown carry a marker (an HTML comment naming the runs they report), the figures
+a PNG text chunk, verdicts.json its `format` and `inputs`, so a report may replace its
+own earlier self (the same runs) and nothing else.
 The outputs are written together (hvd_vs_ddp.results_schema.io.write_files_atomic): every file
 to a temporary sibling first, and only when all of them are written are they moved
 into place (os.replace), so a full disk or an interruption never leaves a half-written
@@ -28,6 +33,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hvd_vs_ddp.common import outputs
+from hvd_vs_ddp.common.outputs import Output
 from hvd_vs_ddp.reports import compare, cost, tables, tails, tuning, verdicts
 from hvd_vs_ddp.reports.answer import answers, verdicts_doc, where_it_holds
 from hvd_vs_ddp.reports.compiled_section import answer_sentences, compiled_section
@@ -62,6 +69,11 @@ def _inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
 
+def report_inputs(run_dirs: list[Path]) -> tuple[str, ...]:
+    """What a report is made from, as its marker records it: the runs, resolved."""
+    return tuple(str(Path(d).resolve()) for d in run_dirs)
+
+
 def output_paths(run_dirs: list[Path], out: Path) -> tuple[Path, Path, Path, Path]:
     out = Path(out)
     if out.is_dir():
@@ -77,6 +89,14 @@ def output_paths(run_dirs: list[Path], out: Path) -> tuple[Path, Path, Path, Pat
         if any(_inside(p, root) for p in (html, md, figdir, vjson)):
             raise ReportError(f"{out}: lies inside the results directory {d}; write the "
                               "report elsewhere so outputs never mix with results.")
+    outputs.check_name(figdir)  # <stem>_figures: the longest name the report makes
+    if figdir.exists() and not figdir.is_dir():
+        raise ReportError(f"{figdir}: exists and is not a folder; the report's figures go "
+                          "there (choose another -o)")
+    inputs = report_inputs(run_dirs)
+    outputs.check([Output(html, outputs.REPORT_HTML, inputs),
+                   Output(md, outputs.REPORT_MD, inputs),
+                   Output(vjson, outputs.VERDICTS, inputs)])  # before any work
     return html, md, figdir, vjson
 
 
@@ -221,11 +241,18 @@ def build_report(run_dirs: list[Path], out: Path,
 
     written = [figdir / f"{f.name}.png" for f in figs.items]
     rel = {f.name: f"{figdir.name}/{f.name}.png" for f in figs.items}
-    files = {p: f.png for p, f in zip(written, figs.items)}
-    files[md_path] = render_markdown(TITLE, sub, heads, sections, rel).encode()
-    files[html_path] = render_html(TITLE, sub, heads, sections).encode()
-    files[vjson] = json.dumps({**verdicts_doc(data, cmp, margin), "cost": cost.records(cf)},
-                              indent=1).encode()
+    inputs = report_inputs(run_dirs)
+    files = {Output(p, outputs.FIGURE): f.png for p, f in zip(written, figs.items)}
+    md_marker = outputs.text_marker(outputs.REPORT_MD, inputs)
+    files[Output(md_path, outputs.REPORT_MD, inputs)] = (  # the marker last: "# title" first
+        render_markdown(TITLE, sub, heads, sections, rel) + "\n" + md_marker + "\n").encode()
+    doctype = "<!DOCTYPE html>"  # the marker after it: a comment first would mean quirks
+    files[Output(html_path, outputs.REPORT_HTML, inputs)] = render_html(
+        TITLE, sub, heads, sections).replace(
+        doctype, doctype + outputs.text_marker(outputs.REPORT_HTML, inputs), 1).encode()
+    files[Output(vjson, outputs.VERDICTS, inputs)] = json.dumps(
+        {**verdicts_doc(data, cmp, margin), "cost": cost.records(cf),
+         "inputs": list(inputs)}, indent=1).encode()
     made = [d for d in (*reversed(html_path.parents), figdir) if not d.exists()]
     try:
         html_path.parent.mkdir(parents=True, exist_ok=True)
@@ -237,7 +264,8 @@ def build_report(run_dirs: list[Path], out: Path,
                 d.rmdir()
         raise
     for stale in figdir.glob("*.png"):
-        if stale not in written and _OURS.match(stale.name):
+        mark = outputs.identify(stale) if stale not in written else None
+        if mark is not None and mark.kind == outputs.FIGURE and _OURS.match(stale.name):
             stale.unlink()  # a figure an earlier report wrote at this path
     unreadable = [f"{r.name}: cell {c.id!r}: {c.unreadable}" for r in runs for c in r.unreadable]
     return ReportPaths(html_path, md_path, figdir, written, vjson, unreadable)

@@ -22,6 +22,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
+from hvd_vs_ddp.common import outputs
 from hvd_vs_ddp.reports.theme import REFERENCE, color, order, style
 
 
@@ -57,7 +58,8 @@ class Figures:
 
 def to_png(fig: Figure) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", bbox_inches="tight", metadata={"Software": None})
+    fig.savefig(buf, format="png", bbox_inches="tight",  # marked: the output gate knows it
+                metadata={"Software": None, **outputs.png_metadata(outputs.FIGURE)})
     return buf.getvalue()
 
 

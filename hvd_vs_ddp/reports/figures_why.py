@@ -48,8 +48,10 @@ def why_figure(steps: pd.DataFrame, figs: Figures, multi_run: bool) -> None:
                     ax.bar(x, max(sub, 0), bottom=comp, color=c, alpha=0.45, width=0.9,
                            edgecolor="white")
                     lo, hi = _val(r, "sub_lo") * 1e3, _val(r, "sub_hi") * 1e3
-                    ax.errorbar(x, comp + sub, yerr=[[sub - lo], [hi - sub]], color="black",
-                                capsize=3, lw=1)
+                    # a median of few steps may lie outside its bootstrap interval
+                    # (1 round of 1 step): matplotlib refuses a negative error bar
+                    ax.errorbar(x, comp + sub, yerr=[[max(sub - lo, 0)], [max(hi - sub, 0)]],
+                                color="black", capsize=3, lw=1)
                 exposed = max(_val(r, "own_exposed_s") * 1e3, 0)
                 compute = _val(r, "own_compute_s") * 1e3
                 if np.isfinite(compute):  # DDP: compute | exposed | rest

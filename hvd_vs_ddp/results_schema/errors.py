@@ -11,13 +11,16 @@ line that names the file and the field, what was wrong and what was expected:
 `UnknownKind` is the ResultsError of a benchmark kind this reader does not know; a
 report catches it to skip that benchmark with a note (newer writers may add kinds).
 
-`WriteError` is not bad input but a failed write (a full disk): an OSError whose one
-line says "writing PATH: No space left on device"; hvd_vs_ddp/results_schema/io.py raises it
-after removing its temporary file, and the CLI prints it as one line (exit 74).
+`WriteError` (defined in hvd_vs_ddp/common/errors.py, re-exported here) is not bad input
+but a failed write (a full disk): an OSError whose one line says "writing PATH: No space
+left on device"; hvd_vs_ddp/common/outputs.py raises it after removing its temporary
+file, and the CLI prints it as one line (exit 74).
 """
 from __future__ import annotations
 
-from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.common.errors import InputError, WriteError
+
+__all__ = ["ResultsError", "UnknownKind", "WriteError"]
 
 
 class ResultsError(InputError, ValueError):
@@ -33,16 +36,3 @@ class UnknownKind(ResultsError):
     def __init__(self, message: str, kind: object) -> None:
         super().__init__(message)
         self.kind = kind
-
-
-class WriteError(OSError):
-    """Writing a file failed (a full disk, no permission...); str(err) is one line,
-    "writing PATH: REASON". It keeps the OSError's errno, so `err.errno == errno.ENOSPC`
-    still tells a full disk."""
-
-    def __init__(self, path: object, err: OSError) -> None:
-        super().__init__(err.errno, err.strerror or str(err), str(path))
-        self.path = path
-
-    def __str__(self) -> str:
-        return f"writing {self.path}: {self.strerror}"

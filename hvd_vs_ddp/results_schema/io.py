@@ -2,32 +2,37 @@
 
 - `read_json(path, expected)`: the parsed JSON, or a `ResultsError` that says which
   bad case the file is: unreadable, empty, truncated, not UTF-8, not JSON.
-- `write_json_atomic(path, data)`: writes a temporary file in the same directory,
-  fsyncs it and renames it over `path` (`os.replace`), so a reader sees the old file
-  or the new one, never half of one; the temporary file is removed on any failure.
-- `write_files_atomic({path: bytes, ...})`: the same for a set of files that belong
+- `write_json_atomic(path, data, kind=...)`: writes a temporary file in the same
+  directory, fsyncs it and renames it over `path` (`os.replace`), so a reader sees the
+  old file or the new one, never half of one; the temporary file is removed on any
+  failure.
+- `write_files_atomic({Output: bytes, ...})`: the same for a set of files that belong
   together (a report's HTML, Markdown, figures, verdicts.json): every temporary file
   is written and fsynced first, and only then are they renamed into place, so a write
   that fails (a full disk) or is interrupted replaces none of the old files.
 
-A write that fails raises `WriteError` (an OSError, hvd_vs_ddp/results_schema/errors.py) whose one
-line names the file and the cause, e.g. "writing runs/x/manifest.json: No space left
-on device"; the old file is untouched and no temporary file is left behind. (Data that
-cannot be serialised is a programming error: its TypeError/ValueError is raised before
-any file is opened.)
+Both are the output gate of hvd_vs_ddp/common/outputs.py: every output names its kind
+(and the inputs it is made from), and a path that would replace anything but its own
+earlier self (a run's manifest, a cell's results, a report of other runs, a file nobody
+recognises) is refused with one line (OutputRefused, exit 2) before anything is written.
+A write that fails raises `WriteError` (an OSError) whose one line names the file and
+the cause, e.g. "writing runs/x/manifest.json: No space left on device"; the old file is
+untouched and no temporary file is left behind. (Data that cannot be serialised is a
+programming error: its TypeError/ValueError is raised before any file is opened.)
 
     from hvd_vs_ddp.results_schema.io import read_json, write_json_atomic
-    write_json_atomic(Path("runs/x/manifest.json"), manifest.to_dict())
+    write_json_atomic(Path("runs/x/manifest.json"), manifest.to_dict(), kind=RUN_MANIFEST,
+                      owner=Path("runs/x"))
 """
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
-from hvd_vs_ddp.common import interrupt
-from hvd_vs_ddp.results_schema.errors import ResultsError, WriteError
+from hvd_vs_ddp.common import outputs
+from hvd_vs_ddp.common.outputs import Output
+from hvd_vs_ddp.results_schema.errors import ResultsError
 
 
 def read_json(path: Path, expected: str) -> Any:
@@ -54,54 +59,15 @@ def read_json(path: Path, expected: str) -> Any:
                            f"{err.msg}); expected {expected}.") from None
 
 
-def _tmp_name(path: Path) -> Path:
-    # A name of our own (not mkstemp) so that the file gets the usual umask permissions.
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+def write_files_atomic(files: Mapping[Output, bytes], owner: Path | None = None) -> None:
+    """Write several files so that none of them is replaced unless all could be written,
+    after the output gate has allowed every one (hvd_vs_ddp/common/outputs.py)."""
+    outputs.write_files(files, owner)
 
 
-def _write_tmp(path: Path, data: bytes) -> Path:
-    """Write and fsync the temporary sibling of path; remove it again on any failure."""
-    tmp = _tmp_name(path)
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-    except BaseException as err:
-        _remove(tmp)
-        if isinstance(err, OSError):
-            raise WriteError(path, err) from None
-        raise
-    return tmp
-
-
-def _remove(tmp: Path) -> None:
-    try:
-        os.unlink(tmp)
-    except FileNotFoundError:
-        pass
-
-
-def write_files_atomic(files: dict[Path, bytes]) -> None:
-    """Write several files so that none of them is replaced unless all could be written:
-    every temporary file first (a failure removes them all and raises WriteError), then
-    one os.replace each."""
-    staged: list[tuple[Path, Path]] = []
-    try:
-        for path, data in files.items():
-            staged.append((_write_tmp(Path(path), data), Path(path)))
-        with interrupt.deferred():  # SIGINT/SIGTERM/SIGHUP cannot split the renames
-            for tmp, path in staged:
-                try:
-                    os.replace(tmp, path)
-                except OSError as err:
-                    raise WriteError(path, err) from None
-    finally:
-        for tmp, _ in staged:
-            _remove(tmp)  # only those not renamed yet (after a failure) are still there
-
-
-def write_json_atomic(path: Path, data: Any, indent: int | None = 1) -> None:
-    """Write data as JSON to path atomically (temp file + fsync + os.replace)."""
-    text = json.dumps(data, indent=indent)  # a TypeError here opens no file
-    write_files_atomic({Path(path): text.encode("utf-8")})
+def write_json_atomic(path: Path, data: Any, indent: int | None = 1, *, kind: str,
+                      inputs: tuple[str, ...] = (), owner: Path | None = None) -> None:
+    """Write data as JSON to path atomically (temp file + fsync + os.replace), through
+    the output gate: `kind` is what the file is (its `format`), `inputs` what it is made
+    from, `owner` the run directory writing its own files."""
+    outputs.write_json(Output(Path(path), kind, inputs), data, indent, owner)

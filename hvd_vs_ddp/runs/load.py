@@ -18,7 +18,8 @@ and none of its benchmarks is used; `Run.unreadable` lists those cells.
 A passed cell run N times (`run --repeat N`) has every repetition's file read; each
 Benchmark carries its repetition number `rep` (1 when the cell ran once).
 A run directory the reader cannot use at all (no manifest.json, a manifest without
-cells, a cells/ folder that is gone) is one ResultsError naming what is missing.
+cells, a cells/ folder that is gone, a cells/ folder without any passed cell's results
+file) is one ResultsError naming what is missing.
 
     from hvd_vs_ddp.runs.load import load_run
     run = load_run(Path("runs/2026-11-22"))
@@ -149,6 +150,15 @@ def _check_usable(run_dir: Path, man: Manifest) -> None:
         raise ResultsError(f"{run_dir}: the cells/ folder is missing, but the manifest "
                            f"has {len(passed)} passed cell(s) whose results it held; "
                            "restore it or run again")
+    files = {c.id: [r.results for r in c.repeats] if c.repeats else [c.results]
+             for c in passed}
+    gone = [c.id for c in passed if not any(rel and (run_dir / rel).is_file()
+                                            for rel in files[c.id])]
+    if passed and len(gone) == len(passed):
+        first = next((rel for rel in files[gone[0]] if rel), f"cells/{gone[0]}.json")
+        raise ResultsError(f"{run_dir}: none of the results files of the manifest's "
+                           f"{len(passed)} passed cell(s) is there (e.g. {first}); "
+                           "restore cells/ or run again")
 
 
 def load_run(run_dir: Path, name: str | None = None) -> Run:

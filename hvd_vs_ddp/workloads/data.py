@@ -67,37 +67,38 @@ def digits(train: bool, seed: int = 0) -> TensorDataset:
 CIFAR10_FILES = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch", "batches.meta")
 
 
-def check_data_dir(root: str | Path) -> Path:
+def check_data_dir(root: str | Path, what: str = "--data-dir") -> Path:
     """Refuse, before any rank starts, a --data-dir the loaders could not train on:
     CIFAR-10 with a missing file, or an ImageFolder without at least one readable image
-    in every class folder. Returns the resolved path; InputError otherwise."""
+    in every class folder. Returns the resolved path; InputError otherwise (its message
+    names the value as `what`: the option, or a workload's parameter)."""
     from PIL import Image, UnidentifiedImageError
     from torchvision.datasets.folder import IMG_EXTENSIONS
 
     root = Path(root).expanduser()
     if not root.is_dir():
-        raise InputError(f"--data-dir {root}: no such directory")
+        raise InputError(f"{what} {root}: no such directory")
     cifar = root / "cifar-10-batches-py"
     if cifar.is_dir():
         missing = [f for f in CIFAR10_FILES if not (cifar / f).is_file()]
         if missing:
-            raise InputError(f"--data-dir {root}: {cifar} lacks {', '.join(missing)}; "
+            raise InputError(f"{what} {root}: {cifar} lacks {', '.join(missing)}; "
                              "expected the python version of CIFAR-10, unpacked")
         return root.resolve()
     classes = sorted(d for d in root.iterdir() if d.is_dir())
     if not classes:
-        raise InputError(f"--data-dir {root}: no class folders; expected an ImageFolder "
+        raise InputError(f"{what} {root}: no class folders; expected an ImageFolder "
                          "(ROOT/CLASS/IMAGE.jpg) or ROOT/cifar-10-batches-py")
     for folder in classes:
         images = sorted(p for p in folder.rglob("*") if p.suffix.lower() in IMG_EXTENSIONS)
         if not images:
-            raise InputError(f"--data-dir {root}: class folder {folder.name!r} holds no "
+            raise InputError(f"{what} {root}: class folder {folder.name!r} holds no "
                              f"image ({', '.join(IMG_EXTENSIONS)})")
         try:
             with Image.open(images[0]) as img:
                 img.verify()
         except (OSError, UnidentifiedImageError) as exc:
-            raise InputError(f"--data-dir {root}: {images[0]} is not a readable image "
+            raise InputError(f"{what} {root}: {images[0]} is not a readable image "
                              f"({exc})") from None
     return root.resolve()
 

@@ -17,7 +17,13 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset
 
+from hvd_vs_ddp.common.errors import InputError
+
 OPTIMIZERS = ("sgd", "adamw")
+
+
+class WorkloadSpecError(InputError):
+    """A workload name or spec that cannot be resolved or built (one line, exit 2)."""
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,11 @@
 """Bad input gets one clear line and exit code 2, starts nothing and changes nothing.
 
-The cases (tests/bad_inputs.py, over 100 of them, every option of run, report and
-doctor) run in process through `hvd_vs_ddp.cli.main`, with a tripwire on the runner
-and the selftest that fails the test if a cell or check would start; a representative
-subset also runs through the real command in a subprocess. Before and after each
+The cases (tests/bad_inputs.py, over 170 of them, every option of run, report, project
+and doctor; issue 27's: workload parameters by their declarations, files to write that
+would replace an input, broken external workloads, runs a report cannot use) run in
+process through `hvd_vs_ddp.cli.main`, with a tripwire on the runner and the selftest
+that fails the test if a cell or check would start; a representative subset also runs
+through the real command in a subprocess. Before and after each
 case the working directory's tree hash (every path, mode and byte) must be equal.
 `python scripts/bad_inputs_table.py` runs every case through the real command and
 prints the table.
@@ -31,7 +33,15 @@ SUBPROCESS = {"run --runs-dir runs --backends nccl-typo", "run --runs-dir runs -
               "'\"unbalanced'", "run --runs-dir runs --suite-args=--no-such-option",
               "run --runs-dir runs --data-dir images-broken",
               "run --runs-dir runs --hosts h1:1", "run --runs-dir runs --cell-time-limit nan",
-              "report runs/corrupt -o out/report.html", "doctor --selftest --only nope"}
+              "report runs/corrupt -o out/report.html", "doctor --selftest --only nope",
+              # issue 27 and 28: a parameter by its declaration, a file to write, a broken
+              # spec, a run the report cannot use, a projection over a run's manifest
+              "run --runs-dir runs --suite-args '--workload-param resnet50:image_size=-3'",
+              "run --runs-dir runs --suite-args '--horovod-timeline /no/such/dir/t.json'",
+              "run --runs-dir runs --workloads ext/broken.py:unbuildable_model",
+              "report runs/no-cells -o out/r.html",
+              "project runs/earlier --devices 8 --interconnect ib-hdr -o "
+              "runs/earlier/manifest.json"}
 
 
 def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:

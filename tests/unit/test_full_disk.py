@@ -30,8 +30,10 @@ from pathlib import Path
 import pytest
 
 from hvd_vs_ddp.cli import main as cli
+from hvd_vs_ddp.common import outputs
 from hvd_vs_ddp.common.log import log
-from hvd_vs_ddp.results_schema import WriteError, write_files_atomic, write_json_atomic
+from hvd_vs_ddp.common.outputs import Output
+from hvd_vs_ddp.results_schema import FORMAT, WriteError, write_files_atomic, write_json_atomic
 from tests.launch import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures" / "runs"
@@ -105,34 +107,42 @@ def one_error_line(err: str) -> str:
 # ---------------------------------------------------------------- hvd_vs_ddp/results_schema/io.py
 def test_json_write_into_dev_full_keeps_the_old_file(tmp_path):
     path = tmp_path / "manifest.json"
-    write_json_atomic(path, {"old": True})
+    write_json_atomic(path, {"format": FORMAT, "old": True}, kind=FORMAT, owner=path.parent)
     link = plant_dev_full(path)
     with pytest.raises(WriteError) as e:
-        write_json_atomic(path, {"new": True})
+        write_json_atomic(path, {"format": FORMAT, "new": True}, kind=FORMAT, owner=path.parent)
     assert e.value.errno == errno.ENOSPC and isinstance(e.value, OSError)
     assert str(e.value) == f"writing {path}: {ENOSPC_TEXT}"
-    assert json.loads(path.read_text()) == {"old": True}
+    assert json.loads(path.read_text()) == {"format": FORMAT, "old": True}
     assert not link.is_symlink() and sorted(tmp_path.iterdir()) == [path]
 
 
+def _marked(out: Output, text: str) -> bytes:
+    return (outputs.text_marker(out.kind, out.inputs) + text).encode()
+
+
 def test_a_set_of_files_is_written_all_or_nothing(tmp_path):
-    a, b, c = (tmp_path / n for n in ("a.html", "b.md", "c.json"))
-    write_files_atomic({a: b"old a", b: b"old b", c: b"old c"})
-    plant_dev_full(c)  # the last of the three fails
-    with pytest.raises(WriteError, match=f"writing {c}: {ENOSPC_TEXT}"):
-        write_files_atomic({a: b"new a", b: b"new b", c: b"new c"})
-    assert [p.read_bytes() for p in (a, b, c)] == [b"old a", b"old b", b"old c"]
+    a, b, c = (Output(tmp_path / n, outputs.REPORT_HTML) for n in ("a.html", "b.md", "c.html"))
+    write_files_atomic({o: _marked(o, f"old {o.path.name}") for o in (a, b, c)})
+    old = [o.path.read_bytes() for o in (a, b, c)]
+    plant_dev_full(c.path)  # the last of the three fails
+    with pytest.raises(WriteError, match=f"writing {c.path}: {ENOSPC_TEXT}"):
+        write_files_atomic({o: _marked(o, f"new {o.path.name}") for o in (a, b, c)})
+    assert [o.path.read_bytes() for o in (a, b, c)] == old
+    a, b, c = (o.path for o in (a, b, c))
     assert sorted(tmp_path.iterdir()) == [a, b, c]
 
 
 def test_json_write_onto_a_full_tmpfs_keeps_the_old_file(tmpfs):
     disk = tmpfs("256k")
     path = disk / "manifest.json"
-    write_json_atomic(path, {"cells": ["x" * 1000]})
+    write_json_atomic(path, {"format": FORMAT, "cells": ["x" * 1000]}, kind=FORMAT,
+                      owner=path.parent)
     before = path.read_bytes()
     fill(disk)
     with pytest.raises(WriteError) as e:
-        write_json_atomic(path, {"cells": ["y" * 20000]})
+        write_json_atomic(path, {"format": FORMAT, "cells": ["y" * 20000]}, kind=FORMAT,
+                          owner=path.parent)
     assert e.value.errno == errno.ENOSPC
     assert str(e.value) == f"writing {path}: {ENOSPC_TEXT}"
     assert path.read_bytes() == before and not temp_files(disk)

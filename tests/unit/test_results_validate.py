@@ -21,7 +21,13 @@ from pathlib import Path
 import pytest
 
 from hvd_vs_ddp import results_schema as results
-from hvd_vs_ddp.results_schema import FORMAT_VERSION, ResultsError, UnknownKind, write_json_atomic
+from hvd_vs_ddp.results_schema import (
+    FORMAT,
+    FORMAT_VERSION,
+    ResultsError,
+    UnknownKind,
+    write_json_atomic,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = ROOT / "tests" / "fixtures" / "runs" / "cpu-small"
@@ -213,11 +219,13 @@ def test_unknown_fields_are_kept_and_may_not_shadow_declared_ones():
 
 def test_atomic_write_replaces_whole_files_and_cleans_up(tmp_path):
     path = tmp_path / "manifest.json"
-    write_json_atomic(path, {"a": 1})
-    assert json.loads(path.read_text()) == {"a": 1}
+    doc = {"format": FORMAT, "a": 1}
+    write_json_atomic(path, doc, kind=FORMAT, owner=path.parent)
+    assert json.loads(path.read_text()) == doc
     with pytest.raises(TypeError):
-        write_json_atomic(path, {"a": object()})  # fails half way through
-    assert json.loads(path.read_text()) == {"a": 1}
+        write_json_atomic(path, {"format": FORMAT, "a": object()}, kind=FORMAT,  # half way
+                          owner=path.parent)
+    assert json.loads(path.read_text()) == doc
     assert sorted(p.name for p in tmp_path.iterdir()) == ["manifest.json"]
 
 
