@@ -199,21 +199,36 @@ class HorovodBackend(Backend):
         # entries and abort. Nothing of a backend's state outlives its training run.
         _hvd().barrier()
 
+    # prepare() in three steps, each one method: tests/plugins/mutations.py replaces one
+    # at a time (no broadcast, a sum for the average, no reduction) to prove the suites
+    # fail without it.
     def prepare(self, model, optimizer):
-        hvd = _hvd()
         model = model.to(self.device)
+        self._broadcast_initial(model, optimizer)
+        return model, self._distributed_optimizer(model, optimizer)
+
+    def _broadcast_initial(self, model, optimizer) -> None:
+        """Rank 0's weights, buffers and optimizer state on every rank (ranks build their
+        models from different seeds: workloads/loop.py init_seed)."""
+        hvd = _hvd()
         # Horovod refuses non-contiguous tensors; channels_last weights are NHWC views.
         hvd.broadcast_parameters({k: _dense_view(t) for k, t in model.state_dict().items()},
                                  root_rank=0)
         hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+
+    def _reduce_op(self):
+        hvd = _hvd()
+        return hvd.Adasum if self.options.adasum else hvd.Average
+
+    def _distributed_optimizer(self, model, optimizer):
+        hvd = _hvd()
         compression = hvd.Compression.fp16 if self.options.compression == "fp16" \
             else hvd.Compression.none
-        optimizer = hvd.DistributedOptimizer(
+        return hvd.DistributedOptimizer(
             optimizer, named_parameters=model.named_parameters(),
             compression=_ChannelsLastSafe(compression),
             backward_passes_per_step=self.options.accumulation_steps,
-            op=hvd.Adasum if self.options.adasum else hvd.Average)
-        return model, optimizer
+            op=self._reduce_op())
 
     def zero_grad(self, optimizer, set_to_none: bool = True) -> None:
         # Horovod's zero_grad() takes no set_to_none; keep its safety check, then

@@ -104,9 +104,7 @@ class FSDPBackend(_ShardedBase):
         from torch.distributed.fsdp import fully_shard
 
         model = model.to(self.device)
-        with torch.no_grad():  # every rank starts from rank 0's state, as under DDP
-            for t in [*model.parameters(), *model.buffers()]:
-                self.broadcast(t.data, src=0)
+        self._broadcast_initial(model)
         self._broadcast_optimizer_state(optimizer)
         old = list(model.parameters())
         mesh = init_device_mesh(self.device.type, (self.world_size,))
@@ -114,6 +112,14 @@ class FSDPBackend(_ShardedBase):
             fully_shard(unit, mesh=mesh)
         fully_shard(model, mesh=mesh)
         return model, rebuilt(optimizer, old, list(model.parameters()))
+
+    def _broadcast_initial(self, model) -> None:
+        """Every rank starts from rank 0's state, as under DDP (ranks build their models
+        from different seeds: workloads/loop.py init_seed; tests/plugins/mutations.py
+        removes this to prove the suites notice)."""
+        with torch.no_grad():
+            for t in [*model.parameters(), *model.buffers()]:
+                self.broadcast(t.data, src=0)
 
     @contextlib.contextmanager
     def accumulate(self, model, last: bool) -> Iterator[None]:
