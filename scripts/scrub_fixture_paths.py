@@ -22,7 +22,7 @@ _NAME = r"[A-Za-z0-9_.+-]+"
 RULES = [
     (re.compile(rf"/work/{_NAME}/\.venv\b"), "<venv>"),
     (re.compile(r"/root/\.pyenv/versions/[0-9.]+"), "<python>"),
-    (re.compile(rf"/usr/lib/python3(?:\.[0-9]+)?\b"), "<python>/lib"),
+    (re.compile(r"/usr/lib/python3(?:\.[0-9]+)?\b"), "<python>/lib"),
     (re.compile(rf"/work/{_NAME}"), "<repo>"),
     (re.compile(rf"(?<![\w.>])/home/{_NAME}"), "<home>"),
     (re.compile(r"(?<![\w.>])/root\b"), "<home>"),
