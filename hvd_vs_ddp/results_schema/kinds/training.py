@@ -4,8 +4,10 @@ throughput: one (backend, workload, knob set) timed over fixed rounds. step_time
 samples_per_s have one value per timed step (the slowest rank's), rank_step_times one
 row per rank with every timed step's seconds, so all three have equal lengths.
 ddp_stats (DDP only): DDP's own runtime statistics of the timed steps, per rank
-(hvd_vs_ddp/harness/ddp_stats.py). compute_only: the same per-rank step with no communication,
-run by `concurrent_ranks` processes at once (for exposed communication).
+(hvd_vs_ddp/harness/ddp_stats.py). loss_check (knob sets that change the maths only):
+its mean loss against `single`'s and the set's bound (hvd_vs_ddp/harness/loss_bound.py).
+compute_only: the same per-rank step with no communication, run by `concurrent_ranks`
+processes at once (for exposed communication).
 
     rec = ThroughputRecord(backend="ddp-gloo", world_size=2, launcher="torchrun", ...)
     benchmark.extra_info.update(rec.to_dict())
@@ -122,6 +124,7 @@ class ThroughputRecord(BenchmarkRecord):
     ddp_stats: dict[str, Any] | None = opt(_ddp_stats)
     profile_traces: list[str] | None = opt(listof(text))
     startup_s: list[float] | None = opt(listof(number(0)))
+    loss_check: dict[str, Any] | None = opt(mapping)
 
     def consistency(self) -> None:
         if len(self.samples_per_s) != len(self.step_times):
@@ -151,6 +154,7 @@ class ThroughputRecord(BenchmarkRecord):
                  "ddp_stats": self.ddp_stats, "profile_traces": self.profile_traces,
                  "startup_s": max(self.startup_s) if self.startup_s else np.nan,
                  "cuda_per_device_mb": mem.get("cuda_per_device_mb"),
+                 "loss_check": self.loss_check,
                  **{key: (max(mem[key]) if mem.get(key) else np.nan) for key in HELD}}]
 
 
