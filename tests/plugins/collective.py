@@ -1,7 +1,12 @@
-"""The collective pytest plugin, for the fault-injection tests in this folder only.
+"""The collective pytest plugin for the fault-injection cases of tests/faults/ only.
 
-tests/system/test_faults.py runs this folder's test under real launchers; a rank
-fails an assertion or sleeps past the time limit, selected by HVD_FAULT.
+tests/system/test_faults.py loads it by name in the jobs it starts (`-p
+tests.plugins.collective`), so that a plain `pytest tests/` never registers it: its
+watchdog would otherwise end the whole test session with a "rank 0 of 1 is stuck"
+message instead of failing one test (tests/unit/test_plugins_confined.py checks).
+
+    torchrun --nproc-per-node 2 -m pytest -p tests.plugins.collective \
+        tests/faults/fault_cases.py --rootdir tests/faults --test-time-limit 10
 """
 import pytest
 
