@@ -5,8 +5,9 @@ per-rank batch B, averaging gradients, take the same steps as one process with
 batch W x B on the union of their batches. Each backend trains N steps from one
 seed; its per-step global losses are compared with `single` trained in-process
 on those global batches, cut into the same per-rank shards (so that BatchNorm
-normalises over the same samples as on each rank). Workloads: mlp and gpt, plus
-resnet50 on real images when --data-dir names a local ImageFolder or CIFAR-10.
+normalises over the same samples as on each rank). Workloads: mlp and gpt
+(--convergence-workloads), plus resnet50 on real images when --data-dir names a local
+ImageFolder or CIFAR-10.
 After training, the weights too (hvd_vs_ddp/harness/weights.py): every rank must hold
 the same full parameters bitwise, and they must lie within WEIGHT_TOLERANCE of the
 reference's. Every rank builds its model from its own seed (workloads/loop.py
@@ -51,7 +52,6 @@ TOLERANCE = 1e-4
 # (gpt) at 3 ranks, 3.3e-6 and 1.9e-6 at 4 (ddp-gloo, fsdp, zero, horovod). 1e-4
 # leaves 30x; the faults of tests/system/test_mutations.py land orders above it.
 WEIGHT_TOLERANCE = 1e-4
-CONVERGENCE_WORKLOADS = ("mlp", "gpt")
 # Every backend but the reference itself: the distributed ones and DataParallel.
 REFERENCE = catalog.reference()
 DISTRIBUTED = tuple(n for n in registry.names() if n != REFERENCE)
@@ -65,7 +65,9 @@ def pytest_generate_tests(metafunc):
     suite = suite_run.of(metafunc.config)
     backends = [b for b in DISTRIBUTED if b in suite.backends]
     if "conv_cell" in metafunc.fixturenames:
-        workloads = CONVERGENCE_WORKLOADS + (("resnet50",) if suite.options.data_dir else ())
+        workloads = suite.options.convergence_workloads  # --convergence-workloads
+        if suite.options.data_dir and "resnet50" not in workloads:
+            workloads += ("resnet50",)
         cells = [(b, w) for w in workloads for b in backends]
         metafunc.parametrize("conv_cell", cells, ids=[f"{b}-{w}" for b, w in cells])
     if "tta_backend" in metafunc.fixturenames:
