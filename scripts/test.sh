@@ -2,17 +2,32 @@
 # The test command: set up (scripts/setup.sh, idempotent), Slurm's daemons in CI or
 # with HVD_VS_DDP_TEST_SLURM=1, Open MPI 5's and MPICH's launchers (scripts/install_mpis.sh),
 # the static checks (scripts/lint.sh: ruff, mypy, hadolint), then the unit tests
-# (tests/unit) and the real multi-process tests (tests/system) on the CPU.
+# (tests/unit) first, so that a broken build fails in a few minutes, and only when they
+# pass the real multi-process tests (tests/system) on the CPU.
 #
-#   bash scripts/test.sh                 # everything
-#   bash scripts/test.sh -k faults       # extra arguments go to pytest
+#   bash scripts/test.sh                 # everything (CI runs this)
+#   bash scripts/test.sh --quick         # developers: lint, the unit tests, and one real
+#                                        # launch per launcher (pytest -m quick: the suites
+#                                        # under each launcher, the mutation job, spawn)
+#   bash scripts/test.sh -k faults       # extra arguments go to pytest (both phases)
+#   HVD_VS_DDP_SETUP=0 HVD_VS_DDP_VENV=DIR bash scripts/test.sh   # a virtualenv kept by
+#                                        # hand: no set-up, no installs (lint and tests only)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 VENV="${HVD_VS_DDP_VENV:-$ROOT/.venv}"
-bash "$ROOT/scripts/setup.sh"
+QUICK=0
+if [[ "${1:-}" == "--quick" ]]; then
+    QUICK=1
+    shift
+fi
+SETUP="${HVD_VS_DDP_SETUP:-1}"
+if [[ "$SETUP" != 0 ]]; then
+    bash "$ROOT/scripts/setup.sh"
+fi
 # tests/system/test_slurm.py runs a private one-node Slurm cluster. Slurm's daemons are a test
 # tool, not something the project needs: installed only in CI or when asked for.
-if [[ -n "${CI:-}" || "${HVD_VS_DDP_TEST_SLURM:-}" == 1 ]] && ! command -v slurmd >/dev/null 2>&1; then
+if [[ "$SETUP" != 0 ]] && [[ -n "${CI:-}" || "${HVD_VS_DDP_TEST_SLURM:-}" == 1 ]] \
+        && ! command -v slurmd >/dev/null 2>&1; then
     if [[ $(id -u) -eq 0 ]]; then
         echo "test: installing Slurm (slurmctld, slurmd, slurm-client) for tests/system/test_slurm.py"
         export DEBIAN_FRONTEND=noninteractive
@@ -25,7 +40,8 @@ fi
 # tests/unit/test_k8s_manifests.py lints deploy/slurm/compare.sbatch and the scripts with
 # the shellcheck linter (a Debian package, like Slurm: a test tool, installed only in CI
 # or when asked).
-if [[ -n "${CI:-}" || "${HVD_VS_DDP_TEST_SHELLCHECK:-}" == 1 ]] && ! command -v shellcheck >/dev/null 2>&1; then
+if [[ "$SETUP" != 0 ]] && [[ -n "${CI:-}" || "${HVD_VS_DDP_TEST_SHELLCHECK:-}" == 1 ]] \
+        && ! command -v shellcheck >/dev/null 2>&1; then
     if [[ $(id -u) -eq 0 ]]; then
         echo "test: installing shellcheck for tests/unit/test_k8s_manifests.py"
         export DEBIAN_FRONTEND=noninteractive
@@ -38,17 +54,44 @@ fi
 # tests/system/test_dead_rank.py also kills ranks under Open MPI 5's mpirun and MPICH's
 # mpiexec: their PyPI wheels, each in a virtualenv of its own under ~/.cache/hvd-vs-ddp/mpi
 # (seconds; never fails: without them those tests skip, saying why).
-bash "$ROOT/scripts/install_mpis.sh"
+if [[ "$SETUP" != 0 ]]; then
+    bash "$ROOT/scripts/install_mpis.sh"
+fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export PATH="$VENV/bin:$PATH"
 bash "$ROOT/scripts/lint.sh"  # ruff, mypy, hadolint
 cd "$ROOT"
+phase() {  # phase NAME PYTEST-ARGS...: pytest's exit status
+    local name=$1
+    shift
+    echo "test: $name"
+    "$VENV/bin/python" -m pytest -p no:cacheprovider -ra "$@"
+}
+start=$(date +%s)
+given=$#  # the caller's own pytest arguments
 set +e
-"$VENV/bin/python" -m pytest tests/ -p no:cacheprovider -ra "$@"
-rc=$?
+phase "unit tests (tests/unit)" tests/unit "$@"
+unit=$?
 set -e
-if [[ $rc -eq 5 ]]; then
-    echo "test: pytest ran no test; that is a failure here" >&2
+# 5: no test ran (alone: a failure here; with -k/-m of the caller's, none may match)
+if [[ $unit -ne 0 && ! ($unit -eq 5 && $given -gt 0) ]]; then
+    echo "test: the unit tests failed (exit $unit); the multi-process tests were not started" >&2
     exit 1
 fi
+label="multi-process tests (tests/system)"
+if [[ $QUICK -eq 1 ]]; then
+    set -- -m quick "$@"
+    label="multi-process tests (tests/system, quick: -m quick)"
+fi
+set +e
+phase "$label" tests/system "$@"
+rc=$?
+set -e
+if [[ $rc -eq 5 && $unit -eq 5 ]]; then
+    echo "test: pytest ran no test; that is a failure here" >&2
+    rc=1
+elif [[ $rc -eq 5 && ($given -gt 0 || $QUICK -eq 1) ]]; then
+    rc=0  # the caller's selection matched unit tests only
+fi
+echo "test: done in $(( $(date +%s) - start )) s (both pytest phases), exit $rc"
 exit $rc

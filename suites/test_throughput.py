@@ -10,7 +10,9 @@ same per-rank batch (single process per rank, no communication) for exposed
 communication. A knob set that compiles (`--knob-set compile`, docs/compile.md) records
 its compile time (the warm-up steps that compiled), graphs, graph breaks and recompiles
 during the timed rounds apart (hvd_vs_ddp/harness/compile_stats.py); a backend that cannot
-honour its compile mode is skipped with the reason.
+honour its compile mode is skipped with the reason. A knob set that changes the maths
+(compression, PowerSGD, Adasum) must keep its mean loss within its stated bound of
+`single`'s (hvd_vs_ddp/harness/loss_bound.py).
 
     torchrun --standalone --nproc-per-node 2 -m pytest suites/test_throughput.py \
         --benchmark-json out.json
@@ -28,7 +30,7 @@ from hvd_vs_ddp.backends import catalog, registry
 from hvd_vs_ddp.backends.compile_support import refusal as compile_refusal
 from hvd_vs_ddp.backends.env import SINGLE
 from hvd_vs_ddp.backends.held_bytes import held_bytes
-from hvd_vs_ddp.harness import compile_stats, profiling, startup, suite_run, tuning
+from hvd_vs_ddp.harness import compile_stats, loss_bound, profiling, startup, suite_run, tuning
 from hvd_vs_ddp.harness.ddp_stats import DDPStats
 from hvd_vs_ddp.harness.knobs import SETS, by_name
 from hvd_vs_ddp.harness.monitor import Monitor
@@ -153,6 +155,7 @@ def test_throughput(benchmark, suite, plugin, open_backend, make_workload, throu
         "compile": watch.rank_summary(),
         "per_gpu": [torch.cuda.max_memory_allocated(i) / 2**20 for i in per_gpu] or None})
     losses = trainer.global_losses()
+    loss_check = loss_bound.check(knobs, workload, backend, losses)  # maths-changing sets
     traces = _profile(suite, trainer, backend, workload_name, knobs.name)
     rank_times = [g["times"] for g in gathered]
     per_step, round_times = _slowest(rank_times, per_round)
@@ -172,9 +175,12 @@ def test_throughput(benchmark, suite, plugin, open_backend, make_workload, throu
                                        compiling.optimize_ddp(), compiling.cache_state()
                                        ) if watch.active else {}
         _record_throughput(benchmark, suite, backend, workload, knobs, trainer, gathered,
-                           per_step, losses, stats, traces, compiled)
+                           per_step, losses, stats, traces, compiled, loss_check)
     finite = all(np.isfinite(losses))
     assert finite, f"{name}: non-finite loss during throughput run: {losses}"
+    assert loss_check is None or loss_check["within"], (
+        f"{name} with {knobs.name}: mean loss of the last half {loss_check['deviation']:.3g} "
+        f"(relative) from single's, beyond the set's bound {loss_check['bound']:g}")
 
 
 def _profile(suite, trainer, backend, workload_name: str, knob_set: str) -> list[str] | None:
@@ -195,7 +201,7 @@ def _profile(suite, trainer, backend, workload_name: str, knob_set: str) -> list
 
 def _record_throughput(benchmark, suite, backend, workload, knobs, trainer, gathered,
                        per_step, losses, stats: DDPStats, traces: list[str] | None,
-                       compiled: dict | None = None) -> None:
+                       compiled: dict | None = None, loss_check: dict | None = None) -> None:
     name, workload_name = backend.name, workload.name
     per_round = suite.options.steps_per_round
     rank_times = [g["times"] for g in gathered]
@@ -225,7 +231,7 @@ def _record_throughput(benchmark, suite, backend, workload, knobs, trainer, gath
                    if all(g["startup"] is not None for g in gathered) else None),
         ddp_stats=({"sample_rate": stats.sample_rate, **stats.layout(), "ranks": ddp}
                    if stats.active else None),
-        profile_traces=traces, **(compiled or {}),
+        profile_traces=traces, loss_check=loss_check, **(compiled or {}),
     ).to_dict())
 
 

@@ -75,6 +75,12 @@ class _DDPBackend(Backend):
         if dist.is_initialized():
             dist.destroy_process_group()
 
+    # DDP's constructor broadcasts rank 0's parameters and buffers (ranks build their
+    # models from different seeds: workloads/loop.py init_seed). tests/plugins/
+    # mutations.py turns it off, as it replaces the averaging (comm_hook) and the
+    # reduction (accumulate), to prove the suites fail without it.
+    init_sync: bool = True
+
     def prepare(self, model, optimizer):
         model = model.to(self.device)
         kwargs: dict[str, Any] = {}
@@ -83,6 +89,8 @@ class _DDPBackend(Backend):
         opts = self.options
         if opts.bucket_mb is not None:
             kwargs["bucket_cap_mb"] = opts.bucket_mb
+        if not self.init_sync:
+            kwargs["init_sync"] = False  # torch >= 2.4
         ddp = DistributedDataParallel(  # broadcasts rank 0's parameters
             model, gradient_as_bucket_view=opts.gradient_as_bucket_view,
             static_graph=opts.static_graph, **kwargs)

@@ -16,6 +16,7 @@ threshold, cycle time) goes into metadata().
 from __future__ import annotations
 
 import atexit
+import math
 import os
 from importlib import metadata as importlib_metadata
 from typing import Any, Callable
@@ -25,6 +26,7 @@ import torch
 from hvd_vs_ddp.backends.base import Availability, Backend, BackendUnavailable, check_op
 
 DEFAULT_FUSION_BYTES = 128 * 1024 * 1024
+GLOO_TIMEOUT_ENV = "HOROVOD_GLOO_TIMEOUT_SECONDS"
 DEFAULT_CYCLE_MS = 1.0
 
 
@@ -172,6 +174,10 @@ class HorovodBackend(Backend):
 
     @classmethod
     def runtime_conflict(cls, options) -> str | None:
+        if options.adasum and "HOROVOD_GLOO_RENDEZVOUS_ADDR" in os.environ:
+            # measured here: every Adasum allreduce under horovodrun --gloo raised it
+            return ("Horovod implements Adasum for MPI and NCCL only (over Gloo: 'No Adasum "
+                    "operation enabled'); run it under horovodrun --mpi or mpirun")
         return fusion_conflict(options)
 
     def _setup(self) -> None:
@@ -179,6 +185,11 @@ class HorovodBackend(Backend):
         if not hvd.is_initialized():
             want = init_env(self.options)
             os.environ.update(want)
+            # Gloo's own per-operation timeout (Horovod's default, 30 s) lost a peer
+            # ("Connection closed by peer") when an allreduce of 4 ranks on 2 busy cores
+            # took 80 s: the backend's collective timeout bounds Gloo's operations too,
+            # unless the user (or horovodrun --gloo-timeout-seconds) set one.
+            os.environ.setdefault(GLOO_TIMEOUT_ENV, str(math.ceil(self.options.timeout_s)))
             hvd.init()
             atexit.register(_shutdown)
             _STATE["init"] = want
@@ -199,21 +210,36 @@ class HorovodBackend(Backend):
         # entries and abort. Nothing of a backend's state outlives its training run.
         _hvd().barrier()
 
+    # prepare() in three steps, each one method: tests/plugins/mutations.py replaces one
+    # at a time (no broadcast, a sum for the average, no reduction) to prove the suites
+    # fail without it.
     def prepare(self, model, optimizer):
-        hvd = _hvd()
         model = model.to(self.device)
+        self._broadcast_initial(model, optimizer)
+        return model, self._distributed_optimizer(model, optimizer)
+
+    def _broadcast_initial(self, model, optimizer) -> None:
+        """Rank 0's weights, buffers and optimizer state on every rank (ranks build their
+        models from different seeds: workloads/loop.py init_seed)."""
+        hvd = _hvd()
         # Horovod refuses non-contiguous tensors; channels_last weights are NHWC views.
         hvd.broadcast_parameters({k: _dense_view(t) for k, t in model.state_dict().items()},
                                  root_rank=0)
         hvd.broadcast_optimizer_state(optimizer, root_rank=0)
+
+    def _reduce_op(self):
+        hvd = _hvd()
+        return hvd.Adasum if self.options.adasum else hvd.Average
+
+    def _distributed_optimizer(self, model, optimizer):
+        hvd = _hvd()
         compression = hvd.Compression.fp16 if self.options.compression == "fp16" \
             else hvd.Compression.none
-        optimizer = hvd.DistributedOptimizer(
+        return hvd.DistributedOptimizer(
             optimizer, named_parameters=model.named_parameters(),
             compression=_ChannelsLastSafe(compression),
             backward_passes_per_step=self.options.accumulation_steps,
-            op=hvd.Adasum if self.options.adasum else hvd.Average)
-        return model, optimizer
+            op=self._reduce_op())
 
     def zero_grad(self, optimizer, set_to_none: bool = True) -> None:
         # Horovod's zero_grad() takes no set_to_none; keep its safety check, then
@@ -224,6 +250,21 @@ class HorovodBackend(Backend):
         torch.optim.Optimizer.zero_grad(optimizer, set_to_none=set_to_none)
 
     def step(self, optimizer, scaler=None, before_step: Callable[[], None] | None = None):
+        if self.options.adasum:
+            # Horovod's Adasum optimizer combines the ranks' optimizer updates inside its
+            # own step() and refuses skip_synchronize() ("not supported when using Adasum"):
+            # the hvd-adasum knob set failed every step. before_step sees this rank's own
+            # gradients here, as nothing else is reduced.
+            if scaler is not None:
+                scaler.unscale_(optimizer)
+            if before_step is not None:
+                before_step()
+            if scaler is not None:
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                optimizer.step()
+            return
         # gradients averaged across ranks from here on; the training thread's wait for
         # Horovod's background thread, named for torch.profiler (hvd_vs_ddp/harness/profiling.py)
         with torch.profiler.record_function("horovod:synchronize"):
@@ -274,5 +315,8 @@ class HorovodBackend(Backend):
             "reduce_op": "adasum" if self.options.adasum else "average",
             "hierarchical_allreduce": self.options.hierarchical,
             "autotune": self.options.autotune_log is not None,
+            "gloo_timeout_s": (float(os.environ[GLOO_TIMEOUT_ENV])
+                               if controller == "gloo" and GLOO_TIMEOUT_ENV in os.environ
+                               else None),
         })
         return meta

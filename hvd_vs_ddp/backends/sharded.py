@@ -104,9 +104,7 @@ class FSDPBackend(_ShardedBase):
         from torch.distributed.fsdp import fully_shard
 
         model = model.to(self.device)
-        with torch.no_grad():  # every rank starts from rank 0's state, as under DDP
-            for t in [*model.parameters(), *model.buffers()]:
-                self.broadcast(t.data, src=0)
+        self._broadcast_initial(model)
         self._broadcast_optimizer_state(optimizer)
         old = list(model.parameters())
         mesh = init_device_mesh(self.device.type, (self.world_size,))
@@ -119,6 +117,14 @@ class FSDPBackend(_ShardedBase):
         """Each sharded block (torchtitan's way): the blocks' forwards are compiled, and
         FSDP2's all-gather and reduce-scatter hooks around them stay outside."""
         return list(_units(model))
+
+    def _broadcast_initial(self, model) -> None:
+        """Every rank starts from rank 0's state, as under DDP (ranks build their models
+        from different seeds: workloads/loop.py init_seed; tests/plugins/mutations.py
+        removes this to prove the suites notice)."""
+        with torch.no_grad():
+            for t in [*model.parameters(), *model.buffers()]:
+                self.broadcast(t.data, src=0)
 
     @contextlib.contextmanager
     def accumulate(self, model, last: bool) -> Iterator[None]:

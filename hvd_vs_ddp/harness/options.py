@@ -38,6 +38,7 @@ SUITES = {
     "timeline": "suites/test_throughput.py::test_throughput",
 }
 DEFAULT_WORKLOADS = ("resnet50", "gpt")
+CONVERGENCE_WORKLOADS = ("mlp", "gpt")  # the convergence suite's, unless given
 COLLECTIVE_OPS = ("allreduce", "broadcast", "allgather")  # the collectives suite's ops
 
 
@@ -78,6 +79,9 @@ class SuiteOptions:
                               maximum=1_000_000)
     convergence_steps: int = _opt(30, "steps of each convergence cell", minimum=2,
                                    maximum=1_000_000)
+    convergence_workloads: tuple[str, ...] = _opt(
+        CONVERGENCE_WORKLOADS, "comma-separated workloads of the convergence suite "
+        "(resnet50 joins them with --data-dir)", csv="workload")
     data_dir: str | None = _opt(None, "a local ImageFolder, or a folder holding CIFAR-10's "
                                 "cifar-10-batches-py: resnet50 trains on it (throughput, "
                                 "and a convergence cell); nothing is downloaded", path=True)

@@ -160,8 +160,24 @@ def convergence_table(cv: pd.DataFrame) -> Table:
              "final loss": f"{r['losses'][-1]:.4g}",
              "reference final loss": f"{r['reference_losses'][-1]:.4g}",
              "max rel dev": f"{r['max_rel_dev']:.3g}", "tolerance": f"{r['tolerance']:.3g}",
-             "within": "yes" if r["within"] else "NO"} for _, r in cv.iterrows()]
-    return Table("Convergence vs the single-process reference", pd.DataFrame(rows))
+             "within": "yes" if r["within"] else "NO",
+             "weights": _weights_cell(r)} for _, r in cv.iterrows()]
+    return Table("Convergence vs the single-process reference", pd.DataFrame(rows),
+                 "Weights: after training, whether every rank held the same parameters "
+                 "(bitwise) and their relative deviation from the reference's (L2, all "
+                 "parameters) against its tolerance; empty where not recorded.")
+
+
+def _weights_cell(r: pd.Series) -> str:
+    """The weight check of a convergence row (ranks equal; deviation vs tolerance)."""
+    equal, tol = r.get("weights_equal"), r.get("weight_tolerance")
+    if equal is None or tol is None or (isinstance(equal, float) and np.isnan(equal)):
+        return ""
+    dev = r.get("weight_rel_dev")
+    ranks = "ranks equal" if equal else "RANKS DIFFER"
+    if dev is None or not np.isfinite(dev):
+        return f"{ranks}; vs single: not finite (tolerance {tol:.0e})"
+    return f"{ranks}; vs single {dev:.2g} {'<=' if dev <= tol else '>'} {tol:.0e}"
 
 
 def tta_table(tta: pd.DataFrame) -> Table:

@@ -27,7 +27,7 @@ from torch.utils.data import TensorDataset
 
 from hvd_vs_ddp.backends.base import Backend
 from hvd_vs_ddp.workloads.data import ShardedBatches
-from hvd_vs_ddp.workloads.loop import seed_everything
+from hvd_vs_ddp.workloads.loop import init_seed, seed_everything
 
 
 @dataclass(frozen=True)
@@ -104,8 +104,10 @@ def train_gan(backend: Backend, config: GANConfig) -> dict[str, list[float]]:
         raise ValueError(f"BackendOptions.accumulation_steps={backend.options.accumulation_steps}"
                          f" must equal GANConfig.accumulation={k} (Horovod's "
                          "backward_passes_per_step)")
-    seed_everything(config.seed)
+    # each rank its own initial weights: equal ones are the backend's broadcast (loop.build)
+    seed_everything(init_seed(config.seed, backend.rank))
     g_model, d_model = Generator(config.noise, config.hidden), Discriminator(config.hidden)
+    seed_everything(config.seed)
     gen, opt_g = backend.prepare(g_model, torch.optim.SGD(
         g_model.parameters(), lr=config.lr, momentum=config.momentum))
     disc, opt_d = backend.prepare(d_model, torch.optim.SGD(

@@ -1,7 +1,8 @@
 """The ONE training loop that every backend runs.
 
 `train(workload, backend, config)` seeds, builds the model and optimizer from the
-workload (identical on every rank), lets the backend wrap them, and runs
+workload, lets the backend wrap them (its broadcast makes every rank start from rank
+0's weights: see `build`), and runs
 `config.steps` optimizer steps. Each step is timed whole, with the device
 synchronized before each clock read. It returns this rank's step times and the
 global mean loss of every step (averaged across ranks once, after training, so
@@ -103,9 +104,20 @@ def _autocast(device: torch.device, precision: str):
     return torch.autocast(device_type=device.type, dtype=dtype)
 
 
+def init_seed(seed: int, rank: int) -> int:
+    """The seed a rank builds its model from: rank 0 (and `single`) the workload's own,
+    every other rank another one, so that ranks start from different random weights and
+    only the backend's broadcast makes them equal: a backend that forgets to broadcast
+    trains from mixed weights and fails the suites' convergence and weight checks
+    (tests/plugins/mutations.py proves it)."""
+    return seed + 7919 * rank
+
+
 def build(workload: Workload, backend: Backend, config: TrainConfig):
-    """Model and optimizer, seeded identically on every rank, wrapped by the backend
-    (Dynamo configured first for a compile mode: DDP reads its mode when it is built)."""
+    """Model and optimizer, wrapped by the backend (Dynamo configured first for a compile
+    mode: DDP reads its mode when it is built). Every rank builds from its own seed
+    (init_seed): equal weights on all ranks are the backend's broadcast, not the seed's.
+    Everything after the model (data order, dropout) is seeded alike on every rank."""
     if config.precision == "fp16" and backend.device.type != "cuda":
         raise ValueError("precision fp16 needs a CUDA device (GradScaler); use bf16 on CPU")
     refused = compile_refusal(type(backend), config.compile, backend.options,
@@ -113,8 +125,9 @@ def build(workload: Workload, backend: Backend, config: TrainConfig):
     if refused:
         raise BackendUnavailable(f"{backend.name}: {refused}")
     compiling.configure(config.compile)
-    seed_everything(workload.seed)
+    seed_everything(init_seed(workload.seed, backend.rank))
     model = workload.build_model(config.checkpointing)
+    seed_everything(workload.seed)
     if config.channels_last and workload.supports_channels_last:
         model = model.to(memory_format=torch.channels_last)
     model = model.to(backend.device)

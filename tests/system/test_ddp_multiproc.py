@@ -2,10 +2,15 @@
 
 torchrun and mpirun each start 2 ranks of tests/ranks/train_equivalence.py:
 step 1's averaged gradients equal single's (<= 1e-6), every rank ends with the
-same weights, and they are within 1e-5 of single's after 10 steps.
+same weights, and they are within 1e-5 of single's after 10 steps. The runs are
+shared (tests/system/jobs.py equivalence): test_horovod_multiproc compares Horovod's
+weights with the torchrun ones, test_two_hosts uses them as the one-host weights.
+
+    python -m pytest tests/system/test_ddp_multiproc.py -q
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import time
 
@@ -13,32 +18,49 @@ import pytest
 
 from hvd_vs_ddp.backends import launchers
 from tests.launch import ROOT, explain, launched
+from tests.system.jobs import EQUIVALENCE, equivalence
 
 pytestmark = pytest.mark.multiproc
-WORKER = ["tests/ranks/train_equivalence.py"]
 
 
 @pytest.mark.parametrize("launcher", ["torchrun", "mpirun"])
 @pytest.mark.parametrize("accumulation", [1, 3])
-def test_ddp_gloo_matches_single(launcher, accumulation):
-    proc = launched(launcher, 2, [*WORKER, "ddp-gloo", "--accumulation", str(accumulation)])
+def test_ddp_gloo_matches_single(jobs, launcher, accumulation):
+    proc = jobs.get(equivalence("ddp-gloo", launcher, accumulation)).proc
     assert proc.returncode == 0, explain(proc)
     assert "grad diff" in proc.stdout, explain(proc)
 
 
-def test_two_torchrun_jobs_at_once_do_not_collide():
+@pytest.fixture(scope="module")
+def two_at_once(tmp_path_factory):
+    """Two torchrun jobs of the same seed started at the same moment (each picks its own
+    free port): [(exit status, output, losses)] of both."""
+    folder = tmp_path_factory.mktemp("two-at-once")
     env = launchers.env()
     env["PYTHONPATH"] = str(ROOT)
-    cmd = launchers.command("torchrun", 2, [*WORKER, "ddp-gloo"])
-    procs = [subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True) for _ in range(2)]
+    procs = []
+    for i in range(2):
+        cmd = launchers.command("torchrun", 2, [EQUIVALENCE, "ddp-gloo", "--losses",
+                                                str(folder / f"losses{i}.json")])
+        procs.append(subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT, text=True))
     deadline = time.monotonic() + 300
-    outs = []
-    for p in procs:
-        out, _ = p.communicate(timeout=max(deadline - time.monotonic(), 1))
-        outs.append(out)
-    for p, out in zip(procs, outs):
-        assert p.returncode == 0, out[-4000:]
+    outs = [p.communicate(timeout=max(deadline - time.monotonic(), 1))[0] for p in procs]
+    return [(p.returncode, out, folder / f"losses{i}.json")
+            for i, (p, out) in enumerate(zip(procs, outs))]
+
+
+def test_two_torchrun_jobs_at_once_do_not_collide(two_at_once):
+    for code, out, _ in two_at_once:
+        assert code == 0, out[-4000:]
+
+
+def test_two_runs_of_one_seed_give_the_same_losses_bitwise(two_at_once):
+    """(tests/system/test_repeatable.py's case for ddp-gloo: these two runs are its two.)"""
+    for code, out, _ in two_at_once:
+        assert code == 0, out[-4000:]
+    first, second = (json.loads(path.read_text()) for _, _, path in two_at_once)
+    assert first == second, "ddp-gloo: losses differ between two runs of one seed"
 
 
 def test_mpirun_without_master_addr_shares_rank0_endpoint():

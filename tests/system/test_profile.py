@@ -17,7 +17,8 @@ from hvd_vs_ddp.results_schema import load_cell_results
 from tests.launch import TINY_SUITE_ARGS, explain, horovod_available, launched
 
 pytestmark = pytest.mark.multiproc
-TINY = "--rounds 2 --steps-per-round 1 --warmup-steps 1 --convergence-steps 3 --max-bytes 4096"
+TINY = ("--rounds 2 --steps-per-round 1 --warmup-steps 1 --convergence-steps 3 --max-bytes 4096 "
+        "--convergence-workloads mlp")
 
 
 def _viewer_trace(path) -> list[dict]:

@@ -14,7 +14,8 @@ from hvd_vs_ddp.cli import main as cli
 from hvd_vs_ddp.reports import build_report
 
 pytestmark = pytest.mark.multiproc
-TINY = "--rounds 2 --steps-per-round 1 --warmup-steps 1 --convergence-steps 3 --max-bytes 4096"
+TINY = ("--rounds 2 --steps-per-round 1 --warmup-steps 1 --convergence-steps 3 --max-bytes 4096 "
+        "--convergence-workloads mlp")
 
 
 def test_repeat_resume_and_report(tmp_path):

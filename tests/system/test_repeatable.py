@@ -1,26 +1,29 @@
-"""Two runs with the same seed give bitwise-identical losses, per backend, on the CPU."""
+"""Two runs with the same seed give bitwise-identical losses, per backend, on the CPU.
+
+Each backend's first run is a shared job (tests/system/jobs.py equivalence: the one
+test_ddp_multiproc and test_horovod_multiproc check), the second its own run; for
+ddp-gloo the two runs are tests/system/test_ddp_multiproc.py's two jobs at once.
+
+    python -m pytest tests/system/test_repeatable.py -q
+"""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from tests.launch import explain, horovod_available, launched
+from tests.launch import explain
+from tests.system.jobs import equivalence
 
 pytestmark = pytest.mark.multiproc
-CASES = [("single", "single", 1), ("ddp-gloo", "torchrun", 2), ("ddp-mpi", "mpirun", 2),
-         ("horovod", "horovodrun-gloo", 2)]
+CASES = [("single", "single"), ("ddp-mpi", "mpirun"), ("horovod", "horovodrun-gloo")]
 
 
-@pytest.mark.parametrize("backend, launcher, ranks", CASES, ids=[c[0] for c in CASES])
-def test_same_seed_same_losses_bitwise(tmp_path, backend, launcher, ranks):
-    if backend == "horovod" and not horovod_available()[0]:
-        pytest.skip(f"horovod: {horovod_available()[1]}")
+@pytest.mark.parametrize("backend, launcher", CASES, ids=[c[0] for c in CASES])
+def test_same_seed_same_losses_bitwise(jobs, backend, launcher):
     runs = []
-    for i in range(2):
-        out = tmp_path / f"losses{i}.json"
-        proc = launched(launcher, ranks, ["tests/ranks/train_equivalence.py", backend,
-                                          "--steps", "8", "--losses", str(out)])
-        assert proc.returncode == 0, explain(proc)
-        runs.append(json.loads(out.read_text()))
+    for run in (1, 2):
+        ran = jobs.get(equivalence(backend, launcher, run=run))
+        assert ran.proc.returncode == 0, explain(ran.proc)
+        runs.append(json.loads((ran.folder / "losses.json").read_text()))
     assert runs[0] == runs[1], f"{backend}: losses differ between two runs of one seed"

@@ -10,6 +10,7 @@ which also checks that their per-rank bytes show the sharding.) About 25 s on 2 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -23,13 +24,16 @@ def _records(path):
     return [b["extra_info"] for b in json.loads(path.read_text())["benchmarks"]]
 
 
+@pytest.mark.quick
 def test_spawn_launcher_runs_throughput_and_convergence(tmp_path):
     out = tmp_path / "results.json"
+    start = time.monotonic()
     proc = launched("spawn", 2, ["-m", "pytest", "suites/test_convergence.py",
                                  "suites/test_throughput.py", "-k",
                                  "test_convergence or test_throughput",
                                  "--backends", "ddp-gloo", *TINY,
                                  "--benchmark-json", str(out)], timeout=300)
+    wall = time.monotonic() - start
     assert proc.returncode == 0, explain(proc)
     recs = _records(out)
     assert {r["launcher"] for r in recs} == {"spawn"}
@@ -37,7 +41,7 @@ def test_spawn_launcher_runs_throughput_and_convergence(tmp_path):
     conv = [r for r in recs if r["kind"] == "convergence"]
     assert tp and conv and all(r["within_tolerance"] for r in conv)
     assert all(r["world_size"] == 2 and len(r["startup_s"]) == 2 for r in tp)
-    assert all(0 < s < 120 for r in tp for s in r["startup_s"])
+    assert all(0 < s < wall for r in tp for s in r["startup_s"]), wall  # within the job
 
 
 def test_spawn_passes_on_a_failing_rank_exit_status(tmp_path):

@@ -48,7 +48,8 @@ from pathlib import Path
 import pytest
 
 from hvd_vs_ddp.backends import launchers
-from tests.launch import ROOT, explain, horovod_available, launched
+from tests.launch import ROOT, explain, horovod_available
+from tests.system.jobs import equivalence
 
 pytestmark = pytest.mark.multiproc
 
@@ -220,11 +221,12 @@ def _tail(text: str, chars: int = 8000) -> str:
     return text if len(text) <= chars else "...\n" + text[-chars:]
 
 
-def _one_host_weights(launcher: str, backend: str, out: Path):
-    proc = launched(launcher, 2, [WORKER, backend, "--steps", str(STEPS), "--save", str(out)],
-                    timeout=TIMEOUT_S)
-    assert proc.returncode == 0, explain(proc)
-    return _load(out)
+def _one_host_weights(jobs, launcher: str, backend: str):
+    """Rank 0's weights of the same job on one host: the shared equivalence run
+    (tests/system/jobs.py; its default is STEPS steps)."""
+    ran = jobs.get(equivalence(backend, launcher))
+    assert ran.proc.returncode == 0, explain(ran.proc)
+    return _load(ran.folder / "weights.pt")
 
 
 def _load(path: Path):
@@ -247,9 +249,9 @@ def _assert_same(two, one, crossed_bytes: int, logs: str) -> None:
 
 
 @pytest.mark.parametrize("rendezvous", ["c10d", "static"])
-def test_ddp_gloo_across_two_hosts_matches_one_host(two_hosts, tmp_path, rendezvous):
+def test_ddp_gloo_across_two_hosts_matches_one_host(two_hosts, jobs, tmp_path, rendezvous):
     torchrun = _tool("torchrun")
-    one = _one_host_weights("torchrun", "ddp-gloo", tmp_path / "one-host.pt")
+    one = _one_host_weights(jobs, "torchrun", "ddp-gloo")
 
     h1 = two_hosts.hosts[0]
     before = h1.iface_bytes()
@@ -299,12 +301,12 @@ exec env -i HOME="$HOME" LANG=C.UTF-8 \\
 """
 
 
-def test_horovod_gloo_across_two_hosts_matches_one_host(two_hosts, tmp_path):
+def test_horovod_gloo_across_two_hosts_matches_one_host(two_hosts, jobs, tmp_path):
     ok, why = horovod_available()
     if not ok:
         pytest.skip(why)
     horovodrun = _tool("horovodrun")
-    one = _one_host_weights("horovodrun-gloo", "horovod", tmp_path / "one-host.pt")
+    one = _one_host_weights(jobs, "horovodrun-gloo", "horovod")
 
     bindir = tmp_path / "bin"
     bindir.mkdir()

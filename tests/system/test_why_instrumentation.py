@@ -1,5 +1,7 @@
 """Each library's own instrumentation on real ranks: DDP's statistics in the throughput
 results, Horovod's timeline beside them (both controllers), read back by the report.
+The jobs are shared (tests/system/jobs.py): the DDP statistics come from the suites'
+torchrun job of test_suites_launchers.
 
     python -m pytest tests/system/test_why_instrumentation.py -q
 """
@@ -11,19 +13,17 @@ import pytest
 
 from hvd_vs_ddp.reports.horovod_timeline import parse, per_step, read_events
 from hvd_vs_ddp.results_schema import load_cell_results
-from tests.launch import TINY_SUITE_ARGS, explain, horovod_available, launched
+from tests.launch import explain
+from tests.system.jobs import DDP_STATS_OFF, SUITES, TIMELINE
 
 pytestmark = [pytest.mark.multiproc]
-SUITE = ["-m", "pytest", "suites/test_throughput.py::test_throughput", *TINY_SUITE_ARGS,
-         "--rounds", "2", "--steps-per-round", "2"]
 
 
-def test_ddp_statistics_per_rank_and_timed_step(tmp_path):
-    out = tmp_path / "ddp.json"
-    proc = launched("torchrun", 2, [*SUITE, "--backends", "ddp-gloo",
-                                    "--benchmark-json", str(out)])
-    assert proc.returncode == 0, explain(proc)
-    rec = load_cell_results(out).benchmarks[0].record
+def test_ddp_statistics_per_rank_and_timed_step(jobs):
+    ran = jobs.get(SUITES["torchrun", 2])  # the suites' default --ddp-sample-rate 1
+    assert ran.proc.returncode == 0, explain(ran.proc)
+    (rec,) = [b.record for b in load_cell_results(ran.results_path).benchmarks
+              if b.record.KIND == "throughput" and b.record.backend == "ddp-gloo"]
     st = rec.ddp_stats
     assert st is not None and st["sample_rate"] == 1
     assert st["bucket_sizes"] and st["bucket_cap_bytes"] == 25 * 2**20
@@ -37,28 +37,21 @@ def test_ddp_statistics_per_rank_and_timed_step(tmp_path):
         assert all(0 < f < t for f, t in zip(row["forward_compute_s"], rec.step_times))
 
 
-def test_ddp_statistics_off(tmp_path):
-    out = tmp_path / "off.json"
-    proc = launched("torchrun", 2, [*SUITE, "--backends", "ddp-gloo", "--ddp-sample-rate",
-                                    "0", "--benchmark-json", str(out)])
-    assert proc.returncode == 0, explain(proc)
-    assert load_cell_results(out).benchmarks[0].record.ddp_stats is None
+def test_ddp_statistics_off(jobs):
+    ran = jobs.get(DDP_STATS_OFF)
+    assert ran.proc.returncode == 0, explain(ran.proc)
+    assert load_cell_results(ran.results_path).benchmarks[0].record.ddp_stats is None
 
 
 @pytest.mark.horovod
 @pytest.mark.parametrize("launcher, op", [("horovodrun-gloo", "GLOO_ALLREDUCE"),
                                           ("horovodrun-mpi", "MPI_ALLREDUCE")])
-def test_horovod_timeline_beside_the_results(tmp_path, launcher, op):
-    ok, why = horovod_available()
-    if not ok:
-        pytest.skip(f"horovod: {why}")
-    out = tmp_path / "hvd.json"
-    proc = launched(launcher, 2, [*SUITE, "--backends", "horovod", "--horovod-timeline",
-                                  "auto", "--benchmark-json", str(out)])
-    assert proc.returncode == 0, explain(proc)
-    rec = load_cell_results(out).benchmarks[0].record
+def test_horovod_timeline_beside_the_results(jobs, launcher, op):
+    ran = jobs.get(TIMELINE[launcher])
+    assert ran.proc.returncode == 0, explain(ran.proc)
+    rec = load_cell_results(ran.results_path).benchmarks[0].record
     assert rec.KIND == "horovod_timeline" and rec.timeline == "hvd.horovod-timeline.json"
-    trace = tmp_path / rec.timeline
+    trace = ran.folder / rec.timeline
     json.loads(trace.read_text())  # a complete file: valid JSON as written
     events, complete = read_events(trace)
     tl = parse(events, complete)

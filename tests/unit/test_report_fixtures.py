@@ -23,6 +23,7 @@ import pytest
 
 from hvd_vs_ddp.cli import main as cli
 from hvd_vs_ddp.reports import build_report
+from hvd_vs_ddp.reports.theme import backend_label
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 SMALL, FAILED = FIXTURES / "cpu-small", FIXTURES / "cpu-failed-cell"
@@ -63,11 +64,32 @@ def test_horovod_and_ddp_are_compared_with_a_verdict(small_report):
 
 def test_convergence_and_collectives_come_from_the_files(small_report):
     md = small_report.markdown.read_text()
+    checked = 0
     for info in _benchmarks(SMALL, "convergence"):
         assert info["within_tolerance"]
-    busbw = [r["busbw_gbps"] for info in _benchmarks(SMALL, "collective") for r in info["sizes"]]
-    assert busbw and all(b > 0 for b in busbw)
-    assert "Collectives" in md or "collective" in md.lower()
+        label = backend_label(info["backend"], info.get("backend_meta"))
+        row = _row(md, f"| {info['workload']} | {label} | {info['world_size']} | "
+                       f"{info['steps']} | {info['losses'][-1]:.4g} | "
+                       f"{info['reference_losses'][-1]:.4g} | {info['max_rel_dev']:.3g} |")
+        assert "| yes |" in row, row
+        checked += 1
+    assert checked, "no convergence result in the fixture"
+    seen = 0
+    for info in _benchmarks(SMALL, "collective"):
+        label = backend_label(info["backend"], info.get("backend_meta"))
+        row = _row(md, f"| {info['op']} | {label} | {info['world_size']} |")
+        first = info["sizes"][0]  # 4 B, always among the sizes the table shows
+        assert first["bytes"] == 4 and f"| {first['busbw_gbps']:.3g} |" in row, (first, row)
+        assert row.rstrip().endswith("| yes |") == all(r["correct"] for r in info["sizes"]), row
+        seen += 1
+    assert seen == 9  # allreduce, broadcast, allgather x ddp-gloo, horovod (gloo), horovod (mpi)
+
+
+def _row(md: str, cells: str) -> str:
+    """The one table line of the report holding these consecutive cells."""
+    rows = [ln for ln in md.splitlines() if cells in ln]
+    assert len(rows) == 1, f"{len(rows)} rows hold {cells!r}"
+    return rows[0]
 
 
 def test_a_real_failed_cell_is_reported(tmp_path):
@@ -80,8 +102,21 @@ def test_a_real_failed_cell_is_reported(tmp_path):
 
 
 def test_before_after_from_two_real_runs(tmp_path):
+    """Both runs named, each one's results under its own name: run A's throughput medians,
+    run B's failed cells (it has nothing else), and the HTML carries the same tables."""
     paths = build_report([SMALL, FAILED], tmp_path / "ba.html")
-    assert paths.html.is_file()
+    md, html = paths.markdown.read_text(), paths.html.read_text()
+    assert "Run A: cpu-small" in md and "Run B: cpu-failed-cell" in md
+    for info in _benchmarks(SMALL, "throughput"):
+        want = f"| {np.median(info['samples_per_s']):.1f} |"
+        assert any(ln.startswith("| cpu-small |") and want in ln for ln in md.splitlines()), want
+    manifest = json.loads((FAILED / "manifest.json").read_text())
+    for cell in manifest["cells"]:
+        if cell["status"] != "passed":
+            assert f"| cpu-failed-cell | {cell['id']} | {cell['status']} |" in md, cell["id"]
+    assert not [ln for ln in md.splitlines() if ln.startswith("| cpu-failed-cell |")
+                and "samples/s" in ln], "run B has no throughput and must show none"
+    assert "cpu-small" in html and "cpu-failed-cell" in html and "Failed cells" in html
 
 
 def test_cli_report_lists_a_corrupt_cell_as_unreadable_and_changes_nothing(tmp_path, capsys):

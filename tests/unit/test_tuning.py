@@ -82,6 +82,22 @@ def test_the_maths_changing_sets_are_marked():
                       "hvd-fp16", "hvd-adasum"}
 
 
+def test_every_set_that_changes_the_maths_states_a_loss_bound():
+    from hvd_vs_ddp.harness.knobs import ALL, KnobSet, loss_deviation
+
+    for k in ALL:
+        assert (k.loss_bound is not None) == k.changes_maths, k.name
+        assert k.loss_bound is None or 0 < k.loss_bound < 0.5, k.name
+    with pytest.raises(ValueError, match="loss_bound"):
+        KnobSet("x", compression="fp16")          # changes the maths, states no bound
+    with pytest.raises(ValueError, match="loss_bound"):
+        KnobSet("y", loss_bound=0.1)              # keeps the maths: nothing to bound
+    # the mean of the last half (2 of 4 steps) against the reference's
+    assert loss_deviation([9.0, 9.0, 1.1, 1.1], [2.0, 2.0, 1.0, 1.0]) == pytest.approx(0.1)
+    with pytest.raises(ValueError):
+        loss_deviation([1.0], [1.0, 2.0])
+
+
 def test_options_refuse_bad_values():
     with pytest.raises(ValueError, match="compression"):
         BackendOptions(compression="int8")

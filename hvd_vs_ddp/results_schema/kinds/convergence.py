@@ -3,7 +3,10 @@
 convergence: per-step global losses of a backend and of the `single` reference on
 the same global batches (equal lengths), their largest relative deviation and the
 tolerance; wall_times / reference_wall_times are cumulative seconds at each step
-(reference_wall_times since format version 2; optional when read).
+(reference_wall_times since format version 2; optional when read). The weight check
+(optional, absent from older files): whether every rank held the same weights bitwise
+after training, and the relative L2 deviation of those weights (all parameters
+together) from the reference's, with its tolerance (null when not finite).
 time_to_accuracy: training seconds and steps until held-out accuracy reached
 `target` (both null when it never did), with the evaluated curve.
 
@@ -49,6 +52,9 @@ class ConvergenceRecord(BenchmarkRecord):
     steps: int | None = opt(integer(0))
     wall_times: list[float] | None = opt(_cumulative)
     reference_wall_times: list[float] | None = opt(_cumulative)
+    weights_equal_across_ranks: bool | None = opt(flag)
+    weight_rel_dev: float | None = opt(nullable(number(0)))
+    weight_tolerance: float | None = opt(number(0))
 
     def consistency(self) -> None:
         if len(self.reference_losses) != len(self.losses):
@@ -62,7 +68,11 @@ class ConvergenceRecord(BenchmarkRecord):
                  "reference_wall_times": array(self.reference_wall_times),
                  "steps": int(self.steps or len(self.losses)),
                  "max_rel_dev": float(self.max_rel_dev), "tolerance": float(self.tolerance),
-                 "within": bool(self.within_tolerance)}]
+                 "within": bool(self.within_tolerance),
+                 "weights_equal": self.weights_equal_across_ranks,
+                 "weight_rel_dev": (float("nan") if self.weight_rel_dev is None
+                                    else float(self.weight_rel_dev)),
+                 "weight_tolerance": self.weight_tolerance}]
 
 
 @dataclass(kw_only=True)

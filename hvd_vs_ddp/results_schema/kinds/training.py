@@ -6,9 +6,10 @@ row per rank with every timed step's seconds, so all three have equal lengths.
 ddp_stats (DDP only): DDP's own runtime statistics of the timed steps, per rank
 (hvd_vs_ddp/harness/ddp_stats.py). Compiled tests (knobs "compile", docs/compile.md) add
 compile_mode, compile_s, compile_steps, graphs, graph_breaks, recompiles_timed and
-compile_info (hvd_vs_ddp/harness/compile_stats.py). compute_only: the same per-rank step
-with no communication,
-run by `concurrent_ranks` processes at once (for exposed communication).
+compile_info (hvd_vs_ddp/harness/compile_stats.py). loss_check (knob sets that change the
+maths only): its mean loss against `single`'s and the set's bound
+(hvd_vs_ddp/harness/loss_bound.py). compute_only: the same per-rank step with no
+communication, run by `concurrent_ranks` processes at once (for exposed communication).
 
     rec = ThroughputRecord(backend="ddp-gloo", world_size=2, launcher="torchrun", ...)
     benchmark.extra_info.update(rec.to_dict())
@@ -148,6 +149,7 @@ class ThroughputRecord(BenchmarkRecord):
     graph_breaks: int | None = opt(integer(0))
     recompiles_timed: int | None = opt(integer(0))
     compile_info: dict[str, Any] | None = opt(_compile_info)
+    loss_check: dict[str, Any] | None = opt(mapping)
 
     def consistency(self) -> None:
         if len(self.samples_per_s) != len(self.step_times):
@@ -182,6 +184,7 @@ class ThroughputRecord(BenchmarkRecord):
                     for key in ("compile_s", "compile_steps", "graphs", "graph_breaks",
                                 "recompiles_timed")},
                  "compile_info": self.compile_info,
+                 "loss_check": self.loss_check,
                  **{key: (max(mem[key]) if mem.get(key) else np.nan) for key in HELD}}]
 
 

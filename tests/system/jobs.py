@@ -1,0 +1,185 @@
+"""The real multi-process jobs several system tests read: each launched once per session.
+
+A launch costs seconds to minutes (2-4 Python processes importing torch, a rendezvous,
+Horovod's start); many tests need the same scenario and differ only in what they check.
+So a job here is declared once, started the first time a test asks for it through the
+session fixture `jobs` (tests/system/conftest.py), and kept for the rest of the session;
+each test then asserts on its exit status, output and files. A job that cannot start
+here (a missing launcher, no Horovod) is a skip for every test that reads it, and a job
+that fails is a failure, with its output, of every test that reads it.
+
+    def test_x(jobs):
+        ran = jobs.get(SUITES["torchrun", 2])      # first use launches; later ones reuse
+        assert ran.proc.returncode == 0, explain(ran.proc)
+        data = ran.results()                         # the job's --benchmark-json
+
+`python -m tests.system.jobs` lists the jobs and the tests that read each.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.launch import TINY_SUITE_ARGS, horovod_available, launched
+
+EQUIVALENCE = "tests/ranks/train_equivalence.py"
+
+
+@dataclass(frozen=True)
+class Job:
+    """One launch: `launcher` starts `ranks` processes of `python argv...`; "{out}" in argv
+    becomes the job's folder. `needs_horovod`: a skip without a Horovod build."""
+
+    name: str
+    launcher: str
+    ranks: int
+    argv: tuple[str, ...]
+    timeout: float = 600
+    unset: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    needs_horovod: bool = False
+    results: str = "results.json"  # the --benchmark-json file in the job's folder
+    readers: tuple[str, ...] = ()  # the tests that read it (documentation, the listing)
+
+
+@dataclass
+class Ran:
+    job: Job
+    proc: subprocess.CompletedProcess
+    folder: Path
+    seconds: float
+    _results: dict[str, Any] | None = field(default=None, repr=False)
+
+    @property
+    def results_path(self) -> Path:
+        return self.folder / self.job.results
+
+    def results(self) -> dict[str, Any]:
+        """The job's pytest-benchmark JSON (rank 0 wrote it)."""
+        if self._results is None:
+            self._results = json.loads(self.results_path.read_text())
+        return self._results
+
+    def records(self, kind: str | None = None) -> list[dict[str, Any]]:
+        return [b["extra_info"] for b in self.results()["benchmarks"]
+                if kind is None or b["extra_info"]["kind"] == kind]
+
+
+# gpt's convergence (a model with layer norm, attention and AdamW, beside mlp's SGD) in
+# the jobs that start the most backends: every distributed one at 2 ranks (horovodrun
+# --mpi) and DDP and Horovod at 4 (horovodrun --gloo, 4 ranks on 2 cores: the mission's
+# `horovodrun -np 4 pytest suites/`). The other launchers train mlp only: what they add
+# is the launch, not the model.
+WITH_GPT = {("horovodrun-mpi", 2), ("horovodrun-gloo", 4)}
+
+
+def _suite_job(launcher: str, ranks: int) -> Job:
+    gpt = ("--convergence-workloads", "mlp,gpt") if (launcher, ranks) in WITH_GPT else ()
+    return Job(f"suites-{launcher}-np{ranks}", launcher, ranks,
+               ("-m", "pytest", "suites/", *TINY_SUITE_ARGS, *gpt,
+                "--benchmark-json", "{out}/results.json"),
+               timeout=900, unset=("OMP_NUM_THREADS",),
+               needs_horovod=launcher.startswith("horovodrun"),
+               readers=("test_suites_launchers", "test_threads (auto threads)",
+                        "test_why_instrumentation (DDP statistics, torchrun)"))
+
+
+# `pytest suites/` at tiny sizes under every launcher, OMP_NUM_THREADS unset (the suites
+# decide every rank's threads themselves: test_threads reads them from these).
+SUITES = {(la, n): _suite_job(la, n) for la, n in (
+    ("single", 1), ("torchrun", 2), ("mpirun", 2), ("horovodrun-gloo", 2),
+    ("horovodrun-mpi", 2), ("horovodrun-gloo", 4))}
+
+_THROUGHPUT = ("-m", "pytest", "suites/test_throughput.py::test_throughput",
+               *TINY_SUITE_ARGS, "--rounds", "2", "--steps-per-round", "2")
+
+# DDP's statistics switched off, with --threads 2 over torchrun's OMP_NUM_THREADS=1.
+DDP_STATS_OFF = Job("ddp-stats-off-threads2", "torchrun", 2,
+                    (*_THROUGHPUT, "--backends", "ddp-gloo", "--ddp-sample-rate", "0",
+                     "--threads", "2", "--benchmark-json", "{out}/results.json"),
+                    readers=("test_why_instrumentation", "test_threads (--threads wins)"))
+
+# Horovod's timeline under both controllers; the Gloo one with --threads 2 as well.
+TIMELINE = {
+    "horovodrun-gloo": Job("timeline-horovodrun-gloo-threads2", "horovodrun-gloo", 2,
+                           (*_THROUGHPUT, "--backends", "horovod", "--horovod-timeline",
+                            "auto", "--threads", "2", "--benchmark-json", "{out}/hvd.json"),
+                           needs_horovod=True, results="hvd.json", unset=("OMP_NUM_THREADS",),
+                           readers=("test_why_instrumentation", "test_threads")),
+    "horovodrun-mpi": Job("timeline-horovodrun-mpi", "horovodrun-mpi", 2,
+                          (*_THROUGHPUT, "--backends", "horovod", "--horovod-timeline", "auto",
+                           "--benchmark-json", "{out}/hvd.json"), needs_horovod=True,
+                          results="hvd.json", readers=("test_why_instrumentation",)),
+}
+
+
+def equivalence(backend: str, launcher: str, accumulation: int = 1, run: int = 1) -> Job:
+    """tests/ranks/train_equivalence.py: 10 steps of mlp against `single`, rank 0's
+    weights saved to {out}/weights.pt and its losses to {out}/losses.json. `run` > 1:
+    another run of the same job (for the same-seed, same-losses test)."""
+    return Job(f"equivalence-{backend}-{launcher}-accum{accumulation}-run{run}", launcher,
+               1 if launcher == "single" else 2,
+               (EQUIVALENCE, backend, "--accumulation", str(accumulation),
+                "--save", "{out}/weights.pt", "--losses", "{out}/losses.json"),
+               timeout=300, needs_horovod=backend == "horovod" or launcher.startswith(
+                   "horovodrun"),
+               readers=("test_ddp_multiproc", "test_horovod_multiproc", "test_repeatable",
+                        "test_two_hosts (the one-host weights)"))
+
+
+class SharedJobs:
+    """Launches a Job on first use and keeps what it left for the session."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._done: dict[Job, Ran | BaseException] = {}
+
+    def get(self, job: Job) -> Ran:
+        if job not in self._done:
+            self._done[job] = self._launch(job)
+        done = self._done[job]
+        if isinstance(done, BaseException):
+            raise done
+        return done
+
+    def _launch(self, job: Job) -> Ran | BaseException:
+        if job.needs_horovod:
+            ok, why = horovod_available()
+            if not ok:
+                try:
+                    pytest.skip(f"horovod: {why}")
+                except pytest.skip.Exception as exc:
+                    return exc
+        folder = self.root / job.name
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.mkdir(parents=True)
+        argv = [a.replace("{out}", str(folder)) for a in job.argv]
+        start = time.monotonic()
+        try:
+            proc = launched(job.launcher, job.ranks, argv, timeout=job.timeout,
+                            extra_env=dict(job.env), unset=job.unset)
+        except (pytest.skip.Exception, pytest.fail.Exception) as exc:
+            return exc
+        return Ran(job, proc, folder, time.monotonic() - start)
+
+
+def all_jobs() -> list[Job]:
+    eq = [equivalence(b, la, a) for b, la in (("ddp-gloo", "torchrun"),
+                                              ("ddp-gloo", "mpirun"),
+                                              ("horovod", "horovodrun-gloo"),
+                                              ("horovod", "horovodrun-mpi"))
+          for a in (1, 3)]
+    return [*SUITES.values(), DDP_STATS_OFF, *TIMELINE.values(), *eq]
+
+
+if __name__ == "__main__":
+    for j in all_jobs():
+        print(f"{j.name:44s} {j.launcher:16s} np{j.ranks}  read by {', '.join(j.readers)}")
