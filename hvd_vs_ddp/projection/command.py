@@ -155,9 +155,8 @@ def _library_settings(lib: Library) -> dict:
 
 
 def run(args) -> int:
-    from hvd_vs_ddp.common.log import log
+    """`hvd-vs-ddp project`: check, gather the inputs, project each workload, write."""
     from hvd_vs_ddp.projection import validation
-    from hvd_vs_ddp.projection.verdict import compare
 
     s = check(args)
     if args.run_dir:
@@ -165,7 +164,28 @@ def run(args) -> int:
         items = from_run(Path(args.run_dir), s["links"], s["per_node"], s["workloads"])
     else:
         items = _standalone(args, s)
-    doc: dict[str, Any] = {
+    doc = _document(args, s)
+    model_error = validation.current_error(VALIDATION_DRAWS) if s["links"] is not None \
+        else None
+    for name, inputs, measured in items:
+        inputs.controller = s["controller"]
+        inputs.gpu = s["links"] is not None
+        inputs.model_error = model_error
+        inputs.notes.append(_error_note(model_error))
+        doc["workloads"].append(_project_workload(args, s, name, inputs, measured))
+    doc["validation"] = validation.as_json(validation.loso(VALIDATION_DRAWS))
+    print(render_text(doc))
+    if s["output"] is not None:
+        from hvd_vs_ddp.results_schema.io import write_json_atomic
+        s["output"].parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(s["output"], doc, kind=FORMAT, inputs=s["inputs"])  # issue 27
+        print(s["output"])
+    return 0
+
+
+def _document(args, s: dict) -> dict[str, Any]:
+    """projection.json's head: what was asked, of what, for which cluster."""
+    return {
         "format": FORMAT, "format_version": FORMAT_VERSION, "label": LABEL,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "command": ["hvd-vs-ddp", *sys.argv[1:]],
@@ -179,65 +199,60 @@ def run(args) -> int:
                              and r["name"] in (s["links"].intra.name, s["links"].inter.name)]},
         "calibrated": not args.no_calibrate, "workloads": [],
         "inputs": list(s["inputs"])}  # issue 27: what the output gate compares
-    model_error = validation.current_error(VALIDATION_DRAWS) if s["links"] is not None \
-        else None
-    for name, inputs, measured in items:
-        inputs.controller = s["controller"]
-        inputs.gpu = s["links"] is not None
-        inputs.model_error = model_error
-        if model_error is None:
-            inputs.notes.append("bands carry the inputs' uncertainty only: the model's error "
-                                "is estimated on published GPU clusters, not on a run's own "
-                                "links (the CPU self-check measures it there)")
-        else:
-            inputs.notes.append(
-                "bands carry the model's own error, estimated on published results net "
-                "of the inputs' spread and of the publications' noise (repeats of one "
-                "configuration): model error "
-                + ", ".join(f"{k} {model_error.model[k]:.1%}" for k in ("ddp", "horovod",
-                                                                        "ratio"))
-                + "; a library's band also holds a measurement's noise ("
-                + ", ".join(f"{k} {model_error.noise[k]:.1%}" for k in ("ddp", "horovod"))
-                + "), the verdict's band is about the true ratio "
-                "(python -m hvd_vs_ddp.projection.validation)")
-        log.info(f"projecting {name}: {len(inputs.libraries)} libraries x "
-                 f"{len(s['devices'])} sizes, {s['draws']} draws each")
-        in_sample = project(inputs, sorted({m.devices for m in measured}), draws=s["draws"]) \
-            if measured else []  # the bare model at the run's own sizes, before calibrating
-        if not args.no_calibrate:
-            largest: dict[str, tuple[int, float]] = {}
-            for m in measured:
-                if m.devices > 1 and m.devices >= largest.get(m.library, (0, 0.0))[0]:
-                    largest[m.library] = (m.devices, m.step_s)
-            inputs.notes += calibrate(inputs, largest, draws=s["draws"])
-        projected = project(inputs, s["devices"], draws=s["draws"])
-        comparison = compare(projected, inputs, s["margin"], from_run=bool(args.run_dir),
-                             calibrated=not args.no_calibrate and any(
-                                 m.devices > 1 for m in measured))
-        checks = []
+
+
+def _error_note(model_error) -> str:
+    """What the bands carry: the model's own error where it is estimated, else not."""
+    if model_error is None:
+        return ("bands carry the inputs' uncertainty only: the model's error is estimated "
+                "on published GPU clusters, not on a run's own links (the CPU self-check "
+                "measures it there)")
+    return ("bands carry the model's own error, estimated on published results net "
+            "of the inputs' spread and of the publications' noise (repeats of one "
+            "configuration): model error "
+            + ", ".join(f"{k} {model_error.model[k]:.1%}" for k in ("ddp", "horovod", "ratio"))
+            + "; a library's band also holds a measurement's noise ("
+            + ", ".join(f"{k} {model_error.noise[k]:.1%}" for k in ("ddp", "horovod"))
+            + "), the verdict's band is about the true ratio "
+            "(python -m hvd_vs_ddp.projection.validation)")
+
+
+def _project_workload(args, s: dict, name: str, inputs, measured) -> dict[str, Any]:
+    """One workload: the bare model at the run's own sizes (checked against what it
+    measured), the calibration on the largest measured size, the projection and its
+    comparison."""
+    from hvd_vs_ddp.common.log import log
+    from hvd_vs_ddp.projection.verdict import compare
+
+    log.info(f"projecting {name}: {len(inputs.libraries)} libraries x "
+             f"{len(s['devices'])} sizes, {s['draws']} draws each")
+    in_sample = project(inputs, sorted({m.devices for m in measured}), draws=s["draws"]) \
+        if measured else []  # the bare model at the run's own sizes, before calibrating
+    if not args.no_calibrate:
+        largest: dict[str, tuple[int, float]] = {}
         for m in measured:
-            p = next(p for p in in_sample if p.library == m.library and p.devices == m.devices)
-            checks.append({"library": m.library, "devices": m.devices,
-                           "measured_samples_per_s": m.samples_per_s,
-                           "projected_samples_per_s": _band(p.samples_per_s.as_list()),
-                           "error": p.samples_per_s.median / m.samples_per_s - 1})
-        compute = np.percentile(inputs.compute_s, [50, 2.5, 97.5]) * 1000
-        doc["workloads"].append({
-            "workload": name, "per_device_batch": inputs.batch,
+            if m.devices > 1 and m.devices >= largest.get(m.library, (0, 0.0))[0]:
+                largest[m.library] = (m.devices, m.step_s)
+        inputs.notes += calibrate(inputs, largest, draws=s["draws"])
+    projected = project(inputs, s["devices"], draws=s["draws"])
+    comparison = compare(projected, inputs, s["margin"], from_run=bool(args.run_dir),
+                         calibrated=not args.no_calibrate and any(
+                             m.devices > 1 for m in measured))
+    checks = []
+    for m in measured:
+        p = next(p for p in in_sample if p.library == m.library and p.devices == m.devices)
+        checks.append({"library": m.library, "devices": m.devices,
+                       "measured_samples_per_s": m.samples_per_s,
+                       "projected_samples_per_s": _band(p.samples_per_s.as_list()),
+                       "error": p.samples_per_s.median / m.samples_per_s - 1})
+    compute = np.percentile(inputs.compute_s, [50, 2.5, 97.5]) * 1000
+    return {"workload": name, "per_device_batch": inputs.batch,
             "compute_ms": _band(list(compute)), "notes": inputs.notes,
             "layout": {"gradients": len(inputs.layout.grads),
                        "grad_mb": inputs.layout.grad_bytes / 2**20,
                        "source": inputs.layout.source},
             "libraries": [_library_settings(lib) for lib in inputs.libraries],
-            "comparison": comparison, "rows": _rows(projected), "in_sample": checks})
-    doc["validation"] = validation.as_json(validation.loso(VALIDATION_DRAWS))
-    print(render_text(doc))
-    if s["output"] is not None:
-        from hvd_vs_ddp.results_schema.io import write_json_atomic
-        s["output"].parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(s["output"], doc, kind=FORMAT, inputs=s["inputs"])  # issue 27
-        print(s["output"])
-    return 0
+            "comparison": comparison, "rows": _rows(projected), "in_sample": checks}
 
 
 def render_text(doc: dict) -> str:
