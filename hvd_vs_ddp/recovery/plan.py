@@ -1,0 +1,212 @@
+"""The plan of a recovery trial, the elastic paths, and the refusals. Torch-free.
+
+A `Plan` is everything both libraries share in a trial: the workload and its seed, the
+global batch (held constant when the world shrinks: per-rank batch = global batch /
+world, so the same step trains on the same samples at any world size), the planned
+steps, a commit (Horovod: TorchState.commit, in memory) or a checkpoint (torchrun:
+torch.save on rank 0, or torch.distributed.checkpoint) every k steps, and the step at
+which one worker is SIGKILLed. Two "hosts" are two names of this machine, localhost
+and 127.0.0.1 (as Horovod's own elastic tests do); the victim is a worker on the
+second, so Horovod Elastic, which blacklists a failed host, drops that host's workers.
+
+`ElasticPath` rows say which backend and launcher each library's recovery runs
+under; `path_for` refuses, in one line naming why, a backend or launcher that has no
+elastic path. `Plan.check` refuses min above max, k of 0, a kill step outside the plan,
+and a global batch that a possible world size does not divide.
+
+    python -m hvd_vs_ddp.recovery.plan            # the elastic paths, and what has none
+    Plan(path="horovod-elastic", checkpoint="memory", backend="horovod", world_size=2,
+         global_batch=64).check()
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hvd_vs_ddp.common.errors import InputError
+
+PLAN_ENV = "HVD_VS_DDP_RECOVERY_PLAN"    # the plan.json a worker reads
+HOST_ENV = "HVD_VS_DDP_RECOVERY_HOST"    # which "host" a torchrun agent's workers are on
+HOSTS = ("localhost", "127.0.0.1")       # two names of this machine: two hosts
+NO_COMMIT = "none"                       # a plan without commits: the steady-state baseline
+
+
+@dataclass(frozen=True)
+class ElasticPath:
+    """One library's answer to a dead worker."""
+
+    name: str
+    library: str                 # "horovod" or "torch"
+    backends: tuple[str, ...]    # the project's backends it trains with
+    launcher: str                # the launcher table's row that starts it
+    checkpoints: tuple[str, ...]  # commit / checkpoint patterns it offers
+    worker: str                  # the worker module
+    how: str                     # what it does, for messages and the report
+
+    def world_after(self, world: int, victim_slots: int) -> int:
+        """Workers left after the victim's worker dies: Horovod Elastic blacklists the
+        victim's host (its every worker leaves); torchrun restarts the whole group."""
+        return world - victim_slots if self.library == "horovod" else world
+
+
+PATHS: dict[str, ElasticPath] = {p.name: p for p in (
+    ElasticPath("horovod-elastic", "horovod", ("horovod",), "horovodrun-gloo", ("memory",),
+                "hvd_vs_ddp.recovery.horovod_worker",
+                "horovodrun --min-np/--max-np --host-discovery-script; hvd.elastic.run "
+                "rolls the survivors back to the last TorchState.commit (in memory)"),
+    ElasticPath("torchrun-elastic", "torch", ("ddp-gloo", "ddp-nccl"), "torchrun",
+                ("torch-save", "dcp"), "hvd_vs_ddp.recovery.torchrun_worker",
+                "torchrun --nnodes MIN:MAX --max-restarts with c10d rendezvous restarts the "
+                "whole worker group, which resumes from the last checkpoint"),
+)}
+
+# Why the others have none (the refusals name the reason and the paths that exist).
+NO_PATH_BACKENDS = {
+    "single": "one process: there is no other worker to go on",
+    "dp": "one process (DataParallel): there is no other worker to go on",
+    "ddp-mpi": "an MPI job ends when one of its ranks dies; MPI has no elastic restart",
+    "fsdp": "not wired here: its sharded state needs resharding on restore",
+    "zero": "not wired here: its sharded optimizer state needs resharding on restore",
+}
+NO_PATH_LAUNCHERS = {
+    "horovodrun-mpi": "Horovod Elastic needs the Gloo controller (horovodrun --gloo); "
+                      "under MPI a dead rank ends the job",
+    "mpirun": "an MPI job ends when one of its ranks dies",
+    "mpiexec": "an MPI job ends when one of its ranks dies",
+    "srun": "Slurm ends the step when a task dies (no elastic restart here)",
+    "spawn": "torch.multiprocessing.spawn restarts nothing: the parent ends every rank",
+    "single": "one process: there is no other worker to go on",
+}
+
+
+def _paths_text() -> str:
+    return "; ".join(f"{', '.join(p.backends)} under {p.launcher} ({p.name})"
+                     for p in PATHS.values())
+
+
+def path_for(backend: str, launcher: str | None = None) -> ElasticPath:
+    """The elastic path of this backend (under this launcher), or one InputError."""
+    if launcher is not None and launcher in NO_PATH_LAUNCHERS:
+        raise InputError(f"recovery: launcher {launcher} has no elastic path "
+                         f"({NO_PATH_LAUNCHERS[launcher]}); elastic paths: {_paths_text()}")
+    for p in PATHS.values():
+        if backend in p.backends:
+            if launcher is not None and launcher != p.launcher:
+                raise InputError(f"recovery: {backend} recovers under {p.launcher} "
+                                 f"({p.name}), not {launcher}")
+            return p
+    why = NO_PATH_BACKENDS.get(backend, "unknown backend")
+    raise InputError(f"recovery: backend {backend} has no elastic path ({why}); elastic "
+                     f"paths: {_paths_text()}")
+
+
+def hosts_for(world: int) -> list[tuple[str, int]]:
+    """The two hosts and their slots: localhost gets the larger half."""
+    first = (world + 1) // 2
+    return [(HOSTS[0], first), (HOSTS[1], world - first)]
+
+
+def default_kill_step(steps: int, every: int) -> int:
+    """The middle of the plan, half-way between two commits (never on one)."""
+    base = every * max(0, (steps // 2) // every)
+    return min(steps - 1, max(1, base + max(1, every // 2)))
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One trial's plan; `check()` refuses what cannot run, in one line."""
+
+    path: str
+    checkpoint: str              # one of the path's patterns, or "none" (no commits)
+    backend: str
+    world_size: int              # ranks at the start (the maximum)
+    global_batch: int            # samples per step, all ranks; constant when the world shrinks
+    min_world: int = 1           # fewest ranks the job may go on with
+    steps: int = 40
+    commit_every: int = 10       # k: a commit or checkpoint every k steps
+    kill_step: int | None = None  # SIGKILL a worker once it completed this step; None: no kill
+    workload: str = "mlp"
+    workload_params: dict[str, Any] = field(default_factory=dict)
+    event_dir: str = ""
+    timeout_s: float = 30.0      # bound on every collective (Horovod: its Gloo timeout)
+
+    @property
+    def elastic(self) -> ElasticPath:
+        return PATHS[self.path]
+
+    @property
+    def commits(self) -> bool:
+        return self.checkpoint != NO_COMMIT
+
+    def hosts(self) -> list[tuple[str, int]]:
+        return hosts_for(self.world_size)
+
+    @property
+    def victim_host(self) -> str:
+        return HOSTS[1]
+
+    def world_after(self) -> int:
+        return self.elastic.world_after(self.world_size, dict(self.hosts())[self.victim_host])
+
+    def check(self) -> "Plan":
+        if self.path not in PATHS:
+            raise InputError(f"recovery: unknown elastic path {self.path!r}; known: "
+                             f"{', '.join(PATHS)}")
+        p = path_for(self.backend, self.elastic.launcher)
+        if p.name != self.path:
+            raise InputError(f"recovery: backend {self.backend} recovers by {p.name}, "
+                             f"not {self.path}")
+        if self.checkpoint not in (*p.checkpoints, NO_COMMIT):
+            raise InputError(f"recovery: {self.path} has no checkpoint pattern "
+                             f"{self.checkpoint!r}; it has {', '.join(p.checkpoints)}")
+        if self.commit_every < 1:
+            raise InputError(f"recovery: a commit every {self.commit_every} steps; k must be "
+                             ">= 1 (--recovery-commit-every)")
+        if self.world_size < 2:
+            raise InputError(f"recovery: world size {self.world_size}; a recovery trial needs "
+                             "at least 2 ranks (one to kill, one to go on)")
+        if not 1 <= self.min_world <= self.world_size:
+            raise InputError(f"recovery: min world {self.min_world} must lie in 1..max "
+                             f"{self.world_size} (--recovery-min-world above "
+                             "--recovery-world-size)")
+        if self.steps < 2:
+            raise InputError(f"recovery: {self.steps} steps; a plan needs at least 2")
+        if self.kill_step is not None and not 1 <= self.kill_step < self.steps:
+            raise InputError(f"recovery: kill step {self.kill_step} lies outside "
+                             f"1..{self.steps - 1} (the plan's steps, the last excluded)")
+        after = self.world_after()
+        if after < self.min_world:
+            raise InputError(f"recovery: losing host {self.victim_host} leaves {after} of "
+                             f"{self.world_size} ranks under {self.path}, below min world "
+                             f"{self.min_world}; lower --recovery-min-world")
+        for w in {self.world_size, after}:
+            if self.global_batch % w:
+                raise InputError(f"recovery: global batch {self.global_batch} does not split "
+                                 f"evenly over {w} ranks; choose a batch divisible by "
+                                 f"{self.world_size} and {after}")
+        return self
+
+    def replace(self, **changes: Any) -> "Plan":
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def save(self, path: Path) -> Path:
+        path.write_text(json.dumps(self.to_dict(), indent=1))
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Plan":
+        return cls(**json.loads(Path(path).read_text()))
+
+
+if __name__ == "__main__":
+    for p in PATHS.values():
+        print(f"{p.name:17s} {'/'.join(p.backends):18s} {p.launcher:16s} "
+              f"{','.join(p.checkpoints):15s} {p.how}")
+    for name, why in {**NO_PATH_BACKENDS, **NO_PATH_LAUNCHERS}.items():
+        print(f"{'no elastic path':17s} {name:18s} {why}")
