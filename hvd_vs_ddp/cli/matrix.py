@@ -32,7 +32,10 @@ from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
 from hvd_vs_ddp.harness.options import SUITES, SuiteOptions
 
 BASELINES = ("single", "dp")
-TIMED_SUITES = ("throughput", "compute")  # what repetitions 2..N of a cell run
+TIMED_SUITES = ("throughput", "compute", "recovery")  # what repetitions 2..N of a cell run
+# Suites that start their own job: the runner runs them in one process ("single"), while
+# the cell names the job they start (hvd_vs_ddp/recovery/: an elastic job, killed).
+ORCHESTRATING = ("recovery",)
 
 
 class MatrixError(InputError):
@@ -54,6 +57,7 @@ class Cell:
         tail = "" if self.knob_set == "default" else f"-{self.knob_set}"
         tail += f"-{self.workload}" if self.workload else ""
         tail += "-timeline" if "timeline" in self.suites else ""
+        tail += "-recovery" if "recovery" in self.suites else ""
         return f"{self.backend}-{self.launcher}-np{self.world_size}{tail}"
 
     def as_dict(self) -> dict:
@@ -112,6 +116,10 @@ PRESETS = {
                                         ddp_sample_rate=0),
                    repeat=2, all_at_one=False, timeline=False,
                    launchers=("torchrun", "horovodrun-gloo")),
+    # A worker SIGKILLed mid-training under each elastic path (hvd_vs_ddp/recovery/):
+    # Horovod Elastic against torchrun's elastic agent, at 2 and 3 ranks.
+    "recovery": Preset("recovery", ("horovod", "ddp-gloo"), (2, 3), ("mlp",), ("recovery",),
+                       repeat=3, all_at_one=False, timeline=False),
 }
 
 
@@ -146,6 +154,8 @@ def cells(preset: Preset, backends: list[str] | None = None,
         groups = [(("throughput",) + (rest if k == "default" else ()), k) for k in knob_names]
     else:
         groups = [(train_suites, knob_names[0])]
+    if "recovery" in preset.suites:
+        return recovery_cells(preset, chosen, sizes)
     out: list[Cell] = []
     for n in sizes:
         if n < 1:
@@ -186,6 +196,31 @@ def cells(preset: Preset, backends: list[str] | None = None,
     return out
 
 
+def recovery_cells(preset: Preset, backends: tuple[str, ...],
+                   sizes: tuple[int, ...]) -> list[Cell]:
+    """One cell per backend with an elastic path and world size >= 2, under that path's
+    launcher; a backend or launcher without one is refused (hvd_vs_ddp/recovery/plan.py)."""
+    from hvd_vs_ddp.recovery.plan import path_for
+
+    if not any(n >= 2 for n in sizes):
+        raise MatrixError(f"recovery at world size {','.join(map(str, sizes))}: a recovery "
+                          "needs at least 2 ranks (one to kill, one to go on)")
+    out = []
+    for backend in backends:
+        path = path_for(backend)  # InputError: no elastic path, and which exist
+        if preset.launchers and path.launcher not in preset.launchers:
+            path_for(backend, next(iter(preset.launchers)))  # says why not there
+        out += [Cell(backend, path.launcher, n, preset.suites) for n in sizes if n >= 2]
+    return out
+
+
+def launch_as(cell: Cell) -> tuple[str, int]:
+    """The launcher and process count the runner starts the cell's pytest with."""
+    if any(s in ORCHESTRATING for s in cell.suites):
+        return "single", 1
+    return cell.launcher, cell.world_size
+
+
 def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
                  knob: KnobSet, workloads: tuple[str, ...]) -> list[Cell]:
     """A library's own knob set: only for that library's backends; Horovod autotune is
@@ -217,6 +252,9 @@ def pytest_argv(cell: Cell, preset: Preset, json_path: str,
     if "timeline" in cell.suites:
         opts = opts.replace(horovod_timeline="auto",
                             rounds=min(TIMELINE_ROUNDS, opts.rounds))
+    if "recovery" in cell.suites:
+        opts = opts.replace(recovery_world_size=cell.world_size,
+                            recovery_workload=cell.workload or opts.workloads[0])
     return ["-m", "pytest", *(SUITES[s] for s in cell.suites), "-p", "no:cacheprovider",
             "-q", *opts.to_argv(), *cell.pytest_args, "--benchmark-json", json_path]
 
