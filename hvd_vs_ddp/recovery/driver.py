@@ -8,7 +8,8 @@ highest-ranked worker, recording when, which process and which rank. The job the
 recovers or fails on its own; past the time limit every process is killed and the
 trial is a hang. When the launchers have exited, any process still carrying the
 marker 5 s later is a leftover: counted, then ended. The figures are computed from
-the event logs by hvd_vs_ddp/recovery/metrics.py.
+the event logs by hvd_vs_ddp/recovery/metrics.py; `trial.json` in the trial directory
+keeps the kill and the outcome, so `load_trial(dir)` computes them again later.
 
     python -m hvd_vs_ddp.recovery.driver --path horovod-elastic --world-size 2
     python -m hvd_vs_ddp.recovery.driver --path torchrun-elastic --checkpoint dcp \
@@ -32,10 +33,11 @@ from typing import Any
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.processes import end_marked, marked
 from hvd_vs_ddp.recovery import launch, metrics
-from hvd_vs_ddp.recovery.events import Tail
+from hvd_vs_ddp.recovery.events import Tail, read_events
 from hvd_vs_ddp.recovery.plan import PATHS, Plan, default_kill_step
 
 MARKER = "HVD_VS_DDP_RECOVERY_TRIAL"
+TRIAL_FILE = "trial.json"  # t0, the kill, exit statuses, hang, leftovers
 POLL_S = 0.005      # how often the event logs are read while waiting for the kill step
 LEFTOVER_GRACE_S = 5.0
 
@@ -128,8 +130,20 @@ def run_trial(plan: Plan, trial_dir: Path, time_limit: float = 300.0) -> Trial:
         if left:
             end_marked(MARKER, tag, grace=2.0)
     tail.poll()
-    return Trial(plan, trial_dir, t0, sorted(tail.events, key=lambda e: e["t"]), kill,
-                 [p.returncode for p in procs], hang, left, time.monotonic() - start)
+    trial = Trial(plan, trial_dir, t0, sorted(tail.events, key=lambda e: e["t"]), kill,
+                  [p.returncode for p in procs], hang, left, time.monotonic() - start)
+    (trial_dir / TRIAL_FILE).write_text(json.dumps(
+        {"t0": t0, "kill": kill, "returncodes": trial.returncodes, "hang": hang,
+         "leftovers": left, "seconds": trial.seconds}, indent=1))
+    return trial
+
+
+def load_trial(trial_dir: Path) -> Trial:
+    """A finished trial read back from its directory (plan.json, trial.json, events/)."""
+    plan = Plan.load(trial_dir / "plan.json")
+    info = json.loads((trial_dir / TRIAL_FILE).read_text())
+    return Trial(plan, trial_dir, info["t0"], read_events(trial_dir / "events"), info["kill"],
+                 info["returncodes"], info["hang"], info["leftovers"], info["seconds"])
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
