@@ -38,13 +38,14 @@ from hvd_vs_ddp.reports.frames import Data, build_frames
 from hvd_vs_ddp.reports.load import Run, load_run
 from hvd_vs_ddp.reports.memory_table import dp_gpu_table, memory_table
 from hvd_vs_ddp.reports.projection_section import projection_section
+from hvd_vs_ddp.reports.recovery_section import recovery_section
 from hvd_vs_ddp.reports.render import Block, Notes, Section, render_html, render_markdown
 from hvd_vs_ddp.reports.why_section import why_section
 from hvd_vs_ddp.results_schema import write_files_atomic
 
 TITLE = "Horovod or DDP? Benchmark report"
 _OURS = re.compile(r"^(throughput|scaling_efficiency|step_times|loss|busbw|exposed_comm|"
-                   r"where_step_goes|monitor_\d+)\.png$")
+                   r"where_step_goes|recovery_timeline|monitor_\d+)\.png$")
 
 
 @dataclass
@@ -204,11 +205,16 @@ def build_report(run_dirs: list[Path], out: Path,
     if why is not None:  # after "Communication"
         at = next((i + 1 for i, s in enumerate(sections) if s.title == "Communication"), 1)
         sections.insert(at, why)
+    recovered, recovery_heads, recovery_doc = recovery_section(data, figs, margin)
+    if recovered is not None:  # after "Convergence"
+        at = next((i + 1 for i, s in enumerate(sections) if s.title == "Convergence"), 1)
+        sections.insert(at, recovered)
     projected = projection_section([(r.name, r.path) for r in runs])
     if projected is not None:  # last: apart from every measured figure
         sections.append(projected)
     heads = compare.headlines(data, cmp, ba, margin,
                               [a["sentence"] for a in answers(data, cmp, margin)])
+    heads += recovery_heads
     sub = _subtitle(runs)
 
     written = [figdir / f"{f.name}.png" for f in figs.items]
@@ -216,8 +222,8 @@ def build_report(run_dirs: list[Path], out: Path,
     files = {p: f.png for p, f in zip(written, figs.items)}
     files[md_path] = render_markdown(TITLE, sub, heads, sections, rel).encode()
     files[html_path] = render_html(TITLE, sub, heads, sections).encode()
-    files[vjson] = json.dumps({**verdicts_doc(data, cmp, margin), "cost": cost.records(cf)},
-                              indent=1).encode()
+    files[vjson] = json.dumps({**verdicts_doc(data, cmp, margin), "cost": cost.records(cf),
+                               "recovery": recovery_doc}, indent=1).encode()
     made = [d for d in (*reversed(html_path.parents), figdir) if not d.exists()]
     try:
         html_path.parent.mkdir(parents=True, exist_ok=True)
