@@ -1,9 +1,10 @@
 """Recovery: a worker SIGKILLed mid-training under each library's elastic path, measured.
 
-For every selected backend with an elastic path (hvd_vs_ddp/recovery/plan.py: horovod
-under Horovod Elastic, ddp-gloo under torchrun's elastic agent) and each of its
-commit/checkpoint patterns (Horovod: TorchState.commit in memory; torchrun: torch.save
-on rank 0, torch.distributed.checkpoint), this test launches the elastic job of one
+For every selected backend's elastic paths (hvd_vs_ddp/recovery/plan.py: horovod under
+Horovod Elastic; ddp-gloo under torchrun's elastic agent, and under torchft where it is
+installed) and each of their commit/checkpoint patterns (Horovod: TorchState.commit in
+memory; torchrun: torch.save on rank 0, torch.distributed.checkpoint; torchft: none, a
+restarted replica heals from a live peer), this test launches the elastic job of one
 plan (same workload, seed, global batch, steps, a commit or checkpoint every k steps)
 at --recovery-world-size ranks over two host names, SIGKILLs a worker on the second
 host once it completed the kill step, and records a `recovery` record: seconds from
@@ -29,7 +30,14 @@ import torch
 
 from hvd_vs_ddp.backends import launchers, registry
 from hvd_vs_ddp.recovery.driver import run_trial
-from hvd_vs_ddp.recovery.plan import NO_COMMIT, PATHS, Plan, default_kill_step, path_for
+from hvd_vs_ddp.recovery.plan import (
+    NO_COMMIT,
+    PATHS,
+    Plan,
+    default_kill_step,
+    path_for,
+    paths_for,
+)
 from hvd_vs_ddp.recovery.reference import (
     TOLERANCE,
     loss_rel_diff,
@@ -62,19 +70,18 @@ def pytest_generate_tests(metafunc):
     explicit = bool(config.getoption("backends"))  # else: every backend, those with a path
     cases = []
     for name in config.hvd_selected_backends:
-        path = next((p for p in PATHS.values() if name in p.backends), None)
-        if path is not None:
-            cases += [(name, cp) for cp in path.checkpoints]
-        elif explicit:
-            cases.append((name, None))  # fails saying why it has no elastic path
+        paths = paths_for(name)
+        cases += [(name, p.name, cp) for p in paths for cp in p.checkpoints]
+        if not paths and explicit:
+            cases.append((name, None, None))  # fails saying why it has no elastic path
     metafunc.parametrize("recovery_case", cases,
-                         ids=[f"{b}-{cp or 'no-elastic-path'}" for b, cp in cases])
+                         ids=[f"{b}-{p or 'no-elastic-path'}-{cp}" if p == "torchft" else
+                              f"{b}-{cp or 'no-elastic-path'}" for b, p, cp in cases])
 
 
-def _plan(config, backend: str, checkpoint: str) -> Plan:
+def _plan(config, backend: str, path_name: str, checkpoint: str) -> Plan:
     opts = config.hvd_options
-    path = path_for(backend)
-    return Plan(path=path.name, checkpoint=checkpoint, backend=backend,
+    return Plan(path=path_name, checkpoint=checkpoint, backend=backend,
                 world_size=opts.recovery_world_size, min_world=opts.recovery_min_world,
                 steps=opts.recovery_steps, commit_every=opts.recovery_commit_every,
                 kill_step=opts.recovery_kill_step or default_kill_step(
@@ -103,7 +110,11 @@ def _reference(plan: Plan):
 
 
 def _baseline(plan: Plan, folder: Path, limit: float) -> list[float]:
-    """Step intervals of the same path and plan without commits and without a kill."""
+    """Step intervals of the same path and plan without commits and without a kill
+    (torchft, which has no commits: torchrun's DDP without commits, so its own per-step
+    quorum is its steady-state cost)."""
+    if plan.elastic.per_step:
+        plan = plan.replace(path=path_for(plan.backend).name)
     key = (plan.path, plan.world_size, plan.steps, plan.global_batch, plan.workload)
     if key not in _BASELINES:
         trial = run_trial(plan.replace(checkpoint=NO_COMMIT, kill_step=None),
@@ -138,8 +149,8 @@ def _finite(x: float | None) -> float | None:
 
 
 def test_recovery(benchmark, request, plugin, recovery_case, tmp_path):
-    backend, checkpoint = recovery_case
-    if checkpoint is None:
+    backend, path_name, checkpoint = recovery_case
+    if path_name is None:
         path_for(backend)  # fails with the one line saying why it has no elastic path
     if plugin.env.world_size != 1:
         pytest.skip("the recovery suite starts its own elastic job: run it in one process "
@@ -147,12 +158,13 @@ def test_recovery(benchmark, request, plugin, recovery_case, tmp_path):
     avail = registry.availability(backend)
     if not avail:
         pytest.skip(f"{backend}: {avail.reason}")
-    path = path_for(backend)
-    if not launchers.available(path.launcher):
-        pytest.skip(f"{path.launcher}: {launchers.available(path.launcher).reason}")
+    path = PATHS[path_name]
+    for avail in (launchers.available(path.launcher), path.available()):
+        if not avail:
+            pytest.skip(f"{path.name}: {avail.reason}")
     config = request.config
     limit = config.hvd_options.recovery_time_limit
-    plan = _plan(config, backend, checkpoint)
+    plan = _plan(config, backend, path_name, checkpoint)
     folder = _trial_dir(config, tmp_path, f"{backend}-np{plan.world_size}")
     baseline = _baseline(plan, folder, limit)
     box = {}
@@ -168,7 +180,7 @@ def test_recovery(benchmark, request, plugin, recovery_case, tmp_path):
     wdiff = weights_rel_diff(torch.load(final, weights_only=True), ref_weights) \
         if fig["completed"] and final.exists() else None
     ldiff = loss_rel_diff(fig["final_loss"], ref_losses[-1]) if fig["completed"] else None
-    exact = plan.world_after() == plan.world_size
+    exact = fig["world_after"] == plan.world_size
     within = wdiff is not None and ldiff is not None and wdiff <= TOLERANCE \
         and ldiff <= TOLERANCE
     intervals = fig["step_intervals"]
@@ -201,10 +213,12 @@ def test_recovery(benchmark, request, plugin, recovery_case, tmp_path):
     assert not trial.hang, f"{where}: still running after {limit:.0f}s\n{trial.log_tail()}"
     assert not trial.leftovers, f"{where}: processes outlived the job: {trial.leftovers}"
     assert fig["completed"], f"{where}: the plan did not complete\n{trial.log_tail()}"
-    assert fig["world_after"] == plan.world_after(), (
-        f"{where}: {fig['world_after']} ranks after recovery, expected {plan.world_after()}")
-    assert fig["resume_step"] == fig["last_commit_step"], (
-        f"{where}: resumed at step {fig['resume_step']}, but the last commit before the "
-        f"kill was step {fig['last_commit_step']}")
+    assert plan.world_after() <= (fig["world_after"] or 0) <= plan.world_size, (
+        f"{where}: {fig['world_after']} ranks after recovery, expected "
+        f"{plan.world_after()}..{plan.world_size}")
+    want = fig["killed_after_step"] if path.per_step else fig["last_commit_step"]
+    assert fig["resume_step"] == want, (
+        f"{where}: resumed at step {fig['resume_step']}, expected {want} (the last "
+        f"{'committed step' if path.per_step else 'commit before the kill'})")
     assert within, (f"{where}: final loss off the uninterrupted run by {ldiff:.3g}, weights "
                     f"by {wdiff:.3g} (relative; tolerance {TOLERANCE:g})")

@@ -91,21 +91,22 @@ def run_trial(plan: Plan, trial_dir: Path, time_limit: float = 300.0) -> Trial:
     plan_file = plan.save(trial_dir / "plan.json")
     tag = uuid.uuid4().hex
     procs: list[subprocess.Popen] = []
+    services: list[subprocess.Popen] = []  # ended once the job's other processes exited
     t0 = time.time()
     start = time.monotonic()
     tail = Tail(plan.event_dir)
     kill: dict[str, Any] | None = None
     hang = False
     try:
-        for i, (cmd, extra) in enumerate(launch.commands(plan, trial_dir)):
+        for i, (cmd, extra, service) in enumerate(launch.commands(plan, trial_dir)):
             env = launch.environment(plan_file, PATHS[plan.path].launcher,
                                      {**extra, MARKER: tag})
             with open(trial_dir / f"launcher-{i}.log", "w") as out:
                 out.write(f"$ {' '.join(cmd)}\n")
                 out.flush()
-                procs.append(subprocess.Popen(cmd, env=env, stdout=out,
-                                              stderr=subprocess.STDOUT,
-                                              start_new_session=True))
+                (services if service else procs).append(subprocess.Popen(
+                    cmd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                    start_new_session=True))
         Path(plan.event_dir).mkdir(parents=True, exist_ok=True)
         while any(p.poll() is None for p in procs):
             if time.monotonic() - start > time_limit:
@@ -121,7 +122,7 @@ def run_trial(plan: Plan, trial_dir: Path, time_limit: float = 300.0) -> Trial:
                             "world": victim["world"]}
             time.sleep(POLL_S if kill is None and plan.kill_step is not None else 0.05)
     finally:
-        _end(procs)
+        _end(procs + services)
         deadline = time.monotonic() + LEFTOVER_GRACE_S
         left = marked(MARKER, tag)
         while left and time.monotonic() < deadline:

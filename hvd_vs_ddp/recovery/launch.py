@@ -6,7 +6,10 @@
 - torchrun-elastic: one torchrun agent per host (`--nnodes MINN:2`, that host's workers
   per node, `--max-restarts`, c10d rendezvous on a free local port, `--local-addr` the
   host's name), as on a cluster where every node runs its own agent; each round of the
-  rendezvous gets a fresh store (TORCHRUN_ENV says why).
+  rendezvous gets a fresh store (TORCHRUN_ENV says why);
+- torchft: a `torchft_lighthouse` (a service, ended when the job is) and one torchrun
+  agent per worker (`--standalone --nproc-per-node 1 --max-restarts`): every worker is
+  a replica group of its own, as torchft deploys them.
 
 Every process gets the launcher table's environment (hvd_vs_ddp/backends/launchers.py),
 the plan's path and, for torchrun, which host it stands for.
@@ -25,8 +28,10 @@ from hvd_vs_ddp.backends.launchers import _bin
 from hvd_vs_ddp.recovery.plan import HOST_ENV, PATHS, PLAN_ENV, Plan
 
 MAX_RESTARTS = 3           # torchrun: group restarts allowed (one kill needs one)
+LIGHTHOUSE_JOIN_MS = 5000  # torchft: how long a quorum waits for heartbeating stragglers
 ELASTIC_TIMEOUT_S = 60     # horovodrun: how long a re-rendezvous may take
-Launch = tuple[list[str], dict[str, str]]  # (command, its extra environment)
+# (command, its extra environment, a service: ended once the others have exited)
+Launch = tuple[list[str], dict[str, str], bool]
 # A fresh rendezvous store per round. With torch 2.14.1's default (the agents share one
 # TCPStore with the workers across rounds) a restarted group whose ranks reach
 # init_process_group a second or more apart fails: Gloo dials a peer address left from
@@ -51,7 +56,7 @@ def _horovod(plan: Plan, trial: Path, python: str) -> list[Launch]:
            "--elastic-timeout", str(ELASTIC_TIMEOUT_S), "--start-timeout", "120",
            "--gloo-timeout-seconds", str(max(1, round(plan.timeout_s))),
            python, "-m", PATHS[plan.path].worker]
-    return [(cmd, {})]
+    return [(cmd, {}, False)]
 
 
 def _torchrun(plan: Plan, trial: Path, python: str) -> list[Launch]:
@@ -66,11 +71,28 @@ def _torchrun(plan: Plan, trial: Path, python: str) -> list[Launch]:
                "--rdzv-endpoint", endpoint, "--rdzv-id", run_id,
                "--rdzv-conf", "join_timeout=120", "--monitor-interval", "0.1",
                "--local-addr", host, "--no-python", python, "-m", PATHS[plan.path].worker]
-        out.append((cmd, {HOST_ENV: host, **TORCHRUN_ENV}))
+        out.append((cmd, {HOST_ENV: host, **TORCHRUN_ENV}, False))
     return out
 
 
-BUILDERS = {"horovod-elastic": _horovod, "torchrun-elastic": _torchrun}
+def _torchft(plan: Plan, trial: Path, python: str) -> list[Launch]:
+    from hvd_vs_ddp.recovery.torchft_worker import LIGHTHOUSE_ENV, REPLICA_ENV
+
+    port = free_port()
+    out: list[Launch] = [([_bin("torchft_lighthouse"), "--min_replicas", str(plan.min_world),
+                           "--bind", f"127.0.0.1:{port}", "--join_timeout_ms",
+                           str(LIGHTHOUSE_JOIN_MS)], {}, True)]
+    replicas = [host for host, slots in plan.hosts() for _ in range(slots)]
+    for i, host in enumerate(replicas):
+        cmd = [_bin("torchrun"), "--standalone", "--nproc-per-node", "1", "--max-restarts",
+               str(MAX_RESTARTS), "--monitor-interval", "0.1", "--no-python", python, "-m",
+               PATHS[plan.path].worker]
+        out.append((cmd, {HOST_ENV: host, REPLICA_ENV: str(i),
+                          LIGHTHOUSE_ENV: f"http://127.0.0.1:{port}"}, False))
+    return out
+
+
+BUILDERS = {"horovod-elastic": _horovod, "torchrun-elastic": _torchrun, "torchft": _torchft}
 
 
 def commands(plan: Plan, trial: Path, python: str | None = None) -> list[Launch]:
@@ -92,5 +114,5 @@ if __name__ == "__main__":
     backend = PATHS[path].backends[0]
     demo = Plan(path=path, checkpoint=PATHS[path].checkpoints[0], backend=backend,
                 world_size=world, global_batch=12 * world).check()
-    for cmd, extra in commands(demo, Path(tempfile.mkdtemp())):
+    for cmd, extra, _service in commands(demo, Path(tempfile.mkdtemp())):
         print(" ".join(f"{k}={v}" for k, v in extra.items()), " ".join(cmd))

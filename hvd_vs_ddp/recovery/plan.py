@@ -45,22 +45,55 @@ class ElasticPath:
     checkpoints: tuple[str, ...]  # commit / checkpoint patterns it offers
     worker: str                  # the worker module
     how: str                     # what it does, for messages and the report
+    after: str = "restart-group"  # drop-host, restart-group or drop-replica (world_after)
+
+    @property
+    def per_step(self) -> bool:
+        """Fault tolerance per step (torchft): no commit to roll back to, no step lost."""
+        return self.checkpoints == ("live",)
+
+    def available(self):
+        """Can this path run here beyond its backend and launcher (torchft installed)?"""
+        from hvd_vs_ddp.common.availability import Availability
+
+        if self.name != "torchft":
+            return Availability(True)
+        import importlib.util
+        import shutil
+        import sys
+
+        found = importlib.util.find_spec("torchft") is not None
+        lighthouse = (Path(sys.executable).parent / "torchft_lighthouse").exists() or \
+            shutil.which("torchft_lighthouse")
+        return Availability(bool(found and lighthouse),
+                            "" if found and lighthouse else
+                            "torchft is not installed (pip install torchft==0.2.0)")
 
     def world_after(self, world: int, victim_slots: int) -> int:
-        """Workers left after the victim's worker dies: Horovod Elastic blacklists the
-        victim's host (its every worker leaves); torchrun restarts the whole group."""
-        return world - victim_slots if self.library == "horovod" else world
+        """The fewest workers that go on after the victim's worker dies: Horovod Elastic
+        blacklists the victim's host (its every worker leaves); torchrun restarts the whole
+        group; torchft goes on without the dead replica (one worker) until its agent has
+        restarted it and it has healed from a live peer."""
+        return {"drop-host": world - victim_slots, "drop-replica": world - 1}.get(
+            self.after, world)
 
 
 PATHS: dict[str, ElasticPath] = {p.name: p for p in (
     ElasticPath("horovod-elastic", "horovod", ("horovod",), "horovodrun-gloo", ("memory",),
                 "hvd_vs_ddp.recovery.horovod_worker",
                 "horovodrun --min-np/--max-np --host-discovery-script; hvd.elastic.run "
-                "rolls the survivors back to the last TorchState.commit (in memory)"),
+                "rolls the survivors back to the last TorchState.commit (in memory)",
+                after="drop-host"),
     ElasticPath("torchrun-elastic", "torch", ("ddp-gloo", "ddp-nccl"), "torchrun",
                 ("torch-save", "dcp"), "hvd_vs_ddp.recovery.torchrun_worker",
                 "torchrun --nnodes MIN:MAX --max-restarts with c10d rendezvous restarts the "
                 "whole worker group, which resumes from the last checkpoint"),
+    ElasticPath("torchft", "torchft", ("ddp-gloo",), "torchrun", ("live",),
+                "hvd_vs_ddp.recovery.torchft_worker",
+                "torchft 0.2: one replica group per worker (its own torchrun agent, "
+                "--max-restarts) under a lighthouse quorum; the others go on at the next "
+                "step, the restarted replica heals from a live peer (no checkpoint)",
+                after="drop-replica"),
 )}
 
 # Why the others have none (the refusals name the reason and the paths that exist).
@@ -85,6 +118,11 @@ NO_PATH_LAUNCHERS = {
 def _paths_text() -> str:
     return "; ".join(f"{', '.join(p.backends)} under {p.launcher} ({p.name})"
                      for p in PATHS.values())
+
+
+def paths_for(backend: str) -> list[ElasticPath]:
+    """Every elastic path this backend trains under (the first is path_for's)."""
+    return [p for p in PATHS.values() if backend in p.backends]
 
 
 def path_for(backend: str, launcher: str | None = None) -> ElasticPath:
@@ -155,10 +193,11 @@ class Plan:
         if self.path not in PATHS:
             raise InputError(f"recovery: unknown elastic path {self.path!r}; known: "
                              f"{', '.join(PATHS)}")
-        p = path_for(self.backend, self.elastic.launcher)
-        if p.name != self.path:
-            raise InputError(f"recovery: backend {self.backend} recovers by {p.name}, "
-                             f"not {self.path}")
+        p = self.elastic
+        if self.backend not in p.backends:
+            path_for(self.backend, p.launcher)  # no path at all, or another launcher's
+            raise InputError(f"recovery: {self.path} trains {', '.join(p.backends)}, not "
+                             f"{self.backend}")
         if self.checkpoint not in (*p.checkpoints, NO_COMMIT):
             raise InputError(f"recovery: {self.path} has no checkpoint pattern "
                              f"{self.checkpoint!r}; it has {', '.join(p.checkpoints)}")

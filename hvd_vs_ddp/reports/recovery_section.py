@@ -6,7 +6,8 @@ seconds from the kill to the next completed step, steps lost, world size after,
 completed, hangs and leftover processes, final loss and weights against the
 uninterrupted reference, commit/save/restore times and the steady-state cost of
 committing; (2) the verdicts between the libraries at each world size: Horovod Elastic
-against each torchrun checkpoint pattern on time to recover (a ratio of medians with
+against each torch-side series (torchrun with each checkpoint pattern, torchft) on time
+to recover (a ratio of medians with
 the two-level bootstrap interval over repetitions, hvd_vs_ddp/reports/stats.py, and the
 margin's words, hvd_vs_ddp/reports/verdicts.py) and on steps lost; (3) one timeline figure
 per library (completed step against seconds since the kill, every trial, the kill and
@@ -33,7 +34,9 @@ from hvd_vs_ddp.reports.verdicts import judge
 
 TITLE = "Failure and recovery"
 FIGURE = "recovery_timeline"
-NAMES = {"horovod-elastic": "Horovod Elastic", "torchrun-elastic": "torchrun elastic"}
+NAMES = {"horovod-elastic": "Horovod Elastic", "torchrun-elastic": "torchrun elastic",
+         "torchft": "torchft"}
+HUES = {"horovod": "horovod", "torch": "ddp-gloo", "torchft": "ddp-mpi"}  # theme colours
 KEY = ["run", "path", "checkpoint", "world_size", "series"]
 
 
@@ -101,8 +104,10 @@ def table(df: pd.DataFrame) -> Table:
                  "the workers' event logs. Seconds: median over trials [range]. Steps lost: "
                  "completed steps redone after the rollback or restart. World after: ranks "
                  "that finished (Horovod Elastic blacklists the failed host; torchrun "
-                 "restarts the whole group). Loss and weights: largest relative difference "
-                 "from the uninterrupted run of the plan (0 where it was replayed exactly at "
+                 "restarts the whole group; torchft goes on without the dead replica and "
+                 "takes it back once restarted and healed from a live peer). Loss and "
+                 "weights: largest relative difference from the uninterrupted run of the "
+                 "plan (0 where it was replayed exactly at "
                  f"2 ranks; tolerance {tol:g}). Commit: the slowest rank's commit (Horovod: "
                  "in-memory save + host check; torchrun: torch.save on rank 0 or "
                  "torch.distributed.checkpoint); save: rank 0's save; restore: the slowest "
@@ -121,12 +126,12 @@ def _reps(g: pd.DataFrame, col: str) -> list[list[float]]:
 
 
 def verdicts(df: pd.DataFrame, margin: float) -> list[dict[str, Any]]:
-    """Horovod Elastic vs every torchrun pattern, per run and world size."""
+    """Horovod Elastic vs every torch-side series, per run and world size."""
     out = []
     for (run, world), g in df.groupby(["run", "world_size"], sort=False):
         hvd = g[g["library"] == "horovod"]
-        for (_ckpt, series), t in g[g["library"] == "torch"].groupby(
-                ["checkpoint", "series"], sort=False):
+        for (_path, _ckpt, series), t in g[g["library"] != "horovod"].groupby(
+                ["path", "checkpoint", "series"], sort=False):
             for h_series, h in hvd.groupby("series", sort=False):
                 out.append(_pair(run, int(world), h_series, h, series, t, margin))
     return out
@@ -198,7 +203,7 @@ def figure(df: pd.DataFrame, figs: Figures) -> None:
         for ax in axes[len(panels):]:
             ax.set_visible(False)
         for ax, ((world, series), g) in zip(axes, panels):
-            hue = color("horovod" if series.startswith("Horovod") else "ddp-gloo")
+            hue = color(HUES.get(str(g["library"].iloc[0]), "ddp-gloo"))
             for _, r in g.iterrows():
                 pts = np.asarray(r["timeline"], dtype=float)
                 if pts.size == 0 or r["kill_t"] is None or pd.isna(r["kill_t"]):
