@@ -231,6 +231,7 @@ def _run(args) -> int:
             if chosen_workloads else preset  # per-workload cells follow --workloads
         cells = [dataclasses.replace(c, pytest_args=c.pytest_args + extra)
                  for c in _runnable(matrix.cells(sized, backends, sizes), explicit=bool(backends))]
+        matrix.check_recovery(cells, checked)  # each recovery cell's plan, before anything runs
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         name = matrix.check_name(args.name or f"{stamp}-{preset.name}")
         run_dir = Path(args.runs_dir) / name

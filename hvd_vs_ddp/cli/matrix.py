@@ -214,6 +214,21 @@ def recovery_cells(preset: Preset, backends: tuple[str, ...],
     return out
 
 
+def check_recovery(cells: list[Cell], opts: SuiteOptions) -> None:
+    """Refuse up front (InputError) a recovery plan that some cell could not run: the
+    options checked against each cell's world size and each of its elastic paths."""
+    from hvd_vs_ddp.recovery.plan import Plan, default_kill_step, paths_for
+
+    for cell in (c for c in cells if "recovery" in c.suites):
+        for path in paths_for(cell.backend):
+            Plan(path=path.name, checkpoint=path.checkpoints[0], backend=cell.backend,
+                 world_size=cell.world_size, min_world=opts.recovery_min_world,
+                 steps=opts.recovery_steps, commit_every=opts.recovery_commit_every,
+                 kill_step=opts.recovery_kill_step or default_kill_step(
+                     opts.recovery_steps, opts.recovery_commit_every),
+                 global_batch=opts.recovery_global_batch).check()
+
+
 def launch_as(cell: Cell) -> tuple[str, int]:
     """The launcher and process count the runner starts the cell's pytest with."""
     if any(s in ORCHESTRATING for s in cell.suites):
