@@ -136,6 +136,8 @@ def main() -> None:
         before = manager.current_step()
         run.trainer.step()  # zero_grad starts the quorum; step commits or not
         done = manager.current_step()
+        if restart and done < plan.steps and _plan_done(log, plan):
+            continue  # that quorum formed only because the others had left: not logged
         now = (getattr(manager, "_quorum_id", None), manager.num_participants())
         if done > before and now != quorum:  # a new quorum's first committed step
             log.rank, log.world = manager.participating_rank() or 0, now[1]

@@ -190,6 +190,21 @@ def _lines(pairs: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def _broken(pts: np.ndarray) -> np.ndarray:
+    """The points with a gap (NaN row) wherever training stopped: the step did not go up
+    by one, or the pause was 5x the trial's median step interval or more."""
+    if len(pts) < 3:
+        return pts
+    dt, ds = np.diff(pts[:, 0]), np.diff(pts[:, 1])
+    cut = (ds != 1) | (dt > 5 * np.median(dt))
+    out = []
+    for i, p in enumerate(pts):
+        out.append(p)
+        if i < len(cut) and cut[i]:
+            out.append([np.nan, np.nan, np.nan])
+    return np.asarray(out)
+
+
 def figure(df: pd.DataFrame, figs: Figures) -> None:
     """Completed step against seconds since the kill, one panel per series and world size."""
     panels = list(df.groupby(["world_size", "series"], sort=True))
@@ -208,6 +223,7 @@ def figure(df: pd.DataFrame, figs: Figures) -> None:
                 pts = np.asarray(r["timeline"], dtype=float)
                 if pts.size == 0 or r["kill_t"] is None or pd.isna(r["kill_t"]):
                     continue
+                pts = _broken(pts)
                 ax.plot(pts[:, 0] - r["kill_t"], pts[:, 1], ".-", ms=2, lw=0.6, color=hue,
                         alpha=0.6)
                 if r["recovered_t"] is not None and not pd.isna(r["recovered_t"]):
