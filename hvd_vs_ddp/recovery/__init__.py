@@ -9,13 +9,14 @@ commit/save/restore times and the steady-state cost of committing.
 
 Modules (each says how to run it):
 - plan: the trial plan and the elastic paths (Horovod Elastic, torchrun's elastic
-  agent), with the refusals (no elastic path, min above max, k of 0); torch-free;
+  agent, torchft), with the refusals (no elastic path, min above max, k of 0); torch-free;
 - events: the per-process JSON-lines event logs the workers write; torch-free;
 - metrics: a trial's figures from its event logs and the kill; torch-free;
 - batches, training: the plan's step-indexed global batches through the project's
   Workload, Backend and Trainer (the one training loop);
 - checkpoints: torch.save on rank 0, and torch.distributed.checkpoint;
-- horovod_worker, torchrun_worker: the two elastic workers;
+- horovod_worker, torchrun_worker, torchft_worker: the elastic workers (Horovod Elastic,
+  torchrun's elastic agent, torchft where it is installed);
 - launch, driver: the commands, and a trial run end to end (kill, time limits,
   no leftover process);
 - reference: the uninterrupted plan in this process (the reference for loss and weights).

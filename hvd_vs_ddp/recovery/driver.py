@@ -152,18 +152,19 @@ def _args(argv: list[str] | None) -> argparse.Namespace:
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--path", choices=list(PATHS), required=True)
     ap.add_argument("--checkpoint", help="memory (Horovod), torch-save or dcp (torchrun), "
-                    "none (no commits); default: the path's first")
+                    "live (torchft), none (no commits); default: the path's first")
     ap.add_argument("--backend", help="default: the path's first (horovod, ddp-gloo)")
     ap.add_argument("--world-size", type=int, default=2)
     ap.add_argument("--min-world", type=int, default=1)
-    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--commit-every", type=int, default=10)
     ap.add_argument("--kill-step", type=int, help="default: the middle, between commits")
     ap.add_argument("--no-kill", action="store_true", help="the uninterrupted run")
     ap.add_argument("--workload", default="mlp")
     ap.add_argument("--workload-param", action="append", default=[], metavar="KEY=VALUE",
                     help="a parameter of the workload, e.g. hidden=1024 (repeatable)")
-    ap.add_argument("--global-batch", type=int, help="default: 32 per rank at the start")
+    ap.add_argument("--global-batch", type=int, default=384,
+                    help="samples per step over all ranks (the suite's default)")
     ap.add_argument("--collective-timeout", type=float, default=30.0,
                     help="seconds: DDP's process-group timeout and Horovod's Gloo timeout")
     ap.add_argument("--time-limit", type=float, default=300.0)
@@ -198,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
                     kill_step=None if a.no_kill else (a.kill_step or default_kill_step(
                         a.steps, max(a.commit_every, 1))),
                     workload=a.workload, workload_params=_params(a.workload_param),
-                    global_batch=a.global_batch or 32 * a.world_size,
+                    global_batch=a.global_batch,
                     timeout_s=a.collective_timeout
                     ).check()
     except InputError as exc:
