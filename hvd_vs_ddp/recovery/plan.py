@@ -104,7 +104,7 @@ PATHS: dict[str, ElasticPath] = {p.name: p for p in (
                 "--max-restarts) under a lighthouse quorum; the others go on at the next "
                 "step, the restarted replica heals from a live peer (no checkpoint)",
                 after="drop-replica", package="torchft", tools=("torchft_lighthouse",),
-                install="pip install torchft==0.2.0"),
+                install="pip install torchft==0.2.0; scripts/setup.sh installs it"),
 )}
 
 # Launchers without an elastic path, and why (the refusals name the paths that exist;
