@@ -6,7 +6,8 @@
 # 1. system packages (as root, non-interactive): Open MPI 4 (horovodrun --mpi
 #    drives Open MPI 4's mpirun; Open MPI 5 fails there), cmake and g++;
 # 2. one virtualenv with the pinned versions of constraints.txt: torch 2.14.1 and
-#    torchvision 0.29.1, mpi4py, pytest-benchmark, the report stack, tox;
+#    torchvision 0.29.1, mpi4py, pytest-benchmark, the report stack, torchft (the
+#    recovery suite's third path), tox;
 # 3. Horovod built against that torch by scripts/build_horovod.sh (cached wheel), with
 #    NCCL ops when torch brings its NCCL: one binary for CPU and GPU machines.
 # A second run with nothing changed takes seconds.

@@ -166,6 +166,20 @@ CASES: list[Case] = [
        "--backends ddp-mpi", "no cell", "--launchers torchrun"),
     _c(["run", "--resume", "runs/earlier", "--launchers", "torchrun"], "--launchers",
        "cannot change a resumed run"),
+    # -- the recovery preset (hvd_vs_ddp/recovery/plan.py)
+    _c(run("--preset", "recovery", "--backends", "ddp-mpi"), "ddp-mpi has no elastic path",
+       "horovodrun-gloo", "torchrun"),
+    _c(run("--preset", "recovery", "--backends", "horovod", "--launchers", "horovodrun-mpi"),
+       "horovodrun-mpi has no elastic path", "Gloo controller"),
+    _c(run("--preset", "recovery", "--world-sizes", "1"), "needs at least 2 ranks"),
+    _c(run("--preset", "recovery", "--suite-args", "--recovery-commit-every 0"),
+       "--recovery-commit-every 0", ">= 1"),
+    _c(run("--preset", "recovery", "--suite-args", "--recovery-min-world 3"),
+       "--recovery-min-world 3 is above --recovery-world-size 2"),
+    _c(run("--preset", "recovery", "--world-sizes", "2", "--suite-args",
+           "--recovery-min-world 2"), "leaves 1 of 2 ranks", "lower --recovery-min-world"),
+    _c(run("--preset", "recovery", "--suite-args", "--recovery-global-batch 100"),
+       "global batch 100 does not split evenly over 3 ranks"),
     # -- project
     *[_c(["project", *a], *w) for a, w in (
         (["runs/earlier", "--devices", "8", "--interconnect", "warp-drive"],

@@ -5,9 +5,10 @@ One `Capabilities` row per backend says which library it belongs to, what it nee
 how it lives in a process. Everything else derives from these rows instead of comparing
 name strings: the option conflicts (`conflict`, checked before a cell starts and again
 in the rank), the matrix (hvd_vs_ddp/cli/matrix.py), the knob sets' sides
-(hvd_vs_ddp/harness/knobs.py), the suites, the projection and the report's pairing of
-Horovod against DDP. A new backend is one row here, one class (its behaviour), and one
-line in hvd_vs_ddp/backends/registry.py.
+(hvd_vs_ddp/harness/knobs.py), the suites, the projection, the report's pairing of
+Horovod against DDP and the elastic paths a backend recovers under when a worker dies
+(hvd_vs_ddp/recovery/). A new backend is one row here, one class (its behaviour), and
+one line in hvd_vs_ddp/backends/registry.py.
 
 Torch-free, so the report and the command line can read it on any machine.
 
@@ -72,6 +73,9 @@ class Capabilities:
     compile_modes: the torch.compile modes it honours (compile_support.py: eager,
         inductor, compiled-autograd); compile_refusals: why it refuses the others, one
         line each (conflicts with its options are the class's compile_conflict).
+    elastic: the elastic paths it trains under when a worker dies (the recovery suite,
+        hvd_vs_ddp/recovery/plan.py PATHS), its default first; no_elastic: why it has
+        none (the recovery preset's refusal). A row declares one or the other.
     """
 
     name: str
@@ -92,10 +96,14 @@ class Capabilities:
     several_models: bool = False
     compile_modes: frozenset[str] = frozenset({EAGER, INDUCTOR, COMPILED_AUTOGRAD})
     compile_refusals: Mapping[str, str] = field(default_factory=dict)
+    elastic: tuple[str, ...] = ()
+    no_elastic: str = ""
 
     def __post_init__(self) -> None:
         if self.library not in LIBRARIES:
             raise ValueError(f"{self.name}: library must be one of {LIBRARIES}")
+        if bool(self.elastic) == bool(self.no_elastic):
+            raise ValueError(f"{self.name}: declare its elastic paths or why it has none")
         if self.distributed != bool(self.requires):
             raise ValueError(f"{self.name}: a distributed backend requires ranks, a "
                              "one-process one requires nothing")
@@ -111,25 +119,32 @@ class Capabilities:
 
 _ROWS = (
     Capabilities("single", REFERENCE, "one process, one device: the reference",
-                 distributed=False, requires=frozenset()),
+                 distributed=False, requires=frozenset(),
+                 no_elastic="one process: there is no other worker to go on"),
     Capabilities("dp", REFERENCE, "torch.nn.DataParallel over the visible GPUs",
-                 distributed=False, requires=frozenset(), single_without_gpus=True),
+                 distributed=False, requires=frozenset(), single_without_gpus=True,
+                 no_elastic="one process (DataParallel): there is no other worker to go on"),
     Capabilities("ddp-gloo", DDP, "DDP over Gloo", options=_DDP_OPTIONS,
                  compressions=("none", "fp16", "bf16", "powersgd"), transport="gloo",
-                 instruments=frozenset({"ddp_stats"}), several_models=True),
+                 instruments=frozenset({"ddp_stats"}), several_models=True,
+                 elastic=("torchrun-elastic", "torchft")),
     Capabilities("ddp-nccl", DDP, "DDP over NCCL (one GPU per rank)", needs_gpu=True,
                  gpu_per_rank=True, options=_DDP_OPTIONS,
                  compressions=("none", "fp16", "bf16", "powersgd"), transport="nccl",
-                 instruments=frozenset({"ddp_stats"}), several_models=True),
+                 instruments=frozenset({"ddp_stats"}), several_models=True,
+                 elastic=("torchrun-elastic",)),
     Capabilities("ddp-mpi", DDP, "DDP over MPI (torch's own, else an mpi4py process group)",
                  requires=frozenset({RANKS, MPI}), options=_DDP_OPTIONS,
                  compressions=("none", "fp16", "bf16", "powersgd"), transport="mpi",
-                 instruments=frozenset({"ddp_stats"}), several_models=True),
+                 instruments=frozenset({"ddp_stats"}), several_models=True,
+                 no_elastic="an MPI job ends when one of its ranks dies; MPI has no "
+                            "elastic restart"),
     Capabilities("horovod", HOROVOD_LIB, "Horovod's DistributedOptimizer (Gloo or MPI "
                  "controller; NCCL on GPUs)", requires=frozenset({RANKS, HOROVOD}),
                  gpu_per_rank=True, options=_HOROVOD_OPTIONS, compressions=("none", "fp16"),
                  transport="horovod", fixed_at_init=True,
                  instruments=frozenset({"timeline"}), several_models=True,
+                 elastic=("horovod-elastic",),
                  # torch.compile of the model: its hooks still fire, after the backward
                  compile_modes=frozenset({EAGER, INDUCTOR}),
                  compile_refusals={COMPILED_AUTOGRAD: (
@@ -149,12 +164,15 @@ _ROWS = (
                  compile_refusals={COMPILED_AUTOGRAD: (
                      "FSDP2 is compiled per block here, its hooks running eagerly between "
                      "compiled blocks; compiled autograd over FSDP2 is not verified on this "
-                     "torch")}),
+                     "torch")},
+                 no_elastic="not wired here: its sharded state needs resharding on restore"),
     Capabilities("zero", SHARDED, "DDP + ZeroRedundancyOptimizer: optimizer state sharded",
                  gpu_per_rank=True, options=_DDP_OPTIONS,
                  compressions=("none", "fp16", "bf16", "powersgd"), transport="gloo-or-nccl",
                  reuses_collectives=True,
-                 instruments=frozenset({"ddp_stats"}), several_models=True),
+                 instruments=frozenset({"ddp_stats"}), several_models=True,
+                 no_elastic="not wired here: its sharded optimizer state needs resharding on "
+                            "restore"),
 )
 CATALOG: dict[str, Capabilities] = {row.name: row for row in _ROWS}
 NAMES = tuple(CATALOG)

@@ -141,7 +141,7 @@ def _add_doctor(sub) -> None:
 def _add_run(sub) -> None:
     run = sub.add_parser("run", help="run a comparison matrix into a fresh run directory")
     run.add_argument("--preset", type=argtypes.preset,
-                     help="quick (default), full, tune or compile")
+                     help="quick (default), full, tune, compile or recovery")
     run.add_argument("--backends", type=argtypes.backends,
                      help="comma-separated subset of the preset's backends")
     run.add_argument("--workloads", type=argtypes.workloads,

@@ -28,6 +28,7 @@ import re
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Iterable
 
 import torch
 
@@ -40,7 +41,10 @@ from hvd_vs_ddp.workloads.external import slug as workload_slug
 
 BASELINES = tuple(catalog.names(distributed=False))  # one process: world size 1 only
 COMPUTE_ONLY = "compute-only"  # the pseudo-backend of the compute-only reference cell
-TIMED_SUITES = ("throughput", "compute")  # what repetitions 2..N of a cell run
+TIMED_SUITES = ("throughput", "compute", "recovery")  # what repetitions 2..N of a cell run
+# Suites that start their own job: the runner runs them in one process ("single"), while
+# the cell names the job they start (hvd_vs_ddp/recovery/: an elastic job, killed).
+ORCHESTRATING = ("recovery",)
 
 
 class MatrixError(InputError):
@@ -62,6 +66,7 @@ class Cell:
         tail = "" if self.knob_set == "default" else f"-{self.knob_set}"
         tail += f"-{workload_slug(self.workload)}" if self.workload else ""
         tail += "-timeline" if "timeline" in self.suites else ""
+        tail += "-recovery" if "recovery" in self.suites else ""
         return f"{self.backend}-{self.launcher}-np{self.world_size}{tail}"
 
     def as_dict(self) -> dict:
@@ -129,6 +134,10 @@ PRESETS = {
                       options=SuiteOptions(rounds=5, steps_per_round=2, warmup_steps=3,
                                            profile_steps=3),
                       repeat=2, launchers=("torchrun", "horovodrun-gloo")),
+    # A worker SIGKILLed mid-training under each elastic path (hvd_vs_ddp/recovery/):
+    # Horovod Elastic against torchrun's elastic agent, at 2 and 3 ranks.
+    "recovery": Preset("recovery", ("horovod", "ddp-gloo"), (2, 3), ("mlp",), ("recovery",),
+                       repeat=3, all_at_one=False, timeline=False),
 }
 
 
@@ -175,6 +184,8 @@ def cells(preset: Preset, backends: list[str] | None = None,
         groups = [(("throughput",) + (rest if k == "default" else ()), k) for k in knob_names]
     else:
         groups = [(train_suites, knob_names[0])]
+    if "recovery" in preset.suites:
+        return recovery_cells(preset, chosen, sizes)
     out: list[Cell] = []
     _check_torch_compiles(knob_sets, gpus)
     refused: dict[str, str] = {}  # backend -> why it refused a knob set's compile mode
@@ -240,6 +251,46 @@ def _refused(backend: str, knob: KnobSet, refused: dict[str, str]) -> bool:
     return why is not None
 
 
+def recovery_cells(preset: Preset, backends: tuple[str, ...],
+                   sizes: tuple[int, ...]) -> list[Cell]:
+    """One cell per backend with an elastic path and world size >= 2, under that path's
+    launcher; a backend or launcher without one is refused (hvd_vs_ddp/recovery/plan.py)."""
+    from hvd_vs_ddp.recovery.plan import path_for
+
+    if not any(n >= 2 for n in sizes):
+        raise MatrixError(f"recovery at world size {','.join(map(str, sizes))}: a recovery "
+                          "needs at least 2 ranks (one to kill, one to go on)")
+    out = []
+    for backend in backends:
+        path = path_for(backend)  # InputError: no elastic path, and which exist
+        if preset.launchers and path.launcher not in preset.launchers:
+            path_for(backend, next(iter(preset.launchers)))  # says why not there
+        out += [Cell(backend, path.launcher, n, preset.suites) for n in sizes if n >= 2]
+    return out
+
+
+def check_recovery(cells: Iterable[Cell], opts: SuiteOptions) -> None:
+    """Refuse up front (InputError) a recovery plan that some cell could not run: the
+    options checked against each cell's world size and each of its elastic paths."""
+    from hvd_vs_ddp.recovery.plan import Plan, default_kill_step, paths_for
+
+    for cell in (c for c in cells if "recovery" in c.suites):
+        for path in paths_for(cell.backend):
+            Plan(path=path.name, checkpoint=path.checkpoints[0], backend=cell.backend,
+                 world_size=cell.world_size, min_world=opts.recovery_min_world,
+                 steps=opts.recovery_steps, commit_every=opts.recovery_commit_every,
+                 kill_step=opts.recovery_kill_step or default_kill_step(
+                     opts.recovery_steps, opts.recovery_commit_every),
+                 global_batch=opts.recovery_global_batch).check()
+
+
+def launch_as(cell: Cell) -> tuple[str, int]:
+    """The launcher and process count the runner starts the cell's pytest with."""
+    if any(s in ORCHESTRATING for s in cell.suites):
+        return "single", 1
+    return cell.launcher, cell.world_size
+
+
 def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
                  knob: KnobSet, workloads: tuple[str, ...]) -> list[Cell]:
     """A library's own knob set: only for that library's backends; Horovod autotune is
@@ -275,6 +326,9 @@ def pytest_argv(cell: Cell, preset: Preset, json_path: str,
     if by_name(cell.knob_set).compile != "eager":  # cold in its first repetition, then warm
         opts = opts.replace(compile_cache=str(Path(json_path).resolve().parent.parent
                                               / COMPILE_CACHE / cell.id))
+    if "recovery" in cell.suites:
+        opts = opts.replace(recovery_world_size=cell.world_size,
+                            recovery_workload=cell.workload or opts.workloads[0])
     return ["-m", "pytest", *(SUITES[s] for s in cell.suites), "-p", "no:cacheprovider",
             "-q", *opts.to_argv(), *cell.pytest_args, "--benchmark-json", json_path]
 

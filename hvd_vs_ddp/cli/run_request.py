@@ -5,11 +5,13 @@ module judges what needs several of them together, in named steps, and builds th
 matrix once: a resumed run's manifest, the run directory, how many ranks fit this host
 without --hosts, the suites' own options (--suite-args, checked by their declarations),
 which cells the preset and the choices give, whether each backend asked for by name gets
-a cell and can run here, and every workload the cells will train, built with its
-parameters on the meta device with one forward step (hvd_vs_ddp/workloads/check.py: a
-spec that does not import, a model that cannot be built or refuses its input, a data set
-smaller than a batch per rank). Whatever it refuses is one InputError line, before any
-process starts or any file is written; what it returns is what the runner runs.
+a cell and can run here, each recovery cell's trial plan (hvd_vs_ddp/recovery/plan.py:
+min world, kill step, a global batch every world size it may run at divides), and every
+workload the cells will train, built with its parameters on the meta device with one
+forward step (hvd_vs_ddp/workloads/check.py: a spec that does not import, a model that
+cannot be built or refuses its input, a data set smaller than a batch per rank).
+Whatever it refuses is one InputError line, before any process starts or any file is
+written; what it returns is what the runner runs.
 
     request = run_request.build(args)      # args: the parser's namespace
     Runner(request.run_dir, request.preset, list(request.cells), ...)
@@ -115,6 +117,7 @@ def _fresh(args: Any) -> RunRequest:
     _check_host_capacity(args.world_sizes, args.hosts)
     extra, opts = _suite_extra(args, preset)
     cells = _cells(args, preset, extra)
+    matrix.check_recovery(cells, opts)  # each recovery cell's plan (hvd_vs_ddp/recovery/)
     _check_hosts(args.hosts, args.world_sizes or preset.world_sizes)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     name = matrix.check_name(args.name or f"{stamp}-{preset.name}")

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from hvd_vs_ddp.backends import launchers
 from hvd_vs_ddp.cli.cell_errors import error_line
-from hvd_vs_ddp.cli.matrix import TIMED_SUITES, Cell, Preset, pytest_argv
+from hvd_vs_ddp.cli.matrix import TIMED_SUITES, Cell, Preset, launch_as, pytest_argv
 from hvd_vs_ddp.common import cpu_load, interrupt, outputs, processes
 from hvd_vs_ddp.common.checkout import ROOT, suites_root
 from hvd_vs_ddp.common.log import log
@@ -263,8 +263,9 @@ class Runner:
                 cell, suites=tuple(s for s in cell.suites if s in TIMED_SUITES))
         argv = pytest_argv(cell, self.preset, str(results), self.workloads,
                            run_dir=str(self.run_dir.resolve()))
-        cmd = launchers.command(cell.launcher, cell.world_size, argv, hosts=self.hosts)
-        env = launchers.env(launcher=cell.launcher)
+        launcher, nprocs = launch_as(cell)  # a recovery cell starts its own elastic job
+        cmd = launchers.command(launcher, nprocs, argv, hosts=self.hosts)
+        env = launchers.env(launcher=launcher)
         if self.pythonpath:  # the ranks import external workloads as the parent did
             env["PYTHONPATH"] = os.pathsep.join(
                 [*self.pythonpath, *filter(None, [env.get("PYTHONPATH")])])

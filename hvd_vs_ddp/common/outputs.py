@@ -1,7 +1,8 @@
 """Outputs never overwrite inputs: the one gate every file hvd-vs-ddp writes goes through.
 
 Every writer (run's manifest, report's HTML, Markdown, figures and verdicts.json,
-project's projection.json, and whatever comes next) names what it writes as an
+project's projection.json, a recovery trial's plan.json and trial.json, and whatever
+comes next) names what it writes as an
 `Output(path, kind, inputs)` and writes through `write_files` / `write_json`. Before a
 single byte is written, `check` refuses (one `OutputRefused` line: an InputError, exit 2)
 an output that would replace anything but its own earlier self:
@@ -57,15 +58,19 @@ REPORT_MD = "hvd-vs-ddp/report-md"
 FIGURE = "hvd-vs-ddp/figure"
 HOROVOD_TIMELINE = "horovod-timeline"
 PROFILER_TRACE = "torch-profiler-trace"
+RECOVERY_PLAN = "hvd-vs-ddp/recovery-plan"    # a recovery trial's plan.json (its folder's
+RECOVERY_TRIAL = "hvd-vs-ddp/recovery-trial"  # marker) and trial.json: hvd_vs_ddp/recovery/
 WHAT = {RUN_MANIFEST: "a run's manifest", CELL_RESULTS: "a cell's results",
         CELL_LOG: "a cell's log", PROJECTION: "a projection", VERDICTS: "a report's "
         "verdicts.json", REPORT_HTML: "an HTML report", REPORT_MD: "a Markdown report",
         FIGURE: "a report's figure", HOROVOD_TIMELINE: "a Horovod timeline",
-        PROFILER_TRACE: "a profiler trace"}
+        PROFILER_TRACE: "a profiler trace", RECOVERY_PLAN: "a recovery trial's plan",
+        RECOVERY_TRIAL: "a recovery trial's outcome"}
 # what a run writes inside its own directory, and where
 RUN_OWNED = {RUN_MANIFEST: ("manifest.json",), CELL_RESULTS: ("cells",),
              HOROVOD_TIMELINE: ("cells",), PROFILER_TRACE: ("cells",), CELL_LOG: ("logs",),
-             "horovod-autotune-log": ("cells",)}
+             "horovod-autotune-log": ("cells",), RECOVERY_PLAN: ("cells",),
+             RECOVERY_TRIAL: ("cells",)}
 TAG = "hvd-vs-ddp-output"  # the marker in text files (an HTML comment) and PNG text chunks
 _TEXT_MARK = re.compile(r"<!-- " + TAG + r" (\{.*?\}) -->")
 _OLD_REPORT = "<title>Horovod or DDP? Benchmark report</title>"  # before markers (2026-11)

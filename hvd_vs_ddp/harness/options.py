@@ -36,6 +36,8 @@ SUITES = {
     "gan": "suites/test_gan.py",  # two optimizers, toggled accumulation
     # the throughput test again, run with --horovod-timeline (an instrumented cell)
     "timeline": "suites/test_throughput.py::test_throughput",
+    # a worker SIGKILLed under each elastic path (one process: it launches the job itself)
+    "recovery": "suites/test_recovery.py",
 }
 DEFAULT_WORKLOADS = ("resnet50", "gpt")
 CONVERGENCE_WORKLOADS = ("mlp", "gpt")  # the convergence suite's, unless given
@@ -115,6 +117,31 @@ class SuiteOptions:
                                      "compile (TORCHINDUCTOR_CACHE_DIR), kept, so a later "
                                      "job compiles warm; default: a fresh folder per process, "
                                      "removed at its end (a cold compile)")
+    # The recovery suite (suites/test_recovery.py, hvd_vs_ddp/recovery/plan.py).
+    recovery_world_size: int = _opt(2, "recovery: ranks the elastic job starts with (its "
+                                    "maximum)", minimum=2, maximum=4096)
+    recovery_min_world: int = _opt(1, "recovery: fewest ranks the job may go on with",
+                                   minimum=1, maximum=4096)
+    recovery_steps: int = _opt(60, "recovery: the plan's steps", minimum=2,
+                               maximum=1_000_000)
+    recovery_commit_every: int = _opt(10, "recovery: a commit (Horovod) or checkpoint "
+                                      "(torchrun) every k steps", minimum=1,
+                                      maximum=1_000_000)
+    recovery_kill_step: int = _opt(0, "recovery: SIGKILL a worker once it completed this "
+                                   "step; 0: the middle of the plan, between two commits",
+                                   minimum=0, maximum=1_000_000)
+    recovery_global_batch: int = _opt(384, "recovery: samples per step over all ranks, held "
+                                      "when the world shrinks", minimum=1,
+                                      maximum=1_000_000)
+    recovery_workload: str = _opt("mlp", "recovery: the workload trained",
+                                  names="workload")
+    recovery_collective_timeout: float = _opt(30.0, "recovery: seconds before a collective "
+                                              "with a dead peer fails (DDP's process group, "
+                                              "Horovod's Gloo)", minimum=1.0,
+                                              maximum=7 * 86400.0)
+    recovery_time_limit: float = _opt(300.0, "recovery: seconds per elastic job before it "
+                                      "counts as a hang and is killed", minimum=10.0,
+                                      maximum=7 * 86400.0)
 
     def __post_init__(self) -> None:
         # Workloads and their parameters in canonical form (a spec file's path absolute,
@@ -123,6 +150,8 @@ class SuiteOptions:
 
         object.__setattr__(self, "workloads", tuple(dict.fromkeys(
             workloads.canonical(w) for w in self.workloads)))
+        object.__setattr__(self, "recovery_workload",
+                           workloads.canonical(self.recovery_workload))
         object.__setattr__(self, "workload_param", tuple(
             _canonical_param(p) for p in self.workload_param))
         for f in dataclasses.fields(self):
@@ -137,15 +166,19 @@ class SuiteOptions:
                                  "fail or never end in every cell)")
             kind = meta.get("csv") or meta.get("names")
             if kind == "workload":
-                for name in value:  # a name or a spec: it must resolve (import) here
+                for name in (value if isinstance(value, tuple) else (value,)):
+                    # a name or a spec: it must resolve (import) here
                     workloads.resolve(name)
             elif kind:
                 items = value if isinstance(value, tuple) else (value,)
-                known = _names(meta.get("csv") or "knob")
+                known = _names(meta.get("csv") or meta["names"])
                 unknown = [x for x in items if x not in known]
                 if unknown:
                     raise InputError(f"{flag}: unknown {kind} {', '.join(map(repr, unknown))}"
                                      f"; known: {', '.join(known)}")
+        if self.recovery_min_world > self.recovery_world_size:
+            raise InputError(f"--recovery-min-world {self.recovery_min_world} is above "
+                             f"--recovery-world-size {self.recovery_world_size} (the maximum)")
         if self.data_dir is not None:
             from hvd_vs_ddp.workloads.data import check_data_dir
 

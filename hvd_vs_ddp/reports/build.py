@@ -44,6 +44,7 @@ from hvd_vs_ddp.reports.figures_comm import comm_figures
 from hvd_vs_ddp.reports.frames import Data, build_frames
 from hvd_vs_ddp.reports.memory_table import dp_gpu_table, memory_table
 from hvd_vs_ddp.reports.projection_section import projection_section
+from hvd_vs_ddp.reports.recovery_section import recovery_section
 from hvd_vs_ddp.reports.render import Block, Notes, Section, render_html, render_markdown
 from hvd_vs_ddp.reports.why_section import why_section
 from hvd_vs_ddp.results_schema import write_files_atomic
@@ -52,7 +53,7 @@ from hvd_vs_ddp.runs.load import Run, load_run
 
 TITLE = "Horovod or DDP? Benchmark report"
 _OURS = re.compile(r"^(throughput|scaling_efficiency|step_times|loss|busbw|exposed_comm|"
-                   r"where_step_goes|monitor_\d+)\.png$")
+                   r"where_step_goes|recovery_timeline|monitor_\d+)\.png$")
 
 
 @dataclass
@@ -230,12 +231,17 @@ def build_report(run_dirs: list[Path], out: Path,
         at = next((i + 1 for i, s in enumerate(sections) if s.title == "Each at its best"),
                   1)
         sections.insert(at, compiled)
+    recovered, recovery_heads, recovery_doc = recovery_section(data, figs, margin)
+    if recovered is not None:  # after "Convergence"
+        at = next((i + 1 for i, s in enumerate(sections) if s.title == "Convergence"), 1)
+        sections.insert(at, recovered)
     projected = projection_section([(r.name, r.path) for r in runs])
     if projected is not None:  # last: apart from every measured figure
         sections.append(projected)
     heads = compare.headlines(data, cmp, ba, margin,
                               [a["sentence"] for a in answers(data, cmp, margin)]
                               + answer_sentences(data, cmp, margin)
+                              + recovery_heads
                               + where_it_holds(data))
     sub = _subtitle(runs)
 
@@ -252,7 +258,7 @@ def build_report(run_dirs: list[Path], out: Path,
         doctype, doctype + outputs.text_marker(outputs.REPORT_HTML, inputs), 1).encode()
     files[Output(vjson, outputs.VERDICTS, inputs)] = json.dumps(
         {**verdicts_doc(data, cmp, margin), "cost": cost.records(cf),
-         "inputs": list(inputs)}, indent=1).encode()
+         "recovery": recovery_doc, "inputs": list(inputs)}, indent=1).encode()
     made = [d for d in (*reversed(html_path.parents), figdir) if not d.exists()]
     try:
         html_path.parent.mkdir(parents=True, exist_ok=True)

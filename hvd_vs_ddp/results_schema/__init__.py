@@ -38,6 +38,7 @@ from hvd_vs_ddp.results_schema.kinds import (
                            GanConvergenceRecord,
                            HorovodTimelineRecord,
                            MemcpyRecord,
+                           RecoveryRecord,
                            ThroughputRecord,
                            TimeToAccuracyRecord,
                            record_from_dict,
@@ -51,8 +52,8 @@ __all__ = [
     "FORMAT", "FORMAT_VERSION", "KINDS", "LAUNCHERS", "OPS", "STATUSES", "BenchmarkRecord",
     "CellEntry", "CellResults", "CollectiveRecord", "CollectiveSize", "ComputeOnlyRecord",
     "ConvergenceRecord", "GanConvergenceRecord", "HorovodTimelineRecord", "MachineInfo",
-    "Manifest", "MemcpyRecord",
-    "NamedRecord", "Repetition", "ResultsError", "ThroughputRecord", "TimeToAccuracyRecord",
+    "Manifest", "MemcpyRecord", "NamedRecord", "RecoveryRecord", "Repetition", "ResultsError",
+    "ThroughputRecord", "TimeToAccuracyRecord",
     "UnknownKind", "WriteError", "check_version", "load_cell_results", "load_manifest",
     "manifest_from_json", "read_json", "record_from_dict", "results_from_json", "results_path",
     "write_files_atomic", "write_json_atomic"]

@@ -13,6 +13,9 @@ Everything is one installed namespace, `hvd_vs_ddp`; its layers, bottom up:
   workloads, harness) nor anything above it: what a file may say does not depend on
   today's code;
 - the projection never imports the report (both read the typed run model);
+- the recovery trials (hvd_vs_ddp.recovery) train through backends and workloads, never
+  the suites' harness or the report, and neither the results format nor the run model
+  imports them;
 - reports, results_schema, common and the run model never import torch (a report must
   build on a machine without it), nor does the projection's cost model;
 - common imports no other project package (it is the bottom layer);
@@ -45,6 +48,10 @@ FORBIDDEN = [(p, "cli") for p in PACKAGES if p != "cli"] + [
     ("results_schema", "projection"), ("results_schema", "runs"),
     ("projection", "reports"), ("runs", "reports"), ("runs", "projection"),
     ("backends", "harness"), ("workloads", "harness"),
+    # the recovery trials write recovery records; what the format and the run model say
+    # does not depend on them, and they train through backends and workloads only
+    ("results_schema", "recovery"), ("runs", "recovery"), ("recovery", "harness"),
+    ("recovery", "reports"),
 ]
 
 

@@ -189,6 +189,47 @@ def memcpy(draw) -> dict:
 
 
 @st.composite
+def recovery(draw) -> dict:
+    d = draw(common("recovery"))
+    steps = draw(st.integers(2, 500))
+    opt_s, opt_step = st.one_of(st.none(), seconds), st.one_of(st.none(), st.integers(0, 500))
+    point = st.lists(seconds, min_size=3, max_size=3)
+    pair = st.lists(seconds, min_size=2, max_size=2)
+    resume = draw(opt_step)
+    completed = draw(st.booleans())
+    d.update(path=draw(names), library=draw(names), checkpoint=draw(names),
+             workload=draw(names), global_batch=draw(counts), steps=steps,
+             commit_every=draw(counts), min_world=draw(st.integers(1, 8)),
+             hosts=draw(st.lists(names, max_size=2)),
+             kill_step=draw(st.integers(1, steps - 1)), completed=completed,
+             hang=draw(st.booleans()), leftovers=draw(st.integers(0, 9)),
+             world_before=draw(st.one_of(st.none(), st.integers(1, 8))),
+             world_after=draw(st.one_of(st.none(), st.integers(1, 8))),
+             killed_after_step=draw(opt_step), last_commit_step=draw(opt_step),
+             resume_step=resume, steps_lost=None if resume is None else draw(opt_step),
+             recovery_s=draw(opt_s), rendezvous_s=draw(opt_s), restore_s=draw(opt_s),
+             final_loss=draw(reals) if completed else draw(st.one_of(st.none(), reals)),
+             reference_final_loss=draw(reals), final_loss_rel_diff=draw(opt_s),
+             weights_rel_diff=draw(opt_s), tolerance=draw(seconds),
+             exact_replay=draw(st.booleans()), within_tolerance=draw(st.booleans()),
+             commit_s=draw(st.lists(seconds, max_size=3)),
+             save_s=draw(st.lists(seconds, max_size=3)),
+             step_intervals=draw(st.lists(pair, max_size=3)),
+             baseline_step_intervals=draw(st.lists(pair, max_size=3)),
+             commit_overhead=draw(st.one_of(st.none(), reals)), commit_share=draw(opt_s),
+             timeline=draw(st.lists(point, max_size=3)), kill_t=draw(opt_s),
+             recovered_t=draw(opt_s), collective_timeout_s=draw(seconds))
+    for key, strategy in (("victim", small_dicts), ("workload_params", small_dicts),
+                          ("segments", st.lists(point, max_size=2)), ("sync_s", seconds),
+                          ("trial_seconds", seconds),
+                          ("returncodes", st.lists(st.one_of(st.none(), st.integers(-9, 9)),
+                                                   max_size=2))):
+        _optional(draw, d, key, strategy)
+    d.update(draw(extras))
+    return d
+
+
+@st.composite
 def machine_info(draw) -> dict:
     d = {"format_version": draw(st.integers(1, results.FORMAT_VERSION))}
     for key, strategy in (("launcher", st.sampled_from(LAUNCHERS)),
@@ -239,7 +280,7 @@ STRATEGIES = {"throughput": throughput(), "compute_only": compute_only(),
               "convergence": convergence(), "time_to_accuracy": time_to_accuracy(),
               "gan_convergence": convergence("gan_convergence"),
               "collective": collective(), "memcpy": memcpy(),
-              "horovod_timeline": horovod_timeline()}
+              "horovod_timeline": horovod_timeline(), "recovery": recovery()}
 OTHERS = {results.CollectiveSize: size_row(), results.MachineInfo: machine_info(),
           results.CellEntry: cell_entry(), results.Manifest: manifest()}
 

@@ -18,13 +18,14 @@ from hvd_vs_ddp.results_schema.kinds.convergence import (
     GanConvergenceRecord,
     TimeToAccuracyRecord,
 )
+from hvd_vs_ddp.results_schema.kinds.recovery import RecoveryRecord
 from hvd_vs_ddp.results_schema.kinds.timeline import HorovodTimelineRecord
 from hvd_vs_ddp.results_schema.kinds.training import ComputeOnlyRecord, ThroughputRecord
 
 KINDS: dict[str, type[BenchmarkRecord]] = {
     cls.KIND: cls for cls in (ThroughputRecord, ComputeOnlyRecord, ConvergenceRecord,
                               GanConvergenceRecord, TimeToAccuracyRecord, CollectiveRecord,
-                              MemcpyRecord, HorovodTimelineRecord)}
+                              MemcpyRecord, HorovodTimelineRecord, RecoveryRecord)}
 
 
 def record_from_dict(info: Any, where: str) -> BenchmarkRecord:
@@ -42,5 +43,5 @@ def record_from_dict(info: Any, where: str) -> BenchmarkRecord:
 
 __all__ = ["KINDS", "OPS", "BenchmarkRecord", "CollectiveRecord", "CollectiveSize",
            "ComputeOnlyRecord", "ConvergenceRecord", "GanConvergenceRecord",
-           "HorovodTimelineRecord", "MemcpyRecord", "ThroughputRecord", "TimeToAccuracyRecord",
-           "record_from_dict"]
+           "HorovodTimelineRecord", "MemcpyRecord", "RecoveryRecord", "ThroughputRecord",
+           "TimeToAccuracyRecord", "record_from_dict"]

@@ -1,0 +1,94 @@
+"""Per-process JSON-lines event logs of a recovery trial. Torch-free.
+
+Every worker process appends one JSON object per line to `<event_dir>/<pid>.jsonl`,
+flushed at once, so the trial's driver can read from outside where each process is
+(and which one to kill) and a SIGKILL loses at most the line being written. Every
+event has `ev` (its kind), `t` (wall-clock seconds, time.time(): comparable across
+processes), `pid`, `host`, `rank` and `world` (as the worker saw them then). Kinds:
+
+- start:   the process began (torchrun: also `restart`, its agent's restart count);
+- segment: training (re)starts at `resume` (steps already done); after a rollback or
+           a restart this is the recovery's rendezvous done;
+- step:    step `step` completed, with this rank's `loss` on its shard;
+- commit:  the state after step `step` is committed (`seconds`; `save_s`: the save part);
+- restore: state restored from the last commit (`seconds`, `step`);
+- reset:   Horovod Elastic's reset callback ran (a rendezvous of the new world);
+- done:    the plan finished at `step`.
+
+    log = EventLog("trial/events"); log.write("step", step=3, loss=0.9)
+    events = read_events("trial/events")      # every process's events, by time
+    python -m hvd_vs_ddp.recovery.events DIR  # prints them
+"""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+
+class EventLog:
+    """Appends this process's events; `rank`, `world` and `host` are set by the worker."""
+
+    def __init__(self, event_dir: str | Path, host: str | None = None) -> None:
+        self.dir = Path(event_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.pid = os.getpid()
+        self.host = host or socket.gethostname()
+        self.rank, self.world = -1, -1
+        self._f = open(self.dir / f"{self.pid}.jsonl", "a", buffering=1)
+
+    def write(self, ev: str, **fields: Any) -> dict[str, Any]:
+        rec = {"ev": ev, "t": time.time(), "pid": self.pid, "host": self.host,
+               "rank": self.rank, "world": self.world, **fields}
+        self._f.write(json.dumps(rec) + "\n")
+        self._f.flush()
+        return rec
+
+    def close(self) -> None:
+        self._f.close()
+
+
+class Tail:
+    """Reads new complete lines of every log in a directory, incrementally (the driver)."""
+
+    def __init__(self, event_dir: str | Path) -> None:
+        self.dir = Path(event_dir)
+        self._pos: dict[Path, int] = {}
+        self.events: list[dict[str, Any]] = []
+
+    def poll(self) -> list[dict[str, Any]]:
+        new: list[dict[str, Any]] = []
+        for path in sorted(self.dir.glob("*.jsonl")):
+            with open(path, "rb") as f:
+                f.seek(self._pos.get(path, 0))
+                data = f.read()
+            end = data.rfind(b"\n") + 1  # a line being written is read next time
+            self._pos[path] = self._pos.get(path, 0) + end
+            for line in data[:end].splitlines():
+                try:
+                    new.append(json.loads(line))
+                except ValueError:  # a line cut by SIGKILL
+                    continue
+        self.events.extend(new)
+        return new
+
+
+def read_events(event_dir: str | Path) -> list[dict[str, Any]]:
+    """Every complete event of every process, ordered by time."""
+    tail = Tail(event_dir)
+    tail.poll()
+    return sorted(tail.events, key=lambda e: e["t"])
+
+
+if __name__ == "__main__":
+    evs = read_events(sys.argv[1])
+    t0 = evs[0]["t"] if evs else 0.0
+    for e in evs:
+        rest = {k: v for k, v in e.items() if k not in ("ev", "t", "pid", "host", "rank",
+                                                         "world")}
+        print(f"{e['t'] - t0:8.3f} {e['pid']:>7} {e['host']:>10} r{e['rank']}/{e['world']} "
+              f"{e['ev']:8s} {rest}")
