@@ -9,14 +9,22 @@ or 4 within float32 rounding of the reduction order. A recovered run that replay
 same steps at the same world size (torchrun) must match it; one that goes on with
 fewer ranks (Horovod Elastic) computes the same means over other shard sizes, so it
 matches within a stated tolerance (TOLERANCE, as the convergence suite's).
+"Bitwise" needs the same float32 summation order, so the reference computes with the
+workers' intra-op threads (the launcher table's OMP_NUM_THREADS): torch's CPU matmul
+splits its sums by thread, and 1 against 2 threads differ by about 1e-7 here.
 
     losses, weights = reference_run(plan)
     compare(weights, torch.load("trial/final.pt"))     # largest relative weight difference
 """
 from __future__ import annotations
 
+import os
+from contextlib import contextmanager
+from typing import Iterator
+
 import torch
 
+from hvd_vs_ddp.backends import launchers
 from hvd_vs_ddp.backends.base import BackendOptions
 from hvd_vs_ddp.backends.env import SINGLE
 from hvd_vs_ddp.backends.local import SingleBackend
@@ -32,10 +40,29 @@ from hvd_vs_ddp.workloads.loop import TrainConfig, Trainer
 TOLERANCE = 1e-4
 
 
+def worker_threads() -> int:
+    """The intra-op threads a trial's worker gets: OMP_NUM_THREADS of the launcher table's
+    environment (this process's own where set, else the table's 1)."""
+    value = launchers.env(dict(os.environ)).get("OMP_NUM_THREADS", "1")
+    return max(1, int(value)) if value.isdigit() else 1
+
+
+@contextmanager
+def _threads(n: int) -> Iterator[None]:
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def reference_run(plan: Plan) -> tuple[list[float], dict[str, torch.Tensor]]:
-    """Per-step global losses and final weights of the plan, uninterrupted, at W ranks."""
+    """Per-step global losses and final weights of the plan, uninterrupted, at W ranks,
+    computed with the workers' threads (worker_threads())."""
     workload = plan_workload(plan, 1)  # one process holds the whole global batch
-    with SingleBackend(BackendOptions(device="cpu"), env=SINGLE) as backend:
+    with _threads(worker_threads()), \
+            SingleBackend(BackendOptions(device="cpu"), env=SINGLE) as backend:
         trainer = Trainer(workload, backend, TrainConfig(steps=plan.steps),
                           emulate_ranks=plan.world_size)
         trainer.batches = PlanBatches(  # type: ignore[assignment]  # any iterator will do
