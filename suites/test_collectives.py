@@ -36,8 +36,11 @@ def _sizes(max_bytes: int) -> list[int]:
     return sorted({s for s in SIZES if s <= max_bytes})
 
 
-def _iters(nbytes: int) -> tuple[int, int]:
-    """(warm-up, timed) iterations: many for latency, few for bandwidth."""
+def _iters(nbytes: int, timed: int = 0) -> tuple[int, int]:
+    """(warm-up, timed) iterations: many for latency, few for bandwidth; `timed` > 0
+    (--collective-iters) sets the timed count for every size."""
+    if timed > 0:
+        return max(1, timed // 10), timed
     if nbytes <= 64 * 1024:
         return 5, 50
     if nbytes <= 4 * 2**20:
@@ -108,7 +111,7 @@ def test_collective(benchmark, suite, open_backend, coll_cell):
 
     def sweep() -> None:
         for nbytes in sizes:
-            warm, timed = _iters(nbytes)
+            warm, timed = _iters(nbytes, suite.options.collective_iters)
             numel = max(nbytes // 4, 1)
             for _ in range(warm):
                 _one(backend, op, numel)
@@ -186,7 +189,7 @@ def test_raw_mpi_allreduce(benchmark, suite, plugin):
 
     def sweep() -> None:
         for nbytes in sizes:
-            warm, timed = _iters(nbytes)
+            warm, timed = _iters(nbytes, suite.options.collective_iters)
             buf = np.full(max(nbytes // 4, 1), comm.rank + 1, dtype=np.float32)
             out = np.empty_like(buf)
             times = []

@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # (Convergence on mlp only: gpt's runs in the jobs of tests/system/jobs.py that name it.)
 TINY_SUITE_ARGS = ["--workloads", "mlp", "--convergence-workloads", "mlp", "--rounds", "2",
                    "--steps-per-round", "1", "--warmup-steps", "1", "--convergence-steps", "5",
-                   "--max-bytes", "65536", "--test-time-limit", "300", "-p", "no:cacheprovider",
+                   "--max-bytes", "65536", "--collective-iters", "5",
+                   "--test-time-limit", "300", "-p", "no:cacheprovider",
                    "-q"]
 
 

@@ -91,6 +91,10 @@ class SuiteOptions:
                          maximum=2**34)
     collective_ops: tuple[str, ...] = _opt(COLLECTIVE_OPS, "comma-separated collectives "
                                            "to sweep", csv="collective")
+    collective_iters: int = _opt(0, "timed calls per message size of the collectives "
+                                 "suite (a tenth of them, at least one, warm up first); 0: "
+                                 "the suite's own, 50 up to 64 KiB, 10 up to 4 MiB, 5 above",
+                                 minimum=0, maximum=1_000_000)
     collective_timeout: float = _opt(300.0, "process-group / Horovod timeout in seconds",
                                      minimum=1.0, maximum=7 * 86400.0)
     ddp_sample_rate: int = _opt(1, "DDP's own runtime statistics (compute, communication, "
