@@ -25,6 +25,9 @@ TINY_SUITE_ARGS = ["--workloads", "mlp", "--convergence-workloads", "mlp", "--ro
                    "--max-bytes", "65536", "--collective-iters", "5",
                    "--test-time-limit", "300", "-p", "no:cacheprovider",
                    "-q"]
+# The same for `hvd-vs-ddp run --suite-args`: its cells run every suite at these sizes.
+TINY_RUN_SUITE_ARGS = ("--rounds 2 --steps-per-round 1 --warmup-steps 1 --convergence-steps 3 "
+                       "--max-bytes 4096 --collective-iters 5 --convergence-workloads mlp")
 
 
 def launched(launcher: str, nprocs: int, argv: list[str], timeout: float = 300,

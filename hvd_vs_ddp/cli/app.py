@@ -37,7 +37,7 @@ import sys
 from pathlib import Path
 
 from hvd_vs_ddp.cli import args as argtypes
-from hvd_vs_ddp.cli.run_request import PROFILE_STEPS
+from hvd_vs_ddp.cli.args import PROFILE_STEPS
 from hvd_vs_ddp.common import interrupt
 from hvd_vs_ddp.common.errors import (
     EXIT_BAD_INPUT,

@@ -17,6 +17,8 @@ from typing import Any, Callable
 
 from hvd_vs_ddp.common import values
 
+PROFILE_STEPS = 3  # run --profile: steps per throughput test under torch.profiler
+
 
 def _typed(parse: Callable[[str], Any], name: str, number: bool = False
            ) -> Callable[[str], Any]:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hvd_vs_ddp.cli import matrix
+from hvd_vs_ddp.cli.args import PROFILE_STEPS
 from hvd_vs_ddp.cli.matrix import Cell, Preset
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.log import log
@@ -36,7 +37,6 @@ RANKS_PER_CORE_LIMIT = 4
 # What a resumed run keeps from its manifest: giving any of these with --resume is refused.
 RESUME_KEEPS = ("preset", "backends", "workloads", "world_sizes", "name", "suite_args",
                 "data_dir", "order_seed", "profile", "launchers")
-PROFILE_STEPS = 3  # run --profile: steps per throughput test under torch.profiler
 
 
 class RunRequestError(InputError):

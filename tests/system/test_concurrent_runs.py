@@ -17,11 +17,10 @@ import time
 
 import pytest
 
-from tests.launch import ROOT, horovod_available
+from tests.launch import ROOT, TINY_RUN_SUITE_ARGS, horovod_available
 
 pytestmark = pytest.mark.multiproc
-TINY = ("--rounds 2 --steps-per-round 1 --warmup-steps 1 --convergence-steps 3 --max-bytes 4096 "
-        "--convergence-workloads mlp")
+TINY = TINY_RUN_SUITE_ARGS
 
 
 def test_two_runs_at_once_both_finish(tmp_path):

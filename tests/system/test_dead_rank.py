@@ -39,7 +39,8 @@ from tests.system.test_slurm import slurm  # noqa: F401 - the fixture: a private
 pytestmark = pytest.mark.multiproc
 MPIS = Path(os.environ.get("HVD_VS_DDP_MPIS", Path.home() / ".cache/hvd-vs-ddp/mpi"))
 SUITE = ["-m", "pytest", "suites/test_collectives.py", "--backends", "ddp-gloo",
-         "--max-bytes", "4096", "--test-time-limit", "120", "-q", "-p", "no:cacheprovider"]
+         "--max-bytes", "4096", "--collective-iters", "5", "--test-time-limit", "120", "-q",
+         "-p", "no:cacheprovider"]
 KILL_RANK_1 = {"PYTEST_PLUGINS": "tests.plugins.kill_rank", "HVD_VS_DDP_TEST_KILL_RANK": "1"}
 DIE = [sys.executable, "tests/ranks/die_rank.py"]
 WANT = "was killed by signal 9 (SIGKILL"  # horovodrun adds "; horovodrun status 137)"

@@ -21,11 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.launch import ROOT, leftovers
+from tests.launch import ROOT, TINY_RUN_SUITE_ARGS, leftovers
 
 pytestmark = pytest.mark.multiproc
-TINY = ("--rounds 2 --steps-per-round 1 --warmup-steps 1 --convergence-steps 3 --max-bytes 4096 "
-        "--convergence-workloads mlp")
+TINY = TINY_RUN_SUITE_ARGS
 
 
 def _env(marker: str) -> dict[str, str]:

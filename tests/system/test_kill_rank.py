@@ -25,14 +25,15 @@ from pathlib import Path
 import pytest
 
 from hvd_vs_ddp.backends import launchers
-from tests.launch import ROOT, horovod_available, leftovers
+from tests.launch import ROOT, TINY_RUN_SUITE_ARGS, horovod_available, leftovers
 
 pytestmark = pytest.mark.multiproc
 TINY = ["-m", "pytest", "suites/test_throughput.py", "suites/test_convergence.py",
         "suites/test_collectives.py", "-q", "-p", "no:cacheprovider", "--workloads", "mlp",
         "--convergence-workloads", "mlp",
         "--rounds", "2", "--steps-per-round", "1", "--warmup-steps", "1",
-        "--convergence-steps", "5", "--max-bytes", "65536", "--benchmark-json"]
+        "--convergence-steps", "5", "--max-bytes", "65536", "--collective-iters", "5",
+        "--benchmark-json"]
 
 
 def _ranks(marker: str, launcher_pid: int) -> list[int]:
@@ -136,8 +137,7 @@ def test_runner_records_a_killed_cell_and_resume_reruns_it(tmp_path):
     runs = tmp_path / "runs"
     args = ["run", "--backends", "ddp-gloo", "--world-sizes", "2", "--workloads", "mlp",
             "--runs-dir", str(runs), "--name", "killed", "--allow-failures", "--repeat", "1",
-            "--suite-args", "--rounds 2 --steps-per-round 1 --convergence-steps 3 --max-bytes 4096 "
-            "--convergence-workloads mlp"]
+            "--suite-args", TINY_RUN_SUITE_ARGS]
     injected = {"HVD_VS_DDP_TEST_KILL_RANK": "1",  # tests/plugins/kill_rank.py: rank 1
                 "PYTEST_PLUGINS": "tests.plugins.kill_rank"}  # kills itself in every cell
     before = {k: os.environ.get(k) for k in injected}

@@ -14,11 +14,10 @@ from hvd_vs_ddp.cli import main as cli
 from hvd_vs_ddp.reports import build_report
 from hvd_vs_ddp.reports.profile_trace import breakdown, read_trace
 from hvd_vs_ddp.results_schema import load_cell_results
-from tests.launch import TINY_SUITE_ARGS, explain, horovod_available, launched
+from tests.launch import TINY_RUN_SUITE_ARGS, TINY_SUITE_ARGS, explain, horovod_available, launched
 
 pytestmark = pytest.mark.multiproc
-TINY = ("--rounds 2 --steps-per-round 1 --warmup-steps 1 --convergence-steps 3 --max-bytes 4096 "
-        "--convergence-workloads mlp")
+TINY = TINY_RUN_SUITE_ARGS
 
 
 def _viewer_trace(path) -> list[dict]:

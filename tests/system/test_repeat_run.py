@@ -12,10 +12,10 @@ import pytest
 
 from hvd_vs_ddp.cli import main as cli
 from hvd_vs_ddp.reports import build_report
+from tests.launch import TINY_RUN_SUITE_ARGS
 
 pytestmark = pytest.mark.multiproc
-TINY = ("--rounds 2 --steps-per-round 1 --warmup-steps 1 --convergence-steps 3 --max-bytes 4096 "
-        "--convergence-workloads mlp")
+TINY = TINY_RUN_SUITE_ARGS
 
 
 def test_repeat_resume_and_report(tmp_path):
