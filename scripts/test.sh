@@ -2,8 +2,8 @@
 # The test command: set up (scripts/setup.sh, idempotent), Slurm's daemons in CI or
 # with HVD_VS_DDP_TEST_SLURM=1, Open MPI 5's and MPICH's launchers (scripts/install_mpis.sh),
 # the static checks (scripts/lint.sh: ruff, mypy, hadolint), then the unit tests
-# (tests/unit) first, so that a broken build fails in a few minutes, and only when they
-# pass the real multi-process tests (tests/system) on the CPU.
+# (tests/unit, on every core) first, so that a broken build fails in a few minutes, and
+# only when they pass the real multi-process tests (tests/system) on the CPU.
 #
 #   bash scripts/test.sh                 # everything (CI runs this)
 #   bash scripts/test.sh --quick         # developers: lint, the unit tests, and one real
@@ -70,7 +70,13 @@ phase() {  # phase NAME PYTEST-ARGS...: pytest's exit status
 start=$(date +%s)
 given=$#  # the caller's own pytest arguments
 set +e
-phase "unit tests (tests/unit)" tests/unit "$@"
+# The unit tests spread over every core (pytest-xdist, pinned in constraints.txt); the
+# system tests stay in one process: their launches share jobs and fill the cores.
+unit_par=()
+if "$VENV/bin/python" -c "import xdist" 2>/dev/null; then
+    unit_par=(-n auto)
+fi
+phase "unit tests (tests/unit)" tests/unit "${unit_par[@]}" "$@"
 unit=$?
 set -e
 # 5: no test ran (alone: a failure here; with -k/-m of the caller's, none may match)
