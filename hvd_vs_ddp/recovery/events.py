@@ -11,6 +11,8 @@ processes), `pid`, `host`, `rank` and `world` (as the worker saw them then). Kin
            a restart this is the recovery's rendezvous done;
 - step:    step `step` completed, with this rank's `loss` on its shard;
 - commit:  the state after step `step` is committed (`seconds`; `save_s`: the save part);
+- saved:   Horovod Elastic only: its in-memory save of step `step` is done (`seconds`),
+           before commit's host check, which a dying peer can cut short;
 - restore: state restored from the last commit (`seconds`, `step`);
 - reset:   Horovod Elastic's reset callback ran (a rendezvous of the new world);
 - done:    the plan finished at `step`.

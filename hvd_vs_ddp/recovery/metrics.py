@@ -6,7 +6,10 @@ Definitions (events: hvd_vs_ddp/recovery/events.py; the kill: the driver's recor
   worker began); every other event belongs to the job as it was before the kill;
 - killed after step: the last step completed before recovery (a step completes on all
   ranks or none: its gradients are averaged over all of them);
-- last commit: the last step rank 0 committed or checkpointed before the kill;
+- last commit: the last step rank 0 committed or checkpointed before recovery (Horovod:
+  its in-memory save, which precedes commit's host check). A commit in flight at the
+  kill may still complete on a survivor (rank 0's save is local): the job then resumes
+  from it, so it counts;
 - resume step: where the recovered job went on (the steps done at its restored state);
 - steps lost: killed after step - resume step (the steps redone);
 - recovery seconds: from the kill to the first step completed after recovery;
@@ -75,6 +78,7 @@ def compute(events: list[Event], kill: dict[str, Any] | None, plan: Plan,
     segments = [e for e in events if e["ev"] == "segment"]
     done = [e for e in events if e["ev"] == "done"]
     rank0_commits = [e for e in events if e["ev"] == "commit" and e["rank"] == 0]
+    rank0_saved = [e for e in events if e["ev"] in ("commit", "saved") and e["rank"] == 0]
     commits_by_step: dict[int, float] = {}
     for e in events:
         if e["ev"] == "commit":
@@ -101,8 +105,7 @@ def compute(events: list[Event], kill: dict[str, Any] | None, plan: Plan,
         return out
     out["kill_t"] = tk - t0
     out["killed_after_step"] = max((e["step"] for e in steps if not post(e)), default=0)
-    out["last_commit_step"] = max((e["step"] for e in rank0_commits if e["t"] <= tk),
-                                  default=0)
+    out["last_commit_step"] = max((e["step"] for e in rank0_saved if not post(e)), default=0)
     later = [e for e in segments if e["t"] > tk]
     if not later:
         return out

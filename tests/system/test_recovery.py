@@ -8,7 +8,7 @@ with torch.save on rank 0 and with torch.distributed.checkpoint, and torchft (on
 torchrun agent per replica, a lighthouse; skipped where torchft is not installed). Checked from the
 workers' own event logs (hvd_vs_ddp/recovery/metrics.py): the kill happened, no hang,
 no process outlived the job, the plan completed, the job resumed at the last commit
-before the kill and redid the steps since, the world after is what the library does
+rank 0 completed and redid the steps since, the world after is what the library does
 (Horovod Elastic drops the failed host: 1 rank; torchrun restarts the group: 2), and
 the final loss and weights equal the in-process reference of the plan bitwise where
 the steps were replayed at the same world size (torchrun) and within the stated
@@ -71,8 +71,14 @@ def test_killed_worker_recovers(tmp_path, reference, path, checkpoint, backend):
     if PATHS[path].per_step:  # torchft: the in-flight step is dropped, no committed one
         assert f["resume_step"] == f["killed_after_step"] and f["steps_lost"] == 0, where
     else:
-        assert f["last_commit_step"] == plan.commit_every * (f["killed_after_step"] //
-                                                             plan.commit_every), where
+        # The last commit rank 0 completed. A kill that lands inside the commit after a
+        # commit step may cut it short (the one before stands: torchrun's checkpoint of
+        # step 12 unwritten, resumed at 8 with k = 4) or not (rank 0's part is local:
+        # Horovod saved step 12 in memory, then its host check failed; resumed at 12).
+        # Where the driver's kill lands depends on the machine's load: both are right.
+        k, killed = plan.commit_every, f["killed_after_step"]
+        allowed = {k * (killed // k)} | ({killed - k} if killed % k == 0 else set())
+        assert f["last_commit_step"] in allowed, (allowed, where)
         assert f["resume_step"] == f["last_commit_step"], where
         assert f["steps_lost"] == f["killed_after_step"] - f["last_commit_step"], where
     assert f["world_before"] == 2, where

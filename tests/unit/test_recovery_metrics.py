@@ -50,6 +50,36 @@ def horovod_like() -> tuple[list[dict], dict]:
     return out, {"t": 10.0, "pid": 2, "rank": 1, "host": "127.0.0.1", "step": 5}
 
 
+def test_a_commit_the_kill_cut_short_counts_where_the_job_resumes_from_it():
+    """The kill lands in the commit after step 6: rank 0 had saved step 6 in memory (its
+    save is local) when the host check's broadcast failed, so no `commit` was logged and
+    Horovod restored step 6 (seen once under load: a test expected the commit before)."""
+    events, kill = horovod_like()
+    events = [e for e in events if e["t"] < 10.5]
+    events += [ev(10.25, "saved", 1, 0, step=6, seconds=0.01),
+               ev(11.0, "restore", 1, 0, step=6, seconds=0.01),
+               ev(12.5, "segment", 1, 0, world=1, resume=6),
+               ev(13.0, "step", 1, 0, world=1, step=7, loss=0.5),
+               ev(14.0, "step", 1, 0, world=1, step=8, loss=0.5),
+               ev(14.5, "done", 1, 0, world=1, step=8)]
+    f = compute(events, kill, PLAN, t0=-1.0)
+    assert (f["killed_after_step"], f["last_commit_step"], f["resume_step"]) == (6, 6, 6)
+    assert f["steps_lost"] == 0 and f["completed"]
+
+
+def test_a_checkpoint_finished_after_the_kill_by_the_old_rank_0_counts():
+    """torchrun: rank 0 finishes writing step 6's checkpoint after its peer died and
+    before its agent stops it; the restarted group (new processes) resumes from it."""
+    events, kill = horovod_like()
+    events = [e for e in events if e["t"] < 10.5]
+    events += [ev(10.3, "commit", 1, 0, step=6, seconds=0.05, save_s=0.05),
+               ev(20.0, "segment", 3, 0, resume=6), ev(20.0, "segment", 4, 1, resume=6),
+               ev(21.0, "step", 3, 0, step=7, loss=0.5), ev(21.0, "step", 4, 1, step=7,
+                                                              loss=0.5)]
+    f = compute(events, kill, PLAN, t0=-1.0)
+    assert (f["killed_after_step"], f["last_commit_step"], f["resume_step"]) == (6, 6, 6)
+    assert f["steps_lost"] == 0
+
 def test_definitions_on_a_hand_made_log():
     events, kill = horovod_like()
     f = compute(events, kill, PLAN, t0=-1.0)
