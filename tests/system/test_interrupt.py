@@ -24,7 +24,6 @@ import pytest
 from tests.launch import ROOT, TINY_RUN_SUITE_ARGS, leftovers
 
 pytestmark = pytest.mark.multiproc
-TINY = TINY_RUN_SUITE_ARGS
 
 
 def _env(marker: str) -> dict[str, str]:
@@ -58,7 +57,7 @@ def _start(runs: Path, marker: str, ignore: tuple[int, ...] = (),
            resume: bool = False) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "hvd_vs_ddp.cli", "run", "--backends", "ddp-gloo",
            "--world-sizes", "2", "--workloads", "mlp", "--runs-dir", str(runs), "--name",
-           "int", "--repeat", "1", "--order-seed", "1", "--suite-args", TINY]
+           "int", "--repeat", "1", "--order-seed", "1", "--suite-args", TINY_RUN_SUITE_ARGS]
     if resume:
         cmd = [sys.executable, "-m", "hvd_vs_ddp.cli", "run", "--resume", str(runs / "int")]
     return subprocess.Popen(cmd, cwd=ROOT, env=_env(marker), stdout=subprocess.PIPE,

@@ -17,7 +17,6 @@ from hvd_vs_ddp.results_schema import load_cell_results
 from tests.launch import TINY_RUN_SUITE_ARGS, TINY_SUITE_ARGS, explain, horovod_available, launched
 
 pytestmark = pytest.mark.multiproc
-TINY = TINY_RUN_SUITE_ARGS
 
 
 def _viewer_trace(path) -> list[dict]:
@@ -33,7 +32,7 @@ def test_run_profile_traces_and_report(tmp_path):
     runs = tmp_path / "runs"
     assert cli(["run", "--backends", "ddp-gloo", "--world-sizes", "2", "--workloads", "mlp",
                 "--runs-dir", str(runs), "--name", "prof", "--repeat", "1", "--profile",
-                "--suite-args", TINY]) == 0
+                "--suite-args", TINY_RUN_SUITE_ARGS]) == 0
     run = runs / "prof"
     man = json.loads((run / "manifest.json").read_text())
     ddp = next(c for c in man["cells"] if c["backend"] == "ddp-gloo")

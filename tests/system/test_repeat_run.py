@@ -15,14 +15,13 @@ from hvd_vs_ddp.reports import build_report
 from tests.launch import TINY_RUN_SUITE_ARGS
 
 pytestmark = pytest.mark.multiproc
-TINY = TINY_RUN_SUITE_ARGS
 
 
 def test_repeat_resume_and_report(tmp_path):
     runs = tmp_path / "runs"
     args = ["run", "--backends", "ddp-gloo", "--world-sizes", "2", "--workloads", "mlp",
             "--runs-dir", str(runs), "--name", "rep", "--repeat", "2", "--order-seed", "3",
-            "--suite-args", TINY]
+            "--suite-args", TINY_RUN_SUITE_ARGS]
     assert cli(args) == 0
     run = runs / "rep"
     man = json.loads((run / "manifest.json").read_text())
