@@ -79,13 +79,21 @@ class ElasticPath:
             return Availability(True)
         return Availability(False, f"{', '.join(missing)} not installed ({self.install})")
 
-    def world_after(self, world: int, victim_slots: int) -> int:
+    def world_after(self, world: int, victim_slots: int, min_world: int = 1) -> int:
         """The fewest workers that go on after the victim's worker dies: Horovod Elastic
-        blacklists the victim's host (its every worker leaves); torchrun restarts the whole
-        group; torchft goes on without the dead replica (one worker) until its agent has
-        restarted it and it has healed from a live peer."""
-        return {"drop-host": world - victim_slots, "drop-replica": world - 1}.get(
-            self.after, world)
+        blacklists the victim's host (its every worker leaves); torchft goes on without
+        the dead replica (one worker) until its agent has restarted it and it has healed
+        from a live peer; torchrun restarts the whole group with the agents that join
+        the next rendezvous round: usually all, but where `--nnodes MIN:MAX` lets the
+        survivors go on alone (min_world fits on them), a victim's agent that joins late
+        is left out (measured: its restarted worker aborted while the survivor's agent
+        had already re-formed the group without it, which finished at 1 of 2 ranks)."""
+        survivors = world - victim_slots
+        if self.after == "drop-host":
+            return survivors
+        if self.after == "drop-replica":
+            return world - 1
+        return survivors if survivors >= min_world else world
 
 
 PATHS: dict[str, ElasticPath] = {p.name: p for p in (
@@ -191,7 +199,8 @@ class Plan:
         return HOSTS[1]
 
     def world_after(self) -> int:
-        return self.elastic.world_after(self.world_size, dict(self.hosts())[self.victim_host])
+        return self.elastic.world_after(self.world_size, dict(self.hosts())[self.victim_host],
+                                        self.min_world)
 
     def check(self) -> "Plan":
         if self.path not in PATHS:

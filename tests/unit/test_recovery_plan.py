@@ -65,8 +65,10 @@ def test_a_valid_plan_and_its_hosts():
     plan = Plan(**HVD, kill_step=15).check()
     assert plan.hosts() == [("localhost", 1), ("127.0.0.1", 1)]
     assert plan.world_after() == 1  # Horovod drops the failed host
-    assert Plan(**{**HVD, "path": "torchrun-elastic", "checkpoint": "dcp",
-                   "backend": "ddp-gloo"}).world_after() == 2  # torchrun restarts the group
+    torchrun = {**HVD, "path": "torchrun-elastic", "checkpoint": "dcp", "backend": "ddp-gloo"}
+    # torchrun restarts the group; with --nnodes 1:2 a late agent's host may be left out
+    assert Plan(**torchrun).world_after() == 1
+    assert Plan(**torchrun, min_world=2).world_after() == 2  # --nnodes 2:2: all rejoin
     assert hosts_for(3) == [("localhost", 2), ("127.0.0.1", 1)]
     assert hosts_for(4) == [("localhost", 2), ("127.0.0.1", 2)]
 
