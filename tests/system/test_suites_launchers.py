@@ -9,6 +9,8 @@ and the sharded backends hold what their sharding promises. The jobs are shared
 """
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from tests.launch import explain
@@ -56,6 +58,14 @@ def test_suites_under_launcher(jobs, launcher, ranks, expected):
         if b["extra_info"]["kind"] == "convergence":  # the weight check ran and passed
             assert b["extra_info"]["weights_equal_across_ranks"] is True, b["extra_info"]
             assert b["extra_info"]["weight_rel_dev"] <= b["extra_info"]["weight_tolerance"]
+    # Horovod waits its own way unless the ranks outnumber the cores (then it sleeps:
+    # hvd_vs_ddp/backends/horovod.py settle()), and says which in its metadata
+    crowded = ranks > len(os.sched_getaffinity(0))
+    waits = {b["extra_info"]["backend_meta"].get("wait") for b in data["benchmarks"]
+             if b["extra_info"].get("backend") == "horovod"
+             and b["extra_info"].get("backend_meta")}
+    if "horovod" in expected:
+        assert waits == {"poll-sleep (ranks outnumber cores)" if crowded else "horovod"}, waits
     if ranks > 1:
         _sharding_shows(data["benchmarks"], expected & {"zero", "fsdp"})
         gan = {b["extra_info"]["backend"] for b in data["benchmarks"]
