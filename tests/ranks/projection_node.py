@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import sys
 import time
 
 import torch
@@ -84,11 +82,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    code = main()
-    # torch 2.14: once DDP has wrapped a model over Gloo, the process group's threads
-    # outlive destroy_process_group, and the interpreter's teardown then aborts ("terminate
-    # called without an active exception", SIGABRT) in most runs, after the results are
-    # written. Leave without that teardown: everything this rank had to do is done.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    # torch 2.14: once DDP has wrapped a model over Gloo, the interpreter's teardown aborts
+    # ("terminate called without an active exception", SIGABRT) in most runs, after the
+    # results are written: leave as every rank script does (harness/process_exit.py)
+    from hvd_vs_ddp.harness.process_exit import hard_exit
+
+    hard_exit(main())
