@@ -25,6 +25,7 @@ from typing import Any, Callable
 import torch
 
 from hvd_vs_ddp.backends.base import Availability, Backend, BackendUnavailable, check_op
+from hvd_vs_ddp.common.cores import usable_cores
 
 DEFAULT_FUSION_BYTES = 128 * 1024 * 1024
 GLOO_TIMEOUT_ENV = "HOROVOD_GLOO_TIMEOUT_SECONDS"
@@ -82,7 +83,7 @@ def fusion_conflict(options) -> str | None:
 
 def oversubscribed(local_size: int) -> bool:
     """More ranks on this host than cores this process may run on."""
-    return local_size > len(os.sched_getaffinity(0))
+    return local_size > usable_cores()
 
 
 def settle(handles) -> None:

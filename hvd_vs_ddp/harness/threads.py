@@ -17,8 +17,7 @@ import os
 import sys
 from dataclasses import asdict, dataclass
 
-import psutil
-
+from hvd_vs_ddp.common.cores import node_cores, usable_cores
 from hvd_vs_ddp.common.log import log
 
 
@@ -36,17 +35,6 @@ class ThreadPlan:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def node_cores() -> int:
-    return psutil.cpu_count(logical=False) or os.cpu_count() or 1
-
-
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def decide(local_ranks: int, requested: int = 0) -> ThreadPlan:

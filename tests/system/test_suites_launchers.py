@@ -9,10 +9,9 @@ and the sharded backends hold what their sharding promises. The jobs are shared
 """
 from __future__ import annotations
 
-import os
-
 import pytest
 
+from hvd_vs_ddp.common.cores import usable_cores
 from tests.launch import explain
 from tests.system.jobs import SUITES
 
@@ -60,7 +59,7 @@ def test_suites_under_launcher(jobs, launcher, ranks, expected):
             assert b["extra_info"]["weight_rel_dev"] <= b["extra_info"]["weight_tolerance"]
     # Horovod waits its own way unless the ranks outnumber the cores (then it sleeps:
     # hvd_vs_ddp/backends/horovod.py settle()), and says which in its metadata
-    crowded = ranks > len(os.sched_getaffinity(0))
+    crowded = ranks > usable_cores()
     waits = {b["extra_info"]["backend_meta"].get("wait") for b in data["benchmarks"]
              if b["extra_info"].get("backend") == "horovod"
              and b["extra_info"].get("backend_meta")}

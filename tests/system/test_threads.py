@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from hvd_vs_ddp.harness.threads import decide, node_cores
+from hvd_vs_ddp.common.cores import node_cores
+from hvd_vs_ddp.harness.threads import decide
 from tests.launch import explain
 from tests.system.jobs import DDP_STATS_OFF, SUITES, TIMELINE
 
