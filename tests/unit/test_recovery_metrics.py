@@ -80,6 +80,7 @@ def test_a_checkpoint_finished_after_the_kill_by_the_old_rank_0_counts():
     assert (f["killed_after_step"], f["last_commit_step"], f["resume_step"]) == (6, 6, 6)
     assert f["steps_lost"] == 0
 
+
 def test_definitions_on_a_hand_made_log():
     events, kill = horovod_like()
     f = compute(events, kill, PLAN, t0=-1.0)
