@@ -36,7 +36,7 @@ from hvd_vs_ddp.backends import catalog, compile_support, registry
 from hvd_vs_ddp.backends.launchers import matrix_launchers
 from hvd_vs_ddp.common.errors import InputError, UnknownName
 from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
-from hvd_vs_ddp.harness.options import SUITES, SuiteOptions
+from hvd_vs_ddp.harness.options import CELL_PLUGINS, SUITES, SuiteOptions
 from hvd_vs_ddp.workloads.external import slug as workload_slug
 
 BASELINES = tuple(catalog.names(distributed=False))  # one process: world size 1 only
@@ -329,7 +329,8 @@ def pytest_argv(cell: Cell, preset: Preset, json_path: str,
     if "recovery" in cell.suites:
         opts = opts.replace(recovery_world_size=cell.world_size,
                             recovery_workload=cell.workload or opts.workloads[0])
-    return ["-m", "pytest", *(SUITES[s] for s in cell.suites), "-p", "no:cacheprovider",
+    return ["-m", "pytest", *CELL_PLUGINS, *(SUITES[s] for s in cell.suites),
+            "-p", "no:cacheprovider",
             "-q", *opts.to_argv(), *cell.pytest_args, "--benchmark-json", json_path]
 
 
