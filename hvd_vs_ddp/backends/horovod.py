@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import math
 import os
+import pickle
 import time
 from importlib import metadata as importlib_metadata
 from typing import Any, Callable
@@ -105,6 +106,15 @@ def settle(handles) -> None:
         if pending:
             time.sleep(pause)
             pause = min(2 * pause, 2e-3)
+
+
+def _pickled(obj: Any) -> torch.Tensor:
+    data = bytearray(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
+    return torch.frombuffer(data, dtype=torch.uint8)
+
+
+def _unpickled(payload: torch.Tensor) -> Any:
+    return pickle.loads(payload.numpy().tobytes())
 
 
 def _shutdown() -> None:
@@ -224,6 +234,7 @@ class HorovodBackend(Backend):
         self._fusion_bytes = int(_STATE["init"].get("HOROVOD_FUSION_THRESHOLD", 0)) or None
         # more ranks than cores on this host: wait for Horovod by sleeping (settle())
         self._polite = oversubscribed(hvd.local_size())
+        self._ops = 0  # object collectives and barriers so far (_op_name)
         if hvd.size() != self.world_size or hvd.rank() != self.rank:
             raise BackendUnavailable(
                 f"horovod: hvd.init() gave rank {hvd.rank()}/{hvd.size()} but the launcher "
@@ -238,7 +249,7 @@ class HorovodBackend(Backend):
         # Horovod stays initialised until the process ends: a second hvd.init() after
         # shutdown() in a horovodrun job can read the first round's stale rendezvous
         # entries and abort. Nothing of a backend's state outlives its training run.
-        _hvd().barrier()
+        self.barrier()
 
     # prepare() in three steps, each one method: tests/plugins/mutations.py replaces one
     # at a time (no broadcast, a sum for the average, no reduction) to prove the suites
@@ -253,8 +264,16 @@ class HorovodBackend(Backend):
         models from different seeds: workloads/loop.py init_seed)."""
         hvd = _hvd()
         # Horovod refuses non-contiguous tensors; channels_last weights are NHWC views.
-        hvd.broadcast_parameters({k: _dense_view(t) for k, t in model.state_dict().items()},
-                                 root_rank=0)
+        params = {k: _dense_view(t) for k, t in model.state_dict().items()}
+        if self._polite:  # hvd.broadcast_parameters's calls, waited for by settle()
+            handles = [hvd.broadcast_async_(t, root_rank=0, name=k)
+                       for k, t in sorted(params.items())]
+            settle(handles)
+            for h in handles:
+                hvd.synchronize(h)
+        else:
+            hvd.broadcast_parameters(params, root_rank=0)
+        # its object broadcasts spin where ranks outnumber cores: once per model
         hvd.broadcast_optimizer_state(optimizer, root_rank=0)
 
     def _reduce_op(self):
@@ -330,14 +349,42 @@ class HorovodBackend(Backend):
             settle([handle])
         return _hvd().synchronize(handle)
 
+    # Horovod's own object collectives and barrier block in its spinning wait; where the
+    # ranks outnumber the cores they run on the async calls and settle() instead: the
+    # object pickled into a byte tensor (with its size first), as Horovod's own do.
     def broadcast_object(self, obj: Any, src: int = 0) -> Any:
-        return _hvd().broadcast_object(obj, root_rank=src)
+        if not self._polite:
+            return _hvd().broadcast_object(obj, root_rank=src)
+        hvd, name = _hvd(), self._op_name("broadcast_object")
+        payload = _pickled(obj) if self.rank == src else torch.empty(0, dtype=torch.uint8)
+        size = torch.tensor([payload.numel()], dtype=torch.int64)
+        self._wait(hvd.broadcast_async_(size, root_rank=src, name=f"{name}.size"))
+        if self.rank != src:
+            payload = torch.empty(int(size.item()), dtype=torch.uint8)
+        self._wait(hvd.broadcast_async_(payload, root_rank=src, name=f"{name}.data"))
+        return _unpickled(payload)
 
     def all_gather_object(self, obj: Any) -> list[Any]:
-        return _hvd().allgather_object(obj)
+        if not self._polite:
+            return _hvd().allgather_object(obj)
+        hvd, name = _hvd(), self._op_name("allgather_object")
+        payload = _pickled(obj)
+        sizes = self._wait(hvd.allgather_async(
+            torch.tensor([payload.numel()], dtype=torch.int64), name=f"{name}.size"))
+        flat = self._wait(hvd.allgather_async(payload, name=f"{name}.data"))
+        return [_unpickled(part) for part in torch.split(flat, sizes.tolist())]
 
     def barrier(self) -> None:
-        _hvd().barrier()
+        if not self._polite:
+            _hvd().barrier()
+            return
+        # an allreduce completes on no rank before every rank has joined it
+        self._wait(_hvd().allreduce_async_(torch.zeros(1), name=self._op_name("barrier")))
+
+    def _op_name(self, what: str) -> str:
+        """A name every rank gives the same call (Horovod matches ops by name)."""
+        self._ops += 1
+        return f"hvd_vs_ddp.{what}.{self._ops}"
 
     def metadata(self) -> dict[str, Any]:
         meta = super().metadata()
