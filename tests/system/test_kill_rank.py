@@ -25,15 +25,11 @@ from pathlib import Path
 import pytest
 
 from hvd_vs_ddp.backends import launchers
-from tests.launch import ROOT, TINY_RUN_SUITE_ARGS, horovod_available, leftovers
+from tests.launch import ROOT, TINY_RUN_SUITE_ARGS, TINY_SUITE_ARGS, horovod_available, leftovers
 
 pytestmark = pytest.mark.multiproc
 TINY = ["-m", "pytest", "suites/test_throughput.py", "suites/test_convergence.py",
-        "suites/test_collectives.py", "-q", "-p", "no:cacheprovider", "--workloads", "mlp",
-        "--convergence-workloads", "mlp",
-        "--rounds", "2", "--steps-per-round", "1", "--warmup-steps", "1",
-        "--convergence-steps", "5", "--max-bytes", "65536", "--collective-iters", "5",
-        "--benchmark-json"]
+        "suites/test_collectives.py", *TINY_SUITE_ARGS, "--benchmark-json"]
 
 
 def _ranks(marker: str, launcher_pid: int) -> list[int]:
