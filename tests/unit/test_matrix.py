@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 
 import pytest
 
 from hvd_vs_ddp.cli import matrix
+from hvd_vs_ddp.common.checkout import ROOT
 
 
 @pytest.mark.parametrize("preset", sorted(matrix.PRESETS))
@@ -78,3 +81,26 @@ def test_a_knob_set_the_backend_cannot_honour_gets_no_cell():
     ids = [c.id for c in matrix.cells(matrix.PRESETS["tune"], world_sizes=[2])]
     assert "ddp-gloo-torchrun-np2-ddp-static-graph" in ids
     assert not [i for i in ids if i.startswith("ddp-gloo-") and "powersgd" in i]
+
+
+def test_a_cells_pytest_loads_pytest_benchmark_and_no_other_installed_plugin():
+    """A cell's measurement runs no plugin it did not ask for: hypothesis and xdist are
+    installed here (for these tests) and a real pytest with the cell's plugin arguments
+    must load neither, but pytest-benchmark."""
+    p = matrix.PRESETS["quick"]
+    cell = next(c for c in matrix.cells(p, world_sizes=[1]) if c.backend == "single")
+    argv = matrix.pytest_argv(cell, p, "out.json")
+    plugins = argv[argv.index("pytest") + 1:argv.index("pytest") + 1 + len(
+        matrix.CELL_PLUGINS)]
+    assert plugins == list(matrix.CELL_PLUGINS)
+    out = subprocess.run([sys.executable, "-m", "pytest", *plugins, "-p", "no:cacheprovider",
+                          "--collect-only", "--trace-config", "suites/test_throughput.py"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    active = out.stdout[out.stdout.index("active plugins:"):]
+    assert "pytest_benchmark/plugin.py" in active
+    assert "_hypothesis_pytestplugin" not in active and "xdist/plugin.py" not in active, active
+    # and without the arguments, the same pytest loads them (the check can fail)
+    plain = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                            "--collect-only", "--trace-config", "suites/test_throughput.py"],
+                           cwd=ROOT, capture_output=True, text=True, timeout=120).stdout
+    assert "_hypothesis_pytestplugin" in plain[plain.index("active plugins:"):]
