@@ -33,6 +33,7 @@ file left as it was; 130, 143, 129: interrupted by SIGINT, SIGTERM, SIGHUP.
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from pathlib import Path
 
@@ -165,6 +166,10 @@ def _add_run(sub) -> None:
     run.add_argument("--launchers", type=argtypes.launchers, help="comma-separated launchers "
                      "for world sizes above 1, e.g. torchrun,horovodrun-gloo (default: "
                      "every one that fits each backend)")
+    run.add_argument("--suites", type=argtypes.suites, help="comma-separated suites of the "
+                     "preset to run, e.g. throughput,compute (default: all of them; "
+                     "'compute' brings the compute-only reference cells, 'timeline' the "
+                     "instrumented Horovod twins)")
     run.add_argument("--repeat", type=argtypes.count, help="repetitions per cell, each a fresh "
                      "process, interleaved across cells (default: the preset's; quick: 3)")
     run.add_argument("--order-seed", type=argtypes.integer, help="seed of the shuffled order of "
@@ -261,7 +266,8 @@ def main(argv: list[str] | None = None) -> int:
         if exc.errno is None:
             raise
         print(f"hvd-vs-ddp: error: {one_line(_os_error(exc))}", file=sys.stderr)
-        return EXIT_WRITE_FAILED
+        # a path given longer than the file system allows is the input's fault
+        return EXIT_BAD_INPUT if exc.errno == errno.ENAMETOOLONG else EXIT_WRITE_FAILED
 
 
 def _os_error(exc: OSError) -> str:

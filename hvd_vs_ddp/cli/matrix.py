@@ -337,10 +337,16 @@ def pytest_argv(cell: Cell, preset: Preset, json_path: str,
 _SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
+MAX_NAME = 200  # a folder name; file systems allow 255 bytes (NAME_MAX), with room left
+
+
 def check_name(name: str) -> str:
     if not _SAFE.match(name) or name in (".", ".."):
         raise MatrixError(f"run name {name!r} must be letters, digits, '.', '_' or '-' "
                           "(no path separators)")
+    if len(name) > MAX_NAME:
+        raise MatrixError(f"run name {name[:20]}... is {len(name)} characters long; at most "
+                          f"{MAX_NAME} (it names a folder)")
     return name
 
 
