@@ -166,6 +166,20 @@ CASES: list[Case] = [
        "--backends ddp-mpi", "no cell", "--launchers torchrun"),
     _c(["run", "--resume", "runs/earlier", "--launchers", "torchrun"], "--launchers",
        "cannot change a resumed run"),
+    _c(run("--name", "x" * 300), "run name xxxxxxxxxxxxxxxxxxxx...", "300 characters",
+       "at most 200"),
+    _c(run("--data-dir", "d" * 300), "File name too long"),  # errno's line, exit 2
+    # --suites: names the registry knows, of the preset's own, and one that trains
+    _c(run("--suites", "thruput"), "unknown suite 'thruput'", "throughput"),
+    _c(run("--suites", ""), "--suites", "empty"),
+    _c(run("--suites", "gan"), "--suites gan", "quick preset has no gan suite",
+       "throughput"),
+    _c(run("--preset", "tune", "--suites", "throughput,timeline"), "tune preset has no "
+       "timeline suite"),
+    _c(run("--suites", "compute,timeline"), "--suites compute,timeline",
+       "at least one suite that trains", "convergence"),
+    _c(["run", "--resume", "runs/earlier", "--suites", "throughput"], "--suites",
+       "cannot change a resumed run"),
     # -- the recovery preset (hvd_vs_ddp/recovery/plan.py)
     _c(run("--preset", "recovery", "--backends", "ddp-mpi"), "ddp-mpi has no elastic path",
        "horovodrun-gloo", "torchrun"),

@@ -109,6 +109,14 @@ backends = _known("backend", _backends)
 launchers = _known("launcher", _launchers)
 
 
+def _suites() -> list[str]:
+    from hvd_vs_ddp.harness.options import SUITES
+    return list(SUITES)
+
+
+suites = _known("suite", _suites)  # which of them a preset has: run_request.py
+
+
 def _workloads(text: str) -> tuple[str, ...]:
     """Workload names or specs (hvd_vs_ddp/workloads/external.py), each resolved (its
     module imported) and in its canonical form (a file's path made absolute)."""

@@ -36,7 +36,7 @@ from hvd_vs_ddp.common.log import log
 RANKS_PER_CORE_LIMIT = 4
 # What a resumed run keeps from its manifest: giving any of these with --resume is refused.
 RESUME_KEEPS = ("preset", "backends", "workloads", "world_sizes", "name", "suite_args",
-                "data_dir", "order_seed", "profile", "launchers")
+                "data_dir", "order_seed", "profile", "launchers", "suites")
 
 
 class RunRequestError(InputError):
@@ -68,7 +68,8 @@ def build(args: Any) -> RunRequest:
 def _resumed(args: Any) -> RunRequest:
     from hvd_vs_ddp.results_schema import ResultsError, load_manifest
 
-    given = [f"--{k.replace('_', '-')}" for k in RESUME_KEEPS if getattr(args, k) is not None]
+    given = [f"--{k.replace('_', '-')}" for k in RESUME_KEEPS
+             if getattr(args, k, None) is not None]
     if given:
         raise RunRequestError(f"--resume {args.resume}: {', '.join(given)} cannot change a "
                               "resumed run (it keeps its cells and options); drop "
@@ -113,6 +114,8 @@ def _fresh(args: Any) -> RunRequest:
     preset = matrix.preset(args.preset or "quick")
     if args.launchers:  # only these launchers above one rank
         preset = dataclasses.replace(preset, launchers=args.launchers)
+    if args.suites:
+        preset = _only_suites(preset, args.suites)
     _check_runs_dir(args.runs_dir)
     _check_host_capacity(args.world_sizes, args.hosts)
     extra, opts = _suite_extra(args, preset)
@@ -131,6 +134,25 @@ def _fresh(args: Any) -> RunRequest:
     return RunRequest(run_dir, preset, cells, args.workloads, args.hosts, args.repeat,
                       args.order_seed, args.cell_time_limit, args.allow_failures,
                       pythonpath=path)
+
+
+def _only_suites(preset: Preset, chosen: tuple[str, ...]) -> Preset:
+    """The preset with only the `chosen` of its suites: 'compute' keeps the compute-only
+    reference cells, 'timeline' the instrumented Horovod twins (when the preset has
+    them), and at least one suite that trains must remain for them to refer to."""
+    has = [*preset.suites, *(["timeline"] if preset.timeline else [])]
+    foreign = [s for s in chosen if s not in has]
+    if foreign:
+        raise RunRequestError(f"--suites {','.join(chosen)}: the {preset.name} preset has no "
+                              f"{', '.join(foreign)} suite; it has {', '.join(has)}")
+    kept = tuple(s for s in preset.suites if s in chosen)
+    if not [s for s in kept if s != "compute"]:
+        raise RunRequestError(f"--suites {','.join(chosen)}: name at least one suite that "
+                              "trains ('compute' and 'timeline' are references for the "
+                              f"others); the {preset.name} preset has "
+                              f"{', '.join(s for s in preset.suites if s != 'compute')}")
+    return dataclasses.replace(preset, suites=kept,
+                               timeline=preset.timeline and "timeline" in chosen)
 
 
 def _check_runs_dir(runs_dir: str) -> None:

@@ -104,3 +104,25 @@ def test_a_cells_pytest_loads_pytest_benchmark_and_no_other_installed_plugin():
                             "--collect-only", "--trace-config", "suites/test_throughput.py"],
                            cwd=ROOT, capture_output=True, text=True, timeout=120).stdout
     assert "_hypothesis_pytestplugin" in plain[plain.index("active plugins:"):]
+
+
+@pytest.mark.parametrize("suites, compute_only, twins", [
+    (None, True, True), ("throughput", False, False), ("throughput,timeline", False, True),
+    ("throughput,compute", True, False), ("convergence,collectives", False, False)])
+def test_run_suites_chooses_the_suites_and_their_reference_and_twin_cells(
+        tmp_path, monkeypatch, suites, compute_only, twins):
+    """`run --suites`: only the named suites of the preset; the compute-only reference
+    cells come with 'compute', the Horovod timeline twins with 'timeline'."""
+    from hvd_vs_ddp.cli import app, run_request
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["run", "--runs-dir", "runs", "--backends", "ddp-gloo,horovod", "--world-sizes",
+            "1,2", "--workloads", "mlp", *(["--suites", suites] if suites else [])]
+    cells = run_request.build(app.parser().parse_args(argv)).cells
+    assert any(c.backend == matrix.COMPUTE_ONLY for c in cells) == compute_only
+    assert any(c.suites == ("timeline",) for c in cells) == twins
+    trained = {s for c in cells for s in c.suites if s not in ("compute", "timeline")}
+    want = set((suites or "throughput,convergence,collectives").split(",")) - {
+        "compute", "timeline"}
+    assert trained == want
+    assert not (tmp_path / "runs").exists()  # judged, nothing written
