@@ -20,7 +20,7 @@ erratic):
 Horovod's MPI controller is left out: Open MPI's progress engine busy-polls, and with
 more ranks than cores the spinning ranks take the cores from the computing ones.
 
-    python -m pytest tests/system/test_projection_selfcheck.py -q     # ~3 minutes
+    python -m pytest tests/system/test_projection_selfcheck.py -q     # ~1.5 minutes
 """
 from __future__ import annotations
 
@@ -34,18 +34,22 @@ from hvd_vs_ddp.runs.load import load_run
 from tests.launch import horovod_available
 
 pytestmark = [pytest.mark.multiproc, pytest.mark.slow]
-# The fit run: throughput, and the allreduce sweep `--interconnect measured` fits; the
-# target run: throughput only (what the projection is held against).
+# The fit run: throughput, the compute-only reference and the allreduce sweep
+# `--interconnect measured` fits; the target run: throughput only (what the projection
+# is held against). Neither needs Horovod's timeline twins.
+FIT_SUITES = "throughput,compute,collectives"
 FIT_ARGS = ("--rounds 5 --steps-per-round 2 --warmup-steps 2 --max-bytes 4194304 "
             "--collective-iters 10 --collective-ops allreduce -k 'throughput or collective'")
+TARGET_SUITES = "throughput"
 TARGET_ARGS = "--rounds 5 --steps-per-round 2 --warmup-steps 2 -k throughput"
 DDP_BOUND = 0.25          # |projected / measured - 1|, widened by the runs' own spread
 
 
-def _run(runs, name: str, sizes: str, backends: str, suite_args: str) -> None:
+def _run(runs, name: str, sizes: str, backends: str, suites: str, suite_args: str) -> None:
     assert cli(["run", "--backends", backends, "--launchers", "torchrun,horovodrun-gloo",
                 "--workloads", "gpt", "--world-sizes", sizes, "--repeat", "1",
-                "--runs-dir", str(runs), "--name", name, "--suite-args", suite_args]) == 0
+                "--suites", suites, "--runs-dir", str(runs), "--name", name,
+                "--suite-args", suite_args]) == 0
 
 
 def _measured(run_dir) -> dict[tuple[str, int], list]:
@@ -74,8 +78,8 @@ def test_fit_on_1_2_ranks_predicts_3_4(tmp_path, capsys):
     ok, _ = horovod_available()
     backends = "ddp-gloo,horovod" if ok else "ddp-gloo"
     runs = tmp_path / "runs"
-    _run(runs, "fit", "1,2", backends, FIT_ARGS)
-    _run(runs, "target", "3,4", backends, TARGET_ARGS)
+    _run(runs, "fit", "1,2", backends, FIT_SUITES, FIT_ARGS)
+    _run(runs, "target", "3,4", backends, TARGET_SUITES, TARGET_ARGS)
     out = tmp_path / "projection.json"
     assert cli(["project", str(runs / "fit"), "--devices", "3,4", "--devices-per-node", "4",
                 "--interconnect", "measured", "-o", str(out)]) == 0
