@@ -87,7 +87,7 @@ WITH_GPT = {("horovodrun-mpi", 2), ("horovodrun-gloo", 4)}
 # after destroy_process_group once DDP wrapped a model with it). Horovod's own wait spins
 # (WaitAndClear yields in a loop) and took the cores from its background threads: this
 # job took 241-1290 s; the Horovod backend now sleeps instead where ranks outnumber cores
-# (backends/horovod.py settle(): 46-129 s in 23 of 25 runs, twice 537-548 s). The limits stay
+# (backends/horovod.py settle(): 41-129 s in 25 of 27 runs, twice 537-548 s). The limits stay
 # generous: the job checks that every test passes, not how fast.
 OVERSUBSCRIBED_LIMITS = ("--test-time-limit", "900", "--collective-timeout", "900")
 
