@@ -68,8 +68,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # Before the collective plugin hides --benchmark-json from ranks other than 0.
     json_path = getattr(config.option, "benchmark_json", None)
     try:
-        if hasattr(json_path, "write"):  # pytest-benchmark < 5.3 gives an open file
-            json_path = json_path.name
+        if hasattr(json_path, "write"):  # pytest-benchmark < 5.3 opens (truncates) it
+            raise InputError(f"--benchmark-json {json_path.name}: pytest-benchmark "
+                             f"{_benchmark_version()} opens this file itself before any "
+                             "check (an earlier file there is already emptied); hvd-vs-ddp "
+                             "needs pytest-benchmark >= 5.3: pip install -U pytest-benchmark")
         timeline = horovod_timeline.target(opts.horovod_timeline, json_path, opts.run_dir)
         if json_path and detect().rank == 0:  # the rank that writes it; the output gate:
             if not Path(json_path).resolve().parent.is_dir():
@@ -126,6 +129,12 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     run = suite_run.find(config)
     if run is not None:
         run.plugin.unconfigure()
+
+
+def _benchmark_version() -> str:
+    from importlib import metadata
+
+    return metadata.version("pytest-benchmark")
 
 
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:
