@@ -69,8 +69,10 @@ def pytest_configure(config: pytest.Config) -> None:
     json_path = getattr(config.option, "benchmark_json", None)
     try:
         if hasattr(json_path, "write"):  # pytest-benchmark < 5.3 opens (truncates) it
+            import pytest_benchmark
+
             raise InputError(f"--benchmark-json {json_path.name}: pytest-benchmark "
-                             f"{_benchmark_version()} opens this file itself before any "
+                             f"{pytest_benchmark.__version__} opens this file itself before any "
                              "check (an earlier file there is already emptied); hvd-vs-ddp "
                              "needs pytest-benchmark >= 5.3: pip install -U pytest-benchmark")
         timeline = horovod_timeline.target(opts.horovod_timeline, json_path, opts.run_dir)
@@ -129,12 +131,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     run = suite_run.find(config)
     if run is not None:
         run.plugin.unconfigure()
-
-
-def _benchmark_version() -> str:
-    from importlib import metadata
-
-    return metadata.version("pytest-benchmark")
 
 
 def pytest_benchmark_update_machine_info(config: pytest.Config, machine_info: dict) -> None:

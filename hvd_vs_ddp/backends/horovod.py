@@ -264,15 +264,12 @@ class HorovodBackend(Backend):
         models from different seeds: workloads/loop.py init_seed)."""
         hvd = _hvd()
         # Horovod refuses non-contiguous tensors; channels_last weights are NHWC views.
-        params = {k: _dense_view(t) for k, t in model.state_dict().items()}
-        if self._polite:  # hvd.broadcast_parameters's calls, waited for by settle()
-            handles = [hvd.broadcast_async_(t, root_rank=0, name=k)
-                       for k, t in sorted(params.items())]
-            settle(handles)
-            for h in handles:
-                hvd.synchronize(h)
-        else:
-            hvd.broadcast_parameters(params, root_rank=0)
+        # hvd.broadcast_parameters's own calls (sorted by name, all in flight, then each
+        # waited for), waited for by _wait() so that they sleep where ranks outnumber cores
+        handles = [hvd.broadcast_async_(_dense_view(t), root_rank=0, name=k)
+                   for k, t in sorted(model.state_dict().items())]
+        for h in handles:
+            self._wait(h)
         # its object broadcasts spin where ranks outnumber cores: once per model
         hvd.broadcast_optimizer_state(optimizer, root_rank=0)
 
