@@ -10,7 +10,7 @@ global batch the reference for every distributed run.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
 import torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler, TensorDataset
@@ -53,15 +53,48 @@ def digits(train: bool, seed: int = 0) -> TensorDataset:
 
     A fixed, seeded 80/20 split; pixels scaled to [0, 1].
     """
-    from sklearn.datasets import load_digits
-
-    data = load_digits()
-    x = torch.tensor(data.data, dtype=torch.float32) / 16.0
-    y = torch.tensor(data.target, dtype=torch.long)
+    pixels, labels = digits_arrays()
+    x = torch.tensor(pixels, dtype=torch.float32) / 16.0
+    y = torch.tensor(labels, dtype=torch.long)
     perm = torch.randperm(len(x), generator=torch.Generator().manual_seed(seed))
     cut = int(0.8 * len(x))
     idx = perm[:cut] if train else perm[cut:]
     return TensorDataset(x[idx], y[idx])
+
+
+DIGITS_SHAPE = (1797, 64)
+
+
+def digits_arrays() -> tuple[Any, Any]:
+    """load_digits()'s pixels (1797 x 64, values 0-16) and labels (0-9), read from the
+    CSV file scikit-learn ships (sklearn/datasets/data/digits.csv.gz, pixels then label)
+    without importing sklearn: `import sklearn.datasets` costs every rank of a cell that
+    runs time-to-accuracy about a second of CPU (scipy.stats, most of it), which on a
+    few cores is start-up time of every cell. A file that is missing or not of that
+    shape (another scikit-learn layout) falls back to load_digits() itself, and
+    tests/unit/test_data.py requires both to give the same arrays."""
+    import gzip
+    from importlib.util import find_spec
+
+    import numpy as np
+
+    spec = find_spec("sklearn")  # locates the package without running its __init__
+    where = spec.submodule_search_locations if spec is not None else None
+    if where:
+        path = Path(list(where)[0]) / "datasets" / "data" / "digits.csv.gz"
+        try:
+            with gzip.open(path, "rt") as f:
+                table = np.loadtxt(f, delimiter=",")
+        except (OSError, ValueError):
+            table = None
+        if table is not None and table.shape == (DIGITS_SHAPE[0], DIGITS_SHAPE[1] + 1):
+            labels = table[:, -1].astype(int)
+            if labels.min() >= 0 and labels.max() <= 9:
+                return table[:, :-1], labels
+    from sklearn.datasets import load_digits
+
+    data = load_digits()
+    return data.data, data.target
 
 
 CIFAR10_FILES = tuple(f"data_batch_{i}" for i in range(1, 6)) + ("test_batch", "batches.meta")
