@@ -326,6 +326,8 @@ ISSUE27: list[Case] = [
            "--workload-param ext/bench.py:make_workload:hidden=0"),
        "hidden 0: expected an integer from 1 to 4096"),
     _c(run("--suite-args", f"--workloads {BROKEN}:nope"), "has no function 'nope'"),
+    _c(run("--backends", "ddp-gloo", "--world-sizes", "2", "--suite-args",
+           f"--convergence-workloads {BROKEN}:wrong_input_size"), "one step on a batch"),
     _c(run("--resume", "runs/moved-spec"), "--resume runs/moved-spec", "no such file"),
     # report: runs it cannot use (one line each), outputs it must not write
     _c(["report", "runs/no-cells", "-o", "out/r.html"], "cells/ folder is missing"),

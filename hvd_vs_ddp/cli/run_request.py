@@ -99,7 +99,7 @@ def _resumed(args: Any) -> RunRequest:
         opts = preset.options.replace(**kept)
         sizes = [c.world_size for c in cells] or [1]
         path = _check_workloads(list(manifest.workloads or preset.workloads), opts,
-                                max(sizes))
+                                max(sizes), preset, cells)
     except InputError as exc:
         raise RunRequestError(f"--resume {run_dir}: {exc}") from None
     return RunRequest(run_dir, preset, cells,
@@ -130,7 +130,8 @@ def _fresh(args: Any) -> RunRequest:
                               "--name or --resume it")
     _check_place(run_dir)
     sizes = [c.world_size for c in cells] or [1]
-    path = _check_workloads(list(args.workloads or preset.workloads), opts, max(sizes))
+    path = _check_workloads(list(args.workloads or preset.workloads), opts, max(sizes),
+                            preset, cells)
     return RunRequest(run_dir, preset, cells, args.workloads, args.hosts, args.repeat,
                       args.order_seed, args.cell_time_limit, args.allow_failures,
                       pythonpath=path)
@@ -210,16 +211,24 @@ def _suite_extra(args: Any, preset: Preset) -> tuple[tuple[str, ...], Any]:
     return tuple(checked.to_argv(base=preset.options)) + tuple(rest), checked
 
 
-def _check_workloads(names: list[str], opts: Any, world_size: int) -> tuple[str, ...]:
-    """Every workload the cells train (the throughput ones and those given parameters)
-    built with its parameters on the meta device, one step on a meta batch
-    (hvd_vs_ddp/workloads/check.py); returns the folders the ranks need on PYTHONPATH
-    to import external workload modules as this process did."""
+def _check_workloads(names: list[str], opts: Any, world_size: int,
+                     preset: Preset, cells: tuple[Cell, ...]) -> tuple[str, ...]:
+    """Every workload the cells train, built with its parameters and one step run
+    (hvd_vs_ddp/workloads/check.py): the throughput ones (`names`, or those of
+    --suite-args --workloads, which come later on a cell's command line and win), the
+    convergence suite's where a cell runs it, and those given parameters. Returns the
+    folders the ranks need on PYTHONPATH to import external workload modules as this
+    process did."""
     from hvd_vs_ddp.workloads import check, registry
 
     params = opts.workload_params
+    trained = list(names)
+    if opts.workloads != preset.options.workloads:  # --suite-args --workloads
+        trained = list(opts.workloads)
+    if any("convergence" in c.suites for c in cells):
+        trained += opts.convergence_workloads
     folders = []
-    for name in dict.fromkeys([*names, *opts.workloads, *params]):  # --suite-args too
+    for name in dict.fromkeys([*trained, *params]):
         check.check(name, params.get(name, {}), world_size)
         where = registry.resolve(name).pythonpath
         if where:

@@ -4,9 +4,11 @@
 calls its factory with the parameters (each already checked against its declaration),
 builds its model on torch's meta device (shapes only: no memory, no arithmetic), takes
 one sample of its data set, and runs one forward pass and the loss on a meta batch of
-the per-rank batch size. A model the meta device cannot build or run (one that reads
-tensor values: RegNet's builder, transformers' attention masks) is built on the CPU and
-runs that step on a batch of zeros instead, as a rank would.
+the per-rank batch size (a small model, SMALL_STEP, takes that step on the CPU instead,
+on zeros: milliseconds, where the meta device's first use costs a second of imports).
+A model the meta device cannot build or run (one that reads tensor values: RegNet's
+builder, transformers' attention masks) is built on the CPU and runs that step on a
+batch of zeros instead, as a rank would.
 Whatever would make every cell fail later is one InputError line now:
 
 - the spec does not import, names no function, or the factory raises or returns no
@@ -122,10 +124,27 @@ def _batch(spec: str, workload, world_size: int):
             torch.empty((batch, *y.shape), dtype=y.dtype, device="meta"))
 
 
+# A model this small (parameters plus one batch's input elements) takes its check step on
+# the CPU, in milliseconds, with real arithmetic: the meta device's first forward costs
+# about a second of imports in the parent (its decompositions load torch._dynamo), paid
+# by every `hvd-vs-ddp run` before its first cell. Larger models stay on meta.
+SMALL_STEP = 4_000_000
+
+
+def _elements(model, x) -> int:
+    return sum(p.numel() for p in model.parameters()) + x.numel()
+
+
 def _forward(spec: str, workload, model, x, y) -> None:
     import torch
 
     device = next(model.parameters()).device
+    if device.type == "meta" and _elements(model, x) <= SMALL_STEP:
+        try:
+            model = workload.build_model(False)
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a user's builder
+            raise _fail(spec, f"its model cannot be built: {_first(exc)}") from None
+        return _forward(spec, workload, model, x, y)
     if device.type != "meta":
         x, y = (torch.zeros(t.shape, dtype=t.dtype) for t in (x, y))
     try:
