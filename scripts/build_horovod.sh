@@ -90,6 +90,14 @@ if ! command -v make >/dev/null; then
 fi
 "$PY" -c "import setuptools, packaging" 2>/dev/null \
   || die "setuptools and packaging are needed in $PY's environment to build: $PY -m pip install setuptools packaging"
+# Horovod's setup.py asks for cffi (setup_requires): where it is missing, setuptools
+# fetches it during the build, which fails on a machine without a package index after a
+# screen of retries (seen on a GPU image, 2026-11-26). Installed first, or one line.
+if ! "$PY" -c "import cffi" 2>/dev/null; then
+  say "installing cffi, which Horovod's setup.py needs to build"
+  "$PY" -m pip install -q "cffi>=1.4.0" >/dev/null 2>&1 \
+    || die "cffi is needed in $PY's environment to build Horovod and pip could not install it (no package index?): $PY -m pip install cffi"
+fi
 
 MPI_OUT=without
 ((WITH_MPI)) && MPI_OUT=$(mpirun --version 2>&1 || true)
