@@ -32,6 +32,7 @@ def test_run_profile_traces_and_report(tmp_path):
     runs = tmp_path / "runs"
     assert cli(["run", "--backends", "ddp-gloo", "--world-sizes", "2", "--workloads", "mlp",
                 "--runs-dir", str(runs), "--name", "prof", "--repeat", "1", "--profile",
+                "--suites", "throughput",  # what --profile adds to (one cell)
                 "--suite-args", TINY_RUN_SUITE_ARGS]) == 0
     run = runs / "prof"
     man = json.loads((run / "manifest.json").read_text())
