@@ -58,7 +58,7 @@ class Figures:
 
 def to_png(fig: Figure) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", bbox_inches="tight",  # marked: the output gate knows it
+    fig.savefig(buf, format="png",  # marked: the output gate knows it
                 metadata={"Software": None, **outputs.png_metadata(outputs.FIGURE)})
     return buf.getvalue()
 
