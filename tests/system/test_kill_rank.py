@@ -45,17 +45,17 @@ def _ranks(marker: str, launcher_pid: int) -> list[int]:
     return out
 
 
-def one_trial(launcher: str, rng: random.Random, tmp: Path) -> dict:
-    """Start the job, SIGKILL one rank at a random moment of its life. A job that ended
-    before its moment (a fast machine) is started again with half the delay, so that
-    every trial kills a rank whatever the machine's speed (the moment is counted from
-    when both ranks exist, not from the launch)."""
-    delay = rng.uniform(0.0, 10.0)  # the tiny job's ranks live ~10-15 s here
+def one_trial(launcher: str, rng: random.Random, tmp: Path, lives: dict[str, float]) -> dict:
+    """Start the job, SIGKILL one rank at a random moment of its life (counted from when
+    both ranks exist, not from the launch), drawn uniformly within how long this
+    launcher's ranks lived when a job ended before its moment (`lives`, learned here;
+    10 s until then). So every trial kills a rank whatever the machine's speed, and the
+    moments still cover the whole life, from start-up to the results' gathering."""
     for _ in range(6):
-        trial = _attempt(launcher, rng, tmp, delay)
+        trial = _attempt(launcher, rng, tmp, rng.uniform(0.0, lives.get(launcher, 10.0)))
         if trial["killed"]:
             return trial
-        delay /= 2
+        lives[launcher] = min(lives.get(launcher, 10.0), trial["lived"])
     return trial
 
 
@@ -71,9 +71,11 @@ def _attempt(launcher: str, rng: random.Random, tmp: Path, delay: float) -> dict
     while proc.poll() is None and len(ranks) < 2 and time.monotonic() < born:
         time.sleep(0.05)
         ranks = _ranks(marker, proc.pid)
-    deadline = time.monotonic() + delay
+    seen = time.monotonic()
+    deadline = seen + delay
     while time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
+    lived = time.monotonic() - seen  # the whole life, where the job ended first
     victim = None
     if proc.poll() is None and ranks:
         victim = rng.choice(ranks)
@@ -99,6 +101,7 @@ def _attempt(launcher: str, rng: random.Random, tmp: Path, delay: float) -> dict
             pass
     return {"launcher": launcher, "delay": round(delay, 2), "killed": victim is not None,
             "hang": hang, "ended_in": round(ended_in, 1), "leftovers": len(left),
+            "lived": lived,
             "returncode": proc.returncode, "tail": out.decode(errors="replace")[-600:]}
 
 
@@ -108,7 +111,9 @@ def test_random_kills_never_hang_or_leave_processes(tmp_path):
     if horovod_available()[0] and launchers.available("horovodrun-gloo"):
         launchers_.append("horovodrun-gloo")
     rng = random.Random(int(os.environ.get("HVD_KILL_SEED", "0")))
-    results = [one_trial(launchers_[i % len(launchers_)], rng, tmp_path) for i in range(trials)]
+    lives: dict[str, float] = {}
+    results = [one_trial(launchers_[i % len(launchers_)], rng, tmp_path, lives)
+               for i in range(trials)]
     summary = {"trials": trials, "killed": sum(r["killed"] for r in results),
                "hangs": sum(r["hang"] for r in results),
                "leftover_processes": sum(r["leftovers"] for r in results),
