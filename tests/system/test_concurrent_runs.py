@@ -4,8 +4,8 @@ Two `hvd-vs-ddp run` processes start at the same moment, into different run
 directories of one runs folder, each with DDP under torchrun and Horovod under
 horovodrun --gloo and --mpi (each launcher picks its own free ports; nothing is
 fixed), the throughput suite in every cell and Horovod's timeline twins (no compute-only
-reference cell: another torchrun job, as the DDP cell is). Both must exit 0 with every cell passed and
-results of their own.
+reference cell: another torchrun job, as the DDP cell is). Both must exit 0 with every
+cell passed and results of their own.
 
     python -m pytest tests/system/test_concurrent_runs.py
 """
@@ -34,8 +34,9 @@ def test_two_runs_at_once_both_finish(tmp_path):
     procs = {name: subprocess.Popen(
         [sys.executable, "-m", "hvd_vs_ddp.cli", "run", "--backends", backends,
          "--world-sizes", "2", "--workloads", "mlp", "--runs-dir", str(runs), "--name", name,
-         "--suites", "throughput,timeline", "--suite-args", TINY, "--repeat", "1"], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, start_new_session=True) for name in ("a", "b")}
+         "--suites", "throughput,timeline", "--suite-args", TINY, "--repeat", "1"], cwd=ROOT,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        start_new_session=True) for name in ("a", "b")}
     deadline = time.monotonic() + 900
     outs = {name: p.communicate(timeout=max(deadline - time.monotonic(), 1))[0]
             for name, p in procs.items()}
