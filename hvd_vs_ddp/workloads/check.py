@@ -60,6 +60,8 @@ def _check(name: str, key: tuple, params: dict[str, Any], world_size: int) -> No
                            if params else "")  # as errors name it
     model = _model(spec, workload)
     x, y = _batch(spec, workload, world_size)
+    if _on_meta(model) and _elements(model, x) <= SMALL_STEP:
+        model = _cpu_model(spec, workload)
     _forward(spec, workload, model, x, y)
 
 
@@ -83,10 +85,7 @@ def _model(spec: str, workload) -> Any:
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a user's builder may raise anything
         if "meta" not in str(exc):
             raise _fail(spec, f"its model cannot be built: {_first(exc)}") from None
-        try:  # a builder that reads tensor values (RegNet) cannot build on meta
-            model = workload.build_model(False)
-        except (Exception, SystemExit) as exc2:  # noqa: BLE001
-            raise _fail(spec, f"its model cannot be built: {_first(exc2)}") from None
+        model = _cpu_model(spec, workload)  # a builder that reads tensor values (RegNet)
     if not isinstance(model, nn.Module):
         raise _fail(spec, f"build_model returned {type(model).__name__}, expected a "
                           "torch.nn.Module")
@@ -94,6 +93,18 @@ def _model(spec: str, workload) -> Any:
         raise _fail(spec, "its model has no trainable parameters: there is nothing for "
                           "DDP or Horovod to synchronise")
     return model
+
+
+def _cpu_model(spec: str, workload) -> Any:
+    """The real model on the CPU, where the meta device will not do."""
+    try:
+        return workload.build_model(False)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - a user's builder may raise anything
+        raise _fail(spec, f"its model cannot be built: {_first(exc)}") from None
+
+
+def _on_meta(model) -> bool:
+    return next(model.parameters()).device.type == "meta"
 
 
 def _batch(spec: str, workload, world_size: int):
@@ -138,23 +149,17 @@ def _elements(model, x) -> int:
 def _forward(spec: str, workload, model, x, y) -> None:
     import torch
 
-    device = next(model.parameters()).device
-    if device.type == "meta" and _elements(model, x) <= SMALL_STEP:
-        try:
-            model = workload.build_model(False)
-        except (Exception, SystemExit) as exc:  # noqa: BLE001 - a user's builder
-            raise _fail(spec, f"its model cannot be built: {_first(exc)}") from None
-        return _forward(spec, workload, model, x, y)
-    if device.type != "meta":
+    meta = _on_meta(model)
+    if not meta:
         x, y = (torch.zeros(t.shape, dtype=t.dtype) for t in (x, y))
     try:
         model.train()
         loss = workload.loss(model(x), y)
     except (Exception, SystemExit) as exc:  # noqa: BLE001
-        if device.type == "meta" and "meta" in str(exc):
+        if meta and "meta" in str(exc):
             # a forward that reads values (.item(), data-dependent shapes): the real
             # model on the CPU, one step on a batch of zeros, as a rank would do
-            return _forward(spec, workload, workload.build_model(False), x, y)
+            return _forward(spec, workload, _cpu_model(spec, workload), x, y)
         raise _fail(spec, f"one step on a batch of {workload.batch_size} x "
                           f"{tuple(x.shape[1:])} {str(x.dtype).removeprefix('torch.')} "
                           f"fails: {_first(exc)}") from None
