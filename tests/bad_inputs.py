@@ -162,6 +162,10 @@ CASES: list[Case] = [
          "--epoch-samples", "whole number") for n in ("0", "-5", "1.5", "1e6", "many", "")],
     _c(run("--launchers", "srun2"), "unknown launcher 'srun2'", "torchrun"),
     _c(run("--launchers", ""), "--launchers", "empty"),
+    # a launcher `run` cannot start, or one under which no backend is compared: before,
+    # their cells were left out with a note and the one-rank references ran alone
+    _c(run("--launchers", "srun"), "--launchers srun", "started by the user"),
+    _c(run("--launchers", "single"), "--launchers single", "no distributed backend"),
     _c(run("--backends", "ddp-mpi", "--world-sizes", "2", "--launchers", "torchrun"),
        "--backends ddp-mpi", "no cell", "--launchers torchrun"),
     _c(["run", "--resume", "runs/earlier", "--launchers", "torchrun"], "--launchers",

@@ -112,8 +112,9 @@ def _resumed(args: Any) -> RunRequest:
 # -- a fresh run -------------------------------------------------------------
 def _fresh(args: Any) -> RunRequest:
     preset = matrix.preset(args.preset or "quick")
-    if args.launchers:  # only these launchers above one rank
-        preset = dataclasses.replace(preset, launchers=args.launchers)
+    if args.launchers:  # only these launchers above one rank, named ones never left out
+        preset = dataclasses.replace(preset, launchers=args.launchers, without_launchers=tuple(
+            la for la in preset.without_launchers if la not in args.launchers))
     if args.suites:
         preset = _only_suites(preset, args.suites)
     _check_runs_dir(args.runs_dir)
@@ -245,6 +246,7 @@ def _cells(args: Any, preset: Preset, extra: tuple[str, ...]) -> tuple[Cell, ...
         else preset  # per-workload cells (Horovod autotune) follow --workloads
     cells = matrix.cells(sized, backends, sizes)
     under = f" under --launchers {','.join(args.launchers)}" if args.launchers else ""
+    _check_launchers(args.launchers or ())
     shown = ",".join(map(str, sizes or preset.world_sizes))
     for b in backends or []:
         if not any(c.backend == b for c in cells):
@@ -253,8 +255,34 @@ def _cells(args: Any, preset: Preset, extra: tuple[str, ...]) -> tuple[Cell, ...
                 "only)" if b in matrix.BASELINES else
                 f"--backends {b}: no cell at --world-sizes {shown}{under}")
     runnable = _runnable(cells, explicit=bool(backends))
+    compared = [c for c in runnable
+                if c.backend not in (matrix.COMPUTE_ONLY, *matrix.BASELINES)]
+    if args.launchers and not compared:  # the one-rank references alone answer nothing
+        raise RunRequestError(
+            f"--launchers {','.join(args.launchers)}: no distributed backend's cell at "
+            f"--world-sizes {shown} (the launchers' backends: "
+            f"{', '.join(_compared_by(args.launchers)) or 'none'})")
     # The cells' own arguments (the tune preset's autotuned cells) come first.
     return tuple(dataclasses.replace(c, pytest_args=c.pytest_args + extra) for c in runnable)
+
+
+def _compared_by(chosen: tuple[str, ...]) -> list[str]:
+    from hvd_vs_ddp.backends import launchers
+
+    return list(dict.fromkeys(b for name in chosen
+                              for b in getattr(launchers.TABLE.get(name), "compares", ())))
+
+
+def _check_launchers(chosen: tuple[str, ...]) -> None:
+    """Launchers asked for by name must be ones `run` can start here (as backends asked
+    for by name must): otherwise their cells would be left out with a note, and a run of
+    the one-rank references alone would look like an answer."""
+    from hvd_vs_ddp.backends import launchers
+
+    for name in chosen:
+        avail = launchers.available(name)
+        if not avail:
+            raise RunRequestError(f"--launchers {name}: {avail.reason}")
 
 
 def _runnable(cells: list[Cell], explicit: bool) -> list[Cell]:

@@ -261,7 +261,9 @@ class Runner:
         if rep.rep > 1:  # later repetitions: the timing suites only (see the docstring)
             cell = dataclasses.replace(
                 cell, suites=tuple(s for s in cell.suites if s in TIMED_SUITES))
-        argv = pytest_argv(cell, self.preset, str(results), self.workloads,
+        # the cell runs in the suites' folder: every path it gets is absolute (a run
+        # started elsewhere with a relative --runs-dir writes where the runner reads)
+        argv = pytest_argv(cell, self.preset, str(results.resolve()), self.workloads,
                            run_dir=str(self.run_dir.resolve()))
         launcher, nprocs = launch_as(cell)  # a recovery cell starts its own elastic job
         cmd = launchers.command(launcher, nprocs, argv, hosts=self.hosts)

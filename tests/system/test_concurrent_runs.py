@@ -5,7 +5,9 @@ directories of one runs folder, each with DDP under torchrun and Horovod under
 horovodrun --gloo and --mpi (each launcher picks its own free ports; nothing is
 fixed), the throughput suite in every cell and Horovod's timeline twins (no compute-only
 reference cell: another torchrun job, as the DDP cell is). Both must exit 0 with every
-cell passed and results of their own.
+cell passed and results of their own. Run "b" starts outside the project with a relative
+--runs-dir (its cells run in the suites' folder: before, they wrote their results there
+and every cell failed).
 
     python -m pytest tests/system/test_concurrent_runs.py
 """
@@ -31,12 +33,13 @@ def test_two_runs_at_once_both_finish(tmp_path):
     backends = "ddp-gloo,horovod" if horovod_available()[0] else "ddp-gloo"
     runs = tmp_path / "runs"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
+    where = {"a": (ROOT, str(runs)), "b": (tmp_path, "runs")}  # (cwd, --runs-dir)
     procs = {name: subprocess.Popen(
         [sys.executable, "-m", "hvd_vs_ddp.cli", "run", "--backends", backends,
-         "--world-sizes", "2", "--workloads", "mlp", "--runs-dir", str(runs), "--name", name,
-         "--suites", "throughput,timeline", "--suite-args", TINY, "--repeat", "1"], cwd=ROOT,
+         "--world-sizes", "2", "--workloads", "mlp", "--runs-dir", runs_dir, "--name", name,
+         "--suites", "throughput,timeline", "--suite-args", TINY, "--repeat", "1"], cwd=cwd,
         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        start_new_session=True) for name in ("a", "b")}
+        start_new_session=True) for name, (cwd, runs_dir) in where.items()}
     deadline = time.monotonic() + 900
     outs = {name: p.communicate(timeout=max(deadline - time.monotonic(), 1))[0]
             for name, p in procs.items()}

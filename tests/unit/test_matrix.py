@@ -126,3 +126,15 @@ def test_run_suites_chooses_the_suites_and_their_reference_and_twin_cells(
         "compute", "timeline"}
     assert trained == want
     assert not (tmp_path / "runs").exists()  # judged, nothing written
+
+
+def test_a_launcher_named_by_the_user_is_never_left_out(tmp_path, monkeypatch):
+    """The quick preset leaves spawn out of its matrix; `--launchers spawn` brings it back
+    (before, the run refused with "no cell"), and only spawn above one rank."""
+    from hvd_vs_ddp.cli import app, run_request
+
+    monkeypatch.chdir(tmp_path)
+    argv = ["run", "--runs-dir", "runs", "--backends", "ddp-gloo", "--world-sizes", "2",
+            "--workloads", "mlp", "--launchers", "spawn"]
+    cells = run_request.build(app.parser().parse_args(argv)).cells
+    assert {c.launcher for c in cells if c.backend == "ddp-gloo"} == {"spawn"}
