@@ -166,6 +166,10 @@ CASES: list[Case] = [
     # their cells were left out with a note and the one-rank references ran alone
     _c(run("--launchers", "srun"), "--launchers srun", "started by the user"),
     _c(run("--launchers", "single"), "--launchers single", "no distributed backend"),
+    # a runs folder below a file: judged before the plan is announced (it was an error
+    # after the "N cells ->" line)
+    _c(["run", "--runs-dir", "runs/earlier/manifest.json/more"], "--runs-dir",
+       "manifest.json is not a directory"),
     _c(run("--backends", "ddp-mpi", "--world-sizes", "2", "--launchers", "torchrun"),
        "--backends ddp-mpi", "no cell", "--launchers torchrun"),
     _c(["run", "--resume", "runs/earlier", "--launchers", "torchrun"], "--launchers",

@@ -158,9 +158,18 @@ def _only_suites(preset: Preset, chosen: tuple[str, ...]) -> Preset:
 
 
 def _check_runs_dir(runs_dir: str) -> None:
+    """The runs folder, or the nearest folder above it that exists, must be a folder this
+    process may write into: judged here, before the plan is announced."""
     runs = Path(runs_dir)
     if runs.exists() and not runs.is_dir():
         raise RunRequestError(f"--runs-dir {runs_dir}: not a directory")
+    place = runs.absolute()
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    if not place.is_dir():
+        raise RunRequestError(f"--runs-dir {runs_dir}: {place} is not a directory")
+    if not os.access(place, os.W_OK | os.X_OK):
+        raise RunRequestError(f"--runs-dir {runs_dir}: {place} is not writable")
 
 
 def _check_place(run_dir: Path) -> None:
