@@ -19,14 +19,14 @@ import atexit
 import math
 import os
 import pickle
-import time
 from importlib import metadata as importlib_metadata
 from typing import Any, Callable
 
 import torch
 
 from hvd_vs_ddp.backends.base import Availability, Backend, BackendUnavailable, check_op
-from hvd_vs_ddp.common.cores import usable_cores
+from hvd_vs_ddp.backends.horovod_layout import ChannelsLastSafe, dense_view
+from hvd_vs_ddp.backends.horovod_wait import oversubscribed, settle
 
 DEFAULT_FUSION_BYTES = 128 * 1024 * 1024
 GLOO_TIMEOUT_ENV = "HOROVOD_GLOO_TIMEOUT_SECONDS"
@@ -82,32 +82,6 @@ def fusion_conflict(options) -> str | None:
             "its own job (e.g. --knob-set NAME)")
 
 
-def oversubscribed(local_size: int) -> bool:
-    """More ranks on this host than cores this process may run on."""
-    return local_size > usable_cores()
-
-
-def settle(handles) -> None:
-    """Wait for Horovod's handles by polling and sleeping, not spinning.
-
-    Horovod's own wait (horovod/torch/mpi_ops_v2.cc WaitAndClear) loops on
-    std::this_thread::yield() until the background thread marks the handle done. With
-    more ranks on a host than cores, the ranks' spinning main threads take the cores
-    from the background threads that do the work (measured here: 4 ranks on 2 cores, a
-    suites job of 241 s took 1290 s once, 75% of it in the kernel). This waits the same
-    handles out with sleeps from 50 µs up to 2 ms, after which synchronize() finds them
-    done. Used only where the ranks outnumber the cores (HorovodBackend._polite), where
-    a timing says little anyway; elsewhere Horovod waits its own way."""
-    hvd = _hvd()
-    pending = [h for h in handles if isinstance(h, int)]
-    pause = 50e-6
-    while pending:
-        pending = [h for h in pending if not hvd.poll(h)]
-        if pending:
-            time.sleep(pause)
-            pause = min(2 * pause, 2e-3)
-
-
 def _pickled(obj: Any) -> torch.Tensor:
     data = bytearray(pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL))
     return torch.frombuffer(data, dtype=torch.uint8)
@@ -140,36 +114,6 @@ def build_info() -> dict[str, Any]:
         "tensor_ops": [o for o, ok in (("nccl", hvd.nccl_built()), ("gloo", hvd.gloo_built()),
                                        ("mpi", hvd.mpi_built())) if ok],
     }
-
-
-def _nhwc(t: torch.Tensor) -> bool:
-    return (t.dim() == 4 and not t.is_contiguous()
-            and t.is_contiguous(memory_format=torch.channels_last))
-
-
-def _dense_view(t: torch.Tensor) -> torch.Tensor:
-    """A channels_last tensor as the contiguous NHWC view of its own memory (no copy):
-    Horovod's collectives work in place on it and so on the tensor itself."""
-    return t.permute(0, 2, 3, 1) if _nhwc(t) else t
-
-
-class _ChannelsLastSafe:
-    """Wraps a Horovod compressor: channels_last gradients (a channels_last model's conv
-    weights get them) are reduced through their NHWC view instead of failing with
-    'Tensor is required to be contiguous'; the result keeps the channels_last layout."""
-
-    def __init__(self, inner) -> None:
-        self.inner = inner
-
-    def compress(self, tensor):
-        nhwc = _nhwc(tensor)
-        out, ctx = self.inner.compress(tensor.permute(0, 2, 3, 1) if nhwc else tensor)
-        return out, (nhwc, ctx)
-
-    def decompress(self, tensor, ctx):
-        nhwc, inner_ctx = ctx
-        out = self.inner.decompress(tensor, inner_ctx)
-        return out.permute(0, 3, 1, 2) if nhwc else out
 
 
 class HorovodBackend(Backend):
@@ -266,7 +210,7 @@ class HorovodBackend(Backend):
         # Horovod refuses non-contiguous tensors; channels_last weights are NHWC views.
         # hvd.broadcast_parameters's own calls (sorted by name, all in flight, then each
         # waited for), waited for by _wait() so that they sleep where ranks outnumber cores
-        handles = [hvd.broadcast_async_(_dense_view(t), root_rank=0, name=k)
+        handles = [hvd.broadcast_async_(dense_view(t), root_rank=0, name=k)
                    for k, t in sorted(model.state_dict().items())]
         for h in handles:
             self._wait(h)
@@ -283,7 +227,7 @@ class HorovodBackend(Backend):
             else hvd.Compression.none
         return hvd.DistributedOptimizer(
             optimizer, named_parameters=model.named_parameters(),
-            compression=_ChannelsLastSafe(compression),
+            compression=ChannelsLastSafe(compression),
             backward_passes_per_step=self.options.accumulation_steps,
             op=self._reduce_op())
 
