@@ -17,8 +17,9 @@ import time
 from pathlib import Path
 
 
-def marked(name: str, value: str) -> list[int]:
-    """PIDs (not this process) whose environment holds name=value."""
+def marked(name: str, value: str, prefix: bool = False) -> list[int]:
+    """PIDs (not this process) whose environment holds name=value (`prefix`: a value
+    that starts with `value`)."""
     needle = f"{name}={value}".encode()
     found = []
     for entry in os.listdir("/proc"):
@@ -28,24 +29,26 @@ def marked(name: str, value: str) -> list[int]:
             env = Path(f"/proc/{entry}/environ").read_bytes().split(b"\0")
         except OSError:  # gone, or not ours to read
             continue
-        if needle in env:
+        if (any(v.startswith(needle) for v in env) if prefix else needle in env):
             found.append(int(entry))
     return found
 
 
-def end_marked(name: str, value: str, grace: float = 5.0) -> list[int]:
+def end_marked(name: str, value: str, grace: float = 5.0, prefix: bool = False) -> list[int]:
     """SIGTERM every marked process, SIGKILL those alive after `grace` seconds; returns
     the PIDs found at first."""
-    pids = marked(name, value)
+    pids = marked(name, value, prefix)
     for sig in (signal.SIGTERM, signal.SIGKILL):
         for pid in pids:
             try:
                 os.kill(pid, sig)
+                if sig == signal.SIGTERM:  # a stopped process acts on it once continued
+                    os.kill(pid, signal.SIGCONT)
             except (ProcessLookupError, PermissionError):
                 pass
         deadline = time.monotonic() + grace
-        while time.monotonic() < deadline and marked(name, value):
+        while time.monotonic() < deadline and marked(name, value, prefix):
             time.sleep(0.1)
-        if not marked(name, value):
+        if not marked(name, value, prefix):
             break
     return pids

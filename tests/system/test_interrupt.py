@@ -119,7 +119,12 @@ def test_signals_interrupt_the_run_and_resume_finishes_it(tmp_path):
        SIGTERM (Slurm at a job's time limit) ends it: exit 143;
     2. `--resume`, SIGINT (Ctrl-C) while its first cell runs: exit 130;
     3. `--resume`, SIGHUP (a closed terminal; not ignored by this one): exit 129;
-    4. `--resume` finishes the run: every cell passed, the manifest complete."""
+    4. `--resume`, and while its cell runs: a second `--resume` of the same run is refused
+       (one line, exit 2: one runner per run); then SIGKILL (the OOM killer), which no
+       runner can handle: its cell's processes outlive it;
+    5. `--resume` ends those orphans first (stopped by the test, as a hung rank, so that
+       they cannot finish before it starts) and says so, then finishes the run: every
+       cell passed, the manifest complete."""
     marker = f"hvd-int-{uuid.uuid4().hex}"
     runs = tmp_path / "runs"
     run = runs / "int"
@@ -134,12 +139,28 @@ def test_signals_interrupt_the_run_and_resume_finishes_it(tmp_path):
         _wait_for_ranks(proc, marker)
         _interrupt(proc, marker, run, sig, resumes)
 
+    proc = _start(runs, marker, resume=True)
+    _wait_for_ranks(proc, marker)
+    second = subprocess.run([sys.executable, "-m", "hvd_vs_ddp.cli", "run", "--resume",
+                             str(run)], cwd=ROOT, env=_env(marker), capture_output=True,
+                            text=True, timeout=120)
+    lines = second.stderr.strip().splitlines()
+    assert second.returncode == 2 and len(lines) == 1, second.stderr[-2000:]
+    assert "is being run by another" in lines[0], lines
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.communicate(timeout=60)
+    orphans = _rank_pids(marker, proc.pid)
+    assert orphans, "SIGKILL of the runner ended its cell's ranks too (nothing to test)"
+    for pid in orphans:  # frozen (a hung rank), so they are still there for the resume
+        os.kill(pid, signal.SIGSTOP)
+
     again = subprocess.run([sys.executable, "-m", "hvd_vs_ddp.cli", "run", "--resume",
                             str(run)], cwd=ROOT, env=_env(marker), capture_output=True,
                            text=True, timeout=600)
     assert again.returncode == 0, again.stderr[-2000:]
+    assert "left running by an earlier runner" in again.stderr, again.stderr[-2000:]
     done = json.loads((run / "manifest.json").read_text())
-    assert done["complete"] is True and len(done["resumed"]) == 3
+    assert done["complete"] is True and len(done["resumed"]) == 4
     assert all(c["status"] == "passed" for c in done["cells"]), done["cells"]
     assert leftovers(marker) == []
 
