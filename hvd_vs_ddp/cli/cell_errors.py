@@ -227,12 +227,33 @@ def _says_why(line: str) -> bool:
             and not rank_guard.PATTERN.search(line) and "hvd-vs-ddp: warning:" not in line)
 
 
-def error_line(log: str, returncode: int, timed_out: bool, limit: float) -> str:
-    """One line for a failed cell: its time limit, a project error line, the dead rank,
-    a failure line of pytest, or the log's last line (at most 400 characters)."""
+def _launcher_killed(lines: list[str], returncode: int, launcher: str) -> str | None:
+    """The launcher itself killed by a signal: its status is negative; or a process it
+    ran through a shell was (horovodrun --mpi's mpirun: the shell's last word, "Killed",
+    and 128 + the signal as the status)."""
+    who = f"the launcher ({launcher})" if launcher else "the launcher"
+    if returncode < 0:
+        return (f"{who} was killed by signal {-returncode} ({signal_name(-returncode)}); "
+                "the cell's ranks were ended with it")
+    said = _SIGNAL_WORDS.get(lines[-1].split(" (core dumped)")[0]) if lines else None
+    if said is not None and returncode == 128 + said:
+        return (f"a process of {who} was killed by signal {said} ({signal_name(said)}); "
+                "the cell's ranks were ended with it")
+    return None
+
+
+def error_line(log: str, returncode: int, timed_out: bool, limit: float,
+               launcher: str = "") -> str:
+    """One line for a failed cell: its time limit, the launcher itself killed by a signal
+    (a negative `returncode`: the OOM killer, a kill -9) where no rank died before it, a
+    project error line, the dead rank, a failure line of pytest, or the log's last line
+    (at most 400 characters)."""
     if timed_out:
         return f"cell exceeded its time limit of {limit:.0f}s and was killed"
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
+    launcher_killed = _launcher_killed(lines, returncode, launcher)
+    if launcher_killed and dead_rank(log) is None:  # no rank's death led to it
+        return launcher_killed
     ours = [ln for ln in lines if _says_why(ln)]
     if ours:
         return ours[-1][:400]

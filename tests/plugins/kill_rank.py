@@ -1,4 +1,5 @@
-"""Fault injection: one rank of a suites job kills itself (SIGKILL) as its first test runs.
+"""Fault injection: one rank of a suites job kills itself (SIGKILL) as its first test runs,
+or, with HVD_VS_DDP_TEST_KILL_LAUNCHER=1, kills its parent: the launcher (torchrun's agent).
 
 Loaded only by tests/system/test_kill_rank.py, through the environment of the job it starts:
 
@@ -17,10 +18,14 @@ import pytest
 from hvd_vs_ddp.backends.env import detect
 
 VICTIM_ENV = "HVD_VS_DDP_TEST_KILL_RANK"
+LAUNCHER_ENV = "HVD_VS_DDP_TEST_KILL_LAUNCHER"
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_call(item: pytest.Item) -> None:
     victim, env = os.environ.get(VICTIM_ENV), detect()
     if victim is not None and int(victim) == env.rank and env.world_size > 1:
+        if os.environ.get(LAUNCHER_ENV) == "1":
+            os.kill(os.getppid(), signal.SIGKILL)  # the launcher dies mid-cell
+            return
         os.kill(os.getpid(), signal.SIGKILL)  # a rank dies mid-cell

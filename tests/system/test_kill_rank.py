@@ -161,3 +161,35 @@ def test_runner_records_a_killed_cell_and_resume_reruns_it(tmp_path):
     assert cli(["run", "--resume", str(runs / "killed")]) == 0
     manifest = json.loads((runs / "killed" / "manifest.json").read_text())
     assert all(c["status"] == "passed" for c in manifest["cells"]), manifest["cells"]
+
+
+def test_runner_names_a_killed_launcher(tmp_path):
+    """The launcher itself killed mid-cell (torchrun's agent, SIGKILL: the OOM killer's
+    way): the cell's error says so, not the launcher's command line echoed from the log
+    (before), and none of the cell's ranks is left."""
+    from hvd_vs_ddp.cli import main as cli
+
+    runs = tmp_path / "runs"
+    args = ["run", "--backends", "ddp-gloo", "--world-sizes", "2", "--workloads", "mlp",
+            "--runs-dir", str(runs), "--name", "launcher", "--allow-failures", "--repeat",
+            "1", "--suites", "throughput", "--suite-args", TINY_RUN_SUITE_ARGS]
+    marker = f"hvd-killed-launcher-{uuid.uuid4().hex}"
+    injected = {"HVD_VS_DDP_TEST_KILL_RANK": "1", "HVD_VS_DDP_TEST_KILL_LAUNCHER": "1",
+                "PYTEST_PLUGINS": "tests.plugins.kill_rank", "HVD_TEST_MARKER": marker}
+    before = {k: os.environ.get(k) for k in injected}
+    os.environ.update(injected)
+    try:
+        assert cli(args) == 0
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k)
+            else:
+                os.environ[k] = v
+    manifest = json.loads((runs / "launcher" / "manifest.json").read_text())
+    (cell,) = manifest["cells"]
+    assert cell["status"] == "failed", cell
+    assert cell["error"] == ("ddp-gloo-torchrun-np2: the launcher (torchrun) was killed by "
+                             "signal 9 (SIGKILL); the cell's ranks were ended with it"), cell
+    time.sleep(0.5)
+    assert leftovers(marker) == [], "a rank outlived its killed launcher"

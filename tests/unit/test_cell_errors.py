@@ -164,3 +164,20 @@ def test_command_line(tmp_path, capsys):
     assert main([str(tmp_path / "missing.log")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("hvd-vs-ddp: error: cannot read ")
+
+
+def test_a_killed_launcher_is_named_when_no_rank_died_first():
+    """The launcher killed by a signal (its status negative), or a process it ran through a
+    shell (horovodrun --mpi's mpirun: the shell says "Killed", the status is 128 + 9). A
+    rank's death reported before wins; a "Killed" without the matching status is not it."""
+    log = "$ torchrun --nproc-per-node 2 ...\n" + _started((0, 11, "h"), (1, 12, "h"))
+    assert error_line(log, -9, False, 0, "torchrun") == (
+        "the launcher (torchrun) was killed by signal 9 (SIGKILL); the cell's ranks were "
+        "ended with it")
+    assert error_line(log + "Killed\n", 137, False, 0, "horovodrun-mpi") == (
+        "a process of the launcher (horovodrun-mpi) was killed by signal 9 (SIGKILL); the "
+        "cell's ranks were ended with it")
+    assert "launcher" not in error_line(log + "Killed\n", 1, False, 0, "horovodrun-mpi")
+    rank_died = log + "srun: error: h: task 1: Killed\n"
+    assert error_line(rank_died, -9, False, 0, "srun") == \
+        "rank 1 (pid 12 on h) was killed by signal 9 (SIGKILL)"
