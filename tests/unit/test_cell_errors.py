@@ -181,3 +181,7 @@ def test_a_killed_launcher_is_named_when_no_rank_died_first():
     rank_died = log + "srun: error: h: task 1: Killed\n"
     assert error_line(rank_died, -9, False, 0, "srun") == \
         "rank 1 (pid 12 on h) was killed by signal 9 (SIGKILL)"
+    # the `single` launcher's one process is rank 0 itself
+    one = "$ python -m pytest ...\n" + _started((0, 11, "h"))
+    assert error_line(one, -9, False, 0, "single") == \
+        "rank 0 (pid 11 on h) was killed by signal 9 (SIGKILL)"
