@@ -161,6 +161,13 @@ def get(name: str) -> Launcher:
         raise UnknownName("launcher", name, NAMES) from None
 
 
+def starts_ranks(name: str) -> bool:
+    """Does this launcher start rank processes? ("single" does not: its one process is
+    rank 0 itself.) An unknown name: assumed to."""
+    row = TABLE.get(name)
+    return row is None or RANKS in row.provides
+
+
 def available(name: str) -> Availability:
     """Can `hvd-vs-ddp run` start this launcher here? (An unknown name: not available.)"""
     if name not in TABLE:

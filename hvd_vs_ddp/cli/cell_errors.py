@@ -39,6 +39,7 @@ import sys
 from pathlib import Path
 from typing import Callable, Iterator
 
+from hvd_vs_ddp.backends import launchers
 from hvd_vs_ddp.common.errors import EXIT_BAD_INPUT
 from hvd_vs_ddp.harness import rank_guard, rank_started
 
@@ -251,7 +252,7 @@ def error_line(log: str, returncode: int, timed_out: bool, limit: float,
     if timed_out:
         return f"cell exceeded its time limit of {limit:.0f}s and was killed"
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
-    if launcher == "single" and returncode < 0:  # the cell's one process is its rank 0
+    if launcher and not launchers.starts_ranks(launcher) and returncode < 0:  # it is rank 0
         return _with_rank(DeadRank(0, None, -returncode), _started(log)).describe()
     launcher_killed = _launcher_killed(lines, returncode, launcher)
     if launcher_killed and dead_rank(log) is None:  # no rank's death led to it
