@@ -4,7 +4,7 @@ One DDP model per workload; after warm-up (beyond DDP's always-sampled first 10
 iterations), blocks of steps alternate ABBA... between "on" (hvd_vs_ddp/harness/ddp_stats.py with
 sample rate 1: DDP times every iteration and a forward hook reads the values) and
 "off" (sample rate 10**9, no hook). A step's time is the slowest rank's. The overhead
-is median(on steps)/median(off steps) - 1 with the 95% interval of hvd_vs_ddp.runs.stats'
+is median(on steps)/median(off steps) - 1 with the 95% interval of hvd_vs_ddp.run_model.stats'
 two-level bootstrap, blocks taking the place of repetitions (so the interval covers
 the drift between blocks). The suites record the statistics in the timed rounds only if
 this stays within 3%.
@@ -24,7 +24,7 @@ from hvd_vs_ddp.backends import registry as backends
 from hvd_vs_ddp.backends.base import BackendOptions
 from hvd_vs_ddp.harness import threads
 from hvd_vs_ddp.harness.ddp_stats import DDPStats
-from hvd_vs_ddp.runs.stats import ratio_ci
+from hvd_vs_ddp.run_model.stats import ratio_ci
 from hvd_vs_ddp.workloads import registry as workloads
 from hvd_vs_ddp.workloads.loop import TrainConfig, Trainer
 

@@ -29,7 +29,7 @@ from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.projection import interconnects
 from hvd_vs_ddp.projection.model import Inputs, Library, Links, Projected, calibrate, project
-from hvd_vs_ddp.runs.margin import DEFAULT_MARGIN
+from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN
 
 FORMAT, FORMAT_VERSION = "hvd-vs-ddp/projection", 2
 LABEL = "PROJECTION: predicted by a model, not measured"

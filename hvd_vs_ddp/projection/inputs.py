@@ -12,7 +12,7 @@ Per workload of the run:
   Horovod's fusion threshold and cycle time (backend_meta), per knob set;
 - for `--interconnect measured`: alpha and beta fitted to that library's own
   allreduce sweep (suites/test_collectives.py), resampled for the band;
-- the repetitions the report leaves out as disturbed (hvd_vs_ddp/runs/disturbed.py) are left
+- the repetitions the report leaves out as disturbed (hvd_vs_ddp/run_model/disturbed.py) are left
   out here too.
 
     for workload, inputs in from_run(Path("runs/x"), links=None, per_node=4): ...
@@ -29,7 +29,7 @@ from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.projection.collectives import Cost, fit_alpha_beta
 from hvd_vs_ddp.projection.model import DEFAULT_MEMCPY_BYTES_PER_S, Inputs, Library, Links
-from hvd_vs_ddp.runs import stats
+from hvd_vs_ddp.run_model import stats
 
 DRAWS = 200
 
@@ -51,7 +51,7 @@ class Measured:
 def _bootstrap_medians(reps: list[np.ndarray], rng: np.random.Generator,
                        draws: int = DRAWS) -> np.ndarray:
     """Medians of the report's two-level bootstrap (repetitions, then steps inside each;
-    hvd_vs_ddp/runs/stats.py), so a band and a measured interval agree on the noise."""
+    hvd_vs_ddp/run_model/stats.py), so a band and a measured interval agree on the noise."""
     return np.exp(stats.boot_medians([r for r in reps if len(r)], rng, draws))
 
 
@@ -100,10 +100,10 @@ def from_run(run_dir: Path, links: Links | None, per_node: int,
              ) -> list[tuple[str, Inputs, list[Measured]]]:
     from hvd_vs_ddp.projection.layout import workload_layout
     from hvd_vs_ddp.results_schema import ResultsError
-    from hvd_vs_ddp.runs.load import load_run
+    from hvd_vs_ddp.run_model.load import load_run
 
     rng = np.random.default_rng(seed)
-    from hvd_vs_ddp.runs.disturbed import leave_out_disturbed
+    from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
 
     try:
         run = load_run(Path(run_dir))

@@ -6,7 +6,7 @@ assumptions made for it:
   ml-benchmarks table, the Bagua benchmark page; an OSC lab report and Ray's SGD benchmark
   table listed but marked out of scope, with the reason);
   per row both libraries' errors, the projected ratio Horovod/DDP with its band and
-  verdict against the published ratio's verdict (hvd_vs_ddp/runs/margin.py);
+  verdict against the published ratio's verdict (hvd_vs_ddp/run_model/margin.py);
 - hvd_vs_ddp/projection/data/published.csv: one library each (PyTorch's DDP benchmark
   README, Horovod's docs/benchmarks.rst).
 
@@ -44,7 +44,7 @@ from hvd_vs_ddp.projection import interconnects
 from hvd_vs_ddp.projection.errors import Residual, band, components, model_error
 from hvd_vs_ddp.projection.layout import Layout, torchvision_layout
 from hvd_vs_ddp.projection.model import Inputs, Library, Links, ModelError, project
-from hvd_vs_ddp.runs.margin import DEFAULT_MARGIN, FASTER, classify
+from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN, FASTER, classify
 
 DATA = Path(__file__).parent / "data" / "published.csv"
 H2H = Path(__file__).parent / "data" / "head_to_head.csv"

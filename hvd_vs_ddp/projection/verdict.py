@@ -8,7 +8,7 @@ ratio (out-of-sample residuals of published head-to-head results net of the inpu
 spread and of the publications' own noise, hvd_vs_ddp/projection/errors.py) is drawn
 on top. The band is about the true ratio: the noise of one measured figure is not in
 it. The verdict uses the report's words
-and margin (hvd_vs_ddp/runs/margin.py): "faster" beyond the margin, "equivalent" inside
+and margin (hvd_vs_ddp/run_model/margin.py): "faster" beyond the margin, "equivalent" inside
 it, "inconclusive" when the band straddles an edge, and then the line says what would
 settle it.
 
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from hvd_vs_ddp.backends.catalog import DDP, HOROVOD_LIB
-from hvd_vs_ddp.runs.margin import DEFAULT_MARGIN, EQUIVALENT, FASTER, classify
+from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN, EQUIVALENT, FASTER, classify
 
 LEVEL = 95
 

@@ -48,8 +48,8 @@ from hvd_vs_ddp.reports.recovery_section import recovery_section
 from hvd_vs_ddp.reports.render import Block, Notes, Section, render_html, render_markdown
 from hvd_vs_ddp.reports.why_section import why_section
 from hvd_vs_ddp.results_schema import write_files_atomic
-from hvd_vs_ddp.runs.disturbed import leave_out_disturbed
-from hvd_vs_ddp.runs.load import Run, load_run
+from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
+from hvd_vs_ddp.run_model.load import Run, load_run
 
 TITLE = "Horovod or DDP? Benchmark report"
 _OURS = re.compile(r"^(throughput|scaling_efficiency|step_times|loss|busbw|exposed_comm|"
@@ -190,7 +190,7 @@ def build_report(run_dirs: list[Path], out: Path,
                  epoch_samples: int = cost.IMAGENET_1K_TRAIN) -> ReportPaths:
     """Read run_dirs (never modified), write out (.html), out.md, out_figures/*.png and
     verdicts.json beside them. Repetitions disturbed by other work on the host are left
-    out of the timings unless keep_disturbed (hvd_vs_ddp/runs/disturbed.py). The Cost section
+    out of the timings unless keep_disturbed (hvd_vs_ddp/run_model/disturbed.py). The Cost section
     (hvd_vs_ddp/reports/cost.py) prices device-hours when price_per_device_hour is given."""
     try:
         margin = verdicts.check_margin(margin)

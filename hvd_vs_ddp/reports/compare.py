@@ -4,7 +4,7 @@ scaling efficiency, exposed communication, and the headlines.
 Horovod is compared with every ddp-* transport measured in the same run on the same
 case (workload, its parameters, per-rank batch, knob set and knobs) and world size;
 the ratio is horovod/ddp samples per second (> 1: Horovod faster), its interval from
-the two-level bootstrap over repetitions and steps (hvd_vs_ddp.runs.stats) and its verdict
+the two-level bootstrap over repetitions and steps (hvd_vs_ddp.run_model.stats) and its verdict
 with a practical margin (hvd_vs_ddp.reports.verdicts). Before/after compares run B with run A
 per matching cell (suite, backend, world size, workload, knobs and launcher); the
 ratio is B/A. The one answer per case and world size is hvd_vs_ddp.reports.answer.
@@ -25,8 +25,8 @@ from hvd_vs_ddp.backends.catalog import DDP, HOROVOD_LIB, reference
 from hvd_vs_ddp.reports import verdicts
 from hvd_vs_ddp.reports.frames import CASE_KEY, Data, build_frames
 from hvd_vs_ddp.reports.theme import order
-from hvd_vs_ddp.runs import stats
-from hvd_vs_ddp.runs.load import UNREADABLE, load_run
+from hvd_vs_ddp.run_model import stats
+from hvd_vs_ddp.run_model.load import UNREADABLE, load_run
 
 MATCH_KEY = ["suite", "label", "launcher", "world_size", "workload", "workload_params",
              "per_rank_batch", "knob_set", "knobs"]

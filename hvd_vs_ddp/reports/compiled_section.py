@@ -5,8 +5,8 @@ its eager twin is the cell of the same run, library (series), workload, per-rank
 and world size whose knobs differ only in the compile mode. Per such pair:
 
 - throughput compiled / eager with its 95% two-level interval and verdict
-  (hvd_vs_ddp.runs.stats and hvd_vs_ddp.reports.verdicts, unchanged; worded as a run-against-run
-  comparison, so a 1-rank pair is not called "framework overhead"), compile seconds
+  (hvd_vs_ddp.run_model.stats and hvd_vs_ddp.reports.verdicts, unchanged; worded as a
+  run-against-run comparison, so a 1-rank pair is not called "framework overhead"), compile seconds
   (median over repetitions of the warm-up steps that compiled), graphs, graph breaks,
   the subgraphs of Dynamo's DDP optimizer, recompiles during the timed rounds
   (flagged), and whether compiled and eager trained the same losses (LOSS_TOLERANCE);
@@ -37,7 +37,7 @@ from hvd_vs_ddp.reports.compare import _reps
 from hvd_vs_ddp.reports.frames import POOL_KEY, Data
 from hvd_vs_ddp.reports.render import Notes, Section
 from hvd_vs_ddp.reports.tables import Table, ms, r3, sps
-from hvd_vs_ddp.runs import stats
+from hvd_vs_ddp.run_model import stats
 
 TITLE = "Compiled"
 EAGER = "eager"
@@ -371,7 +371,7 @@ def compiled_section(data: Data, cmp: pd.DataFrame, margin: float) -> Section | 
 if __name__ == "__main__":
     from hvd_vs_ddp.reports.compare import add_scaling, hvd_vs_ddp
     from hvd_vs_ddp.reports.frames import build_frames
-    from hvd_vs_ddp.runs.load import load_run
+    from hvd_vs_ddp.run_model.load import load_run
 
     d = build_frames([load_run(Path(x)) for x in sys.argv[1:]])
     c = hvd_vs_ddp(add_scaling(d.throughput))

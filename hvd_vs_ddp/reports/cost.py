@@ -9,7 +9,7 @@ Throughput turns into cost once a device-hour has a price: per throughput cell,
 - cost per million samples = price per device-hour x devices x 1e6 / (samples/s x 3600),
   only when `report --price-per-device-hour` is given;
 - both with the 95% interval of the cell's median samples/s from the same two-level
-  bootstrap as the verdicts (hvd_vs_ddp.runs.stats: repetitions, then steps), so a cost carries
+  bootstrap as the verdicts (hvd_vs_ddp.run_model.stats: repetitions, then steps), so a cost carries
   run-to-run variation like every other figure;
 - energy per sample: NVML's total-energy counter of every rank's GPU over the timed
   rounds (hvd_vs_ddp/harness/monitor.py writes `gpu_energy_j` per rank), summed over ranks and
@@ -33,7 +33,7 @@ import pandas as pd
 from hvd_vs_ddp.reports.compare import _reps
 from hvd_vs_ddp.reports.frames import POOL_KEY
 from hvd_vs_ddp.reports.tables import DASH, Table
-from hvd_vs_ddp.runs import stats
+from hvd_vs_ddp.run_model import stats
 
 IMAGENET_1K_TRAIN = 1_281_167
 LEVEL_TAIL = (1 - stats.LEVEL) / 2 * 100
@@ -173,7 +173,7 @@ def records(cf: pd.DataFrame) -> list[dict[str, Any]]:
 
 if __name__ == "__main__":
     from hvd_vs_ddp.reports.frames import build_frames
-    from hvd_vs_ddp.runs.load import load_run
+    from hvd_vs_ddp.run_model.load import load_run
 
     run = load_run(Path(sys.argv[1]))
     data = build_frames([run])

@@ -31,7 +31,7 @@ import pandas as pd
 from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.reports.theme import backend_label
 from hvd_vs_ddp.results_schema import KINDS, BenchmarkRecord, summary
-from hvd_vs_ddp.runs.load import Cell, Run, load_run
+from hvd_vs_ddp.run_model.load import Cell, Run, load_run
 
 # Cells that measure the same thing (Horovod vs DDP is compared inside one group).
 CASE_KEY = ["run", "workload", "workload_params", "per_rank_batch", "knob_set", "knobs"]

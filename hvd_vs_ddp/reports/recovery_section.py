@@ -8,7 +8,7 @@ uninterrupted reference, commit/save/restore times and the steady-state cost of
 committing; (2) the verdicts between the libraries at each world size: Horovod Elastic
 against each torch-side series (torchrun with each checkpoint pattern, torchft) on time
 to recover (a ratio of medians with
-the two-level bootstrap interval over repetitions, hvd_vs_ddp/runs/stats.py, and the
+the two-level bootstrap interval over repetitions, hvd_vs_ddp/run_model/stats.py, and the
 margin's words, hvd_vs_ddp/reports/verdicts.py) and on steps lost; (3) one timeline figure
 per library (completed step against seconds since the kill, every trial, the kill and
 each recovery marked); (4) the same verdicts and rows for verdicts.json ("recovery").
@@ -31,7 +31,7 @@ from hvd_vs_ddp.reports.render import Notes, Section
 from hvd_vs_ddp.reports.tables import Table
 from hvd_vs_ddp.reports.theme import color, style
 from hvd_vs_ddp.reports.verdicts import judge
-from hvd_vs_ddp.runs.stats import ratio_ci
+from hvd_vs_ddp.run_model.stats import ratio_ci
 
 TITLE = "Failure and recovery"
 FIGURE = "recovery_timeline"

@@ -4,7 +4,7 @@ For a run with per-library knob sets (the tune preset, hvd_vs_ddp/harness/knobs.
 and world size: the verdict at defaults (knob set "default" on both sides) beside the
 verdict between the fastest Horovod and the fastest DDP over all their knob sets, the
 settings that won, and the gain tuning bought each library (tuned / default, with its
-interval). Intervals and verdicts are hvd_vs_ddp.runs.stats /
+interval). Intervals and verdicts are hvd_vs_ddp.run_model.stats /
 hvd_vs_ddp.reports.verdicts, unchanged.
 
 Settings that change the numbers being averaged (fp16/bf16 compression, PowerSGD,
@@ -34,7 +34,7 @@ from hvd_vs_ddp.reports.compare import _reps
 from hvd_vs_ddp.reports.frames import Data
 from hvd_vs_ddp.reports.render import Notes, Section
 from hvd_vs_ddp.reports.tables import Table, r3, sps
-from hvd_vs_ddp.runs import stats
+from hvd_vs_ddp.run_model import stats
 
 # Relative excess of the mean loss over the last half of the steps, against the same
 # library's default cell. fp16 rounding of gradients moves a short run's losses by
@@ -228,6 +228,6 @@ def section(entries: list[dict[str, Any]]) -> Section | None:
 
 if __name__ == "__main__":
     from hvd_vs_ddp.reports.frames import build_frames
-    from hvd_vs_ddp.runs.load import load_run
+    from hvd_vs_ddp.run_model.load import load_run
     d = build_frames([load_run(Path(p)) for p in sys.argv[1:]])
     print(json.dumps(at_best(d, verdicts.DEFAULT_MARGIN), indent=1, default=str))

@@ -1,7 +1,7 @@
 """Verdicts with a practical margin: the wording of every Horovod/DDP answer, in one place.
 
 A ratio r = horovod/ddp samples per second (> 1: Horovod faster) with its interval
-[lo, hi] (hvd_vs_ddp.runs.stats: two-level bootstrap) and a margin m (default 5%,
+[lo, hi] (hvd_vs_ddp.run_model.stats: two-level bootstrap) and a margin m (default 5%,
 `hvd-vs-ddp report --margin`) gives one of three verdicts:
 
 - "faster":       the interval lies beyond the margin band, lo > 1+m or hi < 1/(1+m):
@@ -27,7 +27,7 @@ import math
 import sys
 from dataclasses import dataclass
 
-from hvd_vs_ddp.runs.margin import (  # noqa: F401 (the words, shared with the projection)
+from hvd_vs_ddp.run_model.margin import (  # noqa: F401 (the words, shared with the projection)
     DEFAULT_MARGIN,
     EQUIVALENT,
     FASTER,
@@ -37,7 +37,7 @@ from hvd_vs_ddp.runs.margin import (  # noqa: F401 (the words, shared with the p
     check_margin,
     classify,
 )
-from hvd_vs_ddp.runs.stats import RatioCI
+from hvd_vs_ddp.run_model.stats import RatioCI
 
 OVERHEAD = "framework overhead without communication"
 MAX_REPS = 100  # beyond this the estimate says "more than 100"

@@ -3,7 +3,7 @@
 Three views of the same step, per case, world size and backend:
 - the subtraction (hvd_vs_ddp.reports.compare.exposed_comm): exposed communication = median step
   - median compute-only step, here with a 95% interval from the same two-level
-  bootstrap as the verdicts (hvd_vs_ddp.runs.stats: repetitions, then steps; each median
+  bootstrap as the verdicts (hvd_vs_ddp.run_model.stats: repetitions, then steps; each median
   resampled on its own);
 - DDP's own statistics (ddp_stats in the throughput results, hvd_vs_ddp/harness/ddp_stats.py): per
   step, on the rank that finished backward last (the step waits for it), forward and
@@ -39,8 +39,8 @@ from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.reports.frames import POOL_KEY, Data, build_frames
 from hvd_vs_ddp.reports.horovod_timeline import TimelineError, parse, per_step, read_events
 from hvd_vs_ddp.reports.theme import order
-from hvd_vs_ddp.runs import stats
-from hvd_vs_ddp.runs.load import Run, load_run
+from hvd_vs_ddp.run_model import stats
+from hvd_vs_ddp.run_model.load import Run, load_run
 
 MATCH = ["run", "label", "world_size", "workload", "workload_params", "per_rank_batch",
          "knob_set", "knobs"]

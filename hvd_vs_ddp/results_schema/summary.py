@@ -1,6 +1,6 @@
 """Median and inter-quartile range of raw measurements: the one implementation.
 
-Frame builders (hvd_vs_ddp/results_schema/kinds/) and hvd_vs_ddp/runs/stats.py both use
+Frame builders (hvd_vs_ddp/results_schema/kinds/) and hvd_vs_ddp/run_model/stats.py both use
 these, so every table,
 figure and check shows the same numbers. Non-finite values are left out; no finite
 value at all is a ValueError.

@@ -7,9 +7,9 @@ down; `stats` is the one statistics module (medians, the two-level bootstrap of
 repetitions then steps, ratio intervals). Torch-free; imports neither the report nor
 the projection, which both build on it.
 
-    from hvd_vs_ddp.runs import load_run
+    from hvd_vs_ddp.run_model import load_run
     run = load_run(Path("runs/<name>"))
 """
-from hvd_vs_ddp.runs.load import Benchmark, Cell, Run, load_run
+from hvd_vs_ddp.run_model.load import Benchmark, Cell, Run, load_run
 
 __all__ = ["Benchmark", "Cell", "Run", "load_run"]

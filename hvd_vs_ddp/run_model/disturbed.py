@@ -12,8 +12,8 @@ other suites of a first repetition (convergence, collectives) are always kept.
 `report --keep-disturbed` keeps everything. Every decision is listed in the report's
 notes.
 
-    from hvd_vs_ddp.runs.disturbed import leave_out_disturbed
-    notes = leave_out_disturbed(run)          # run: hvd_vs_ddp.runs.load.Run, changed in place
+    from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
+    notes = leave_out_disturbed(run)          # run: hvd_vs_ddp.run_model.load.Run, changed in place
 """
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def _cores(run) -> int:
 
 
 def leave_out_disturbed(run, keep: bool = False, max_share: float = MAX_SHARE) -> list[str]:
-    """Drop the timings of disturbed repetitions from `run` (hvd_vs_ddp.runs.load.Run);
+    """Drop the timings of disturbed repetitions from `run` (hvd_vs_ddp.run_model.load.Run);
     return the notes saying what was left out or kept, and why."""
     cores = _cores(run)
     limit = max_share * cores

@@ -21,10 +21,10 @@ A run directory the reader cannot use at all (no manifest.json, a manifest witho
 cells, a cells/ folder that is gone, a cells/ folder without any passed cell's results
 file) is one ResultsError naming what is missing.
 
-    from hvd_vs_ddp.runs.load import load_run
+    from hvd_vs_ddp.run_model.load import load_run
     run = load_run(Path("runs/2026-11-22"))
     [b.record.samples_per_s_median for b in run.benchmarks(ThroughputRecord)]
-    python -m hvd_vs_ddp.runs.load RUN_DIR      # one line per cell
+    python -m hvd_vs_ddp.run_model.load RUN_DIR      # one line per cell
 """
 from __future__ import annotations
 

@@ -9,9 +9,9 @@ interval lies beyond the band [1/(1+m), 1+m], "equivalent" when it lies inside i
 "equivalent" means what a measured one means. It sits in the run model's layer because
 the projection may not import the report.
 
-    from hvd_vs_ddp.runs.margin import classify, DEFAULT_MARGIN
+    from hvd_vs_ddp.run_model.margin import classify, DEFAULT_MARGIN
     classify(0.88, 0.93, DEFAULT_MARGIN)      # "faster" (DDP, since hi < 1/1.05)
-    python -m hvd_vs_ddp.runs.margin 0.88 0.93 [margin]
+    python -m hvd_vs_ddp.run_model.margin 0.88 0.93 [margin]
 """
 from __future__ import annotations
 

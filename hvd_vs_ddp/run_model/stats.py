@@ -20,9 +20,9 @@ fixed: the same inputs always give the same interval.
 The calibration of these intervals is checked on recorded repetitions:
 tests/unit/test_calibration.py (python -m tests.unit.test_calibration prints it).
 
-    from hvd_vs_ddp.runs.stats import ratio_ci
+    from hvd_vs_ddp.run_model.stats import ratio_ci
     ci = ratio_ci([hvd_rep1, hvd_rep2], [ddp_rep1, ddp_rep2])  # RatioCI(ratio, lo, hi, reps)
-    python -m hvd_vs_ddp.runs.stats 1,2,3/2,3,4 2,3,4/3,4,5           # reps split by '/'
+    python -m hvd_vs_ddp.run_model.stats 1,2,3/2,3,4 2,3,4/3,4,5           # reps split by '/'
 """
 from __future__ import annotations
 

@@ -78,7 +78,7 @@ def _twice(launch, logs, what: str) -> None:
 def test_a_calibration_from_one_node_carries_to_two(two_hosts, tmp_path):
     from hvd_vs_ddp.projection.layout import workload_layout
     from hvd_vs_ddp.projection.model import Inputs, calibrate, project
-    from hvd_vs_ddp.runs import stats
+    from hvd_vs_ddp.run_model import stats
 
     torchrun = _tool("torchrun")
     h1 = two_hosts.hosts[0]

@@ -11,7 +11,7 @@ erratic):
   more where the measured steps themselves spread more (the target run's per-step
   10-90% range, relative to its median, plus the fit run's);
 - the verdict: where the measurement itself tells the libraries apart (its own 95%
-  interval of the ratio, hvd_vs_ddp/runs/stats.py, beyond the report's margin), the
+  interval of the ratio, hvd_vs_ddp/run_model/stats.py, beyond the report's margin), the
   projection must not name the other library faster;
 - Horovod's errors are printed, not asserted: they are a reported benchmark
   (docs/projection.md), since with more ranks than cores its background threads
@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 
 from hvd_vs_ddp.cli import main as cli
-from hvd_vs_ddp.runs.load import load_run
+from hvd_vs_ddp.run_model.load import load_run
 from tests.launch import horovod_available
 
 pytestmark = [pytest.mark.multiproc, pytest.mark.slow]
@@ -72,8 +72,8 @@ def _spread(reps: list) -> float:
 
 
 def test_fit_on_1_2_ranks_predicts_3_4(tmp_path, capsys):
-    from hvd_vs_ddp.runs.margin import DEFAULT_MARGIN, FASTER, classify
-    from hvd_vs_ddp.runs.stats import ratio_ci
+    from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN, FASTER, classify
+    from hvd_vs_ddp.run_model.stats import ratio_ci
 
     ok, _ = horovod_available()
     backends = "ddp-gloo,horovod" if ok else "ddp-gloo"

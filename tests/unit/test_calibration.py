@@ -15,7 +15,7 @@ in every way into two halves of 3 repetitions (the same repetitions, i.e. rounds
 both sides): the 95% interval from one half should contain the other half's ratio.
 Normal theory puts that at about 83% (two independent estimates of equal variance);
 the test asks for at least 75%. Measured: 86.2% of 160 splits (8 pairs x 20 splits);
-82.5% without the small-sample widening (hvd_vs_ddp/runs/stats.py); the step-only bootstrap
+82.5% without the small-sample widening (hvd_vs_ddp/run_model/stats.py); the step-only bootstrap
 of the earlier reports 52.5% (the issue measured 54% between whole runs).
 
     python -m pytest tests/unit/test_calibration.py -q
@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 from hvd_vs_ddp.reports.frames import CASE_KEY, build_frames
-from hvd_vs_ddp.runs import stats
-from hvd_vs_ddp.runs.load import load_run
+from hvd_vs_ddp.run_model import stats
+from hvd_vs_ddp.run_model.load import load_run
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "cpu-repeats"
 REPEAT, HALF = 6, 3

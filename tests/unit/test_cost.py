@@ -16,7 +16,7 @@ import pytest
 
 from hvd_vs_ddp.reports import build_report, cost
 from hvd_vs_ddp.reports.frames import build_frames
-from hvd_vs_ddp.runs.load import load_run
+from hvd_vs_ddp.run_model.load import load_run
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 

@@ -1,4 +1,4 @@
-"""hvd_vs_ddp/runs/disturbed.py on a recorded run: repetitions marked with foreign load are
+"""hvd_vs_ddp/run_model/disturbed.py on a recorded run: repetitions marked with foreign load are
 left out of the timings (and the report says so), kept when too few undisturbed ones
 remain or with --keep-disturbed, and a disturbed repetition moves the verdict's
 interval only when it is kept.
@@ -11,8 +11,8 @@ import json
 import shutil
 from pathlib import Path
 
-from hvd_vs_ddp.runs.disturbed import leave_out_disturbed
-from hvd_vs_ddp.runs.load import load_run
+from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
+from hvd_vs_ddp.run_model.load import load_run
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "cpu-repeats"
 

@@ -3,7 +3,7 @@
 Everything is one installed namespace, `hvd_vs_ddp`; its layers, bottom up:
 
     common -> results_schema -> backends, workloads -> harness -> (suites/)
-    results_schema -> runs -> reports, projection -> cli
+    results_schema -> run_model -> reports, projection -> cli
 
 - no import cycle between the project's modules (lazy imports inside functions count;
   imports only under TYPE_CHECKING do not);
@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TOP = "hvd_vs_ddp"
 PACKAGES = sorted(p.name for p in (ROOT / TOP).iterdir() if (p / "__init__.py").is_file())
 CLI = f"{TOP}.cli"
-TORCH_FREE = ("reports", "results_schema", "common", "runs")
+TORCH_FREE = ("reports", "results_schema", "common", "run_model")
 # the projection's cost model: arithmetic only (its layout tracer is what needs torch)
 TORCH_FREE_MODULES = ("projection.collectives", "projection.schedule",
                       "projection.interconnects", "projection.model")
@@ -45,12 +45,12 @@ TORCH_FREE_MODULES = ("projection.collectives", "projection.schedule",
 FORBIDDEN = [(p, "cli") for p in PACKAGES if p != "cli"] + [
     ("results_schema", "backends"), ("results_schema", "workloads"),
     ("results_schema", "harness"), ("results_schema", "reports"),
-    ("results_schema", "projection"), ("results_schema", "runs"),
-    ("projection", "reports"), ("runs", "reports"), ("runs", "projection"),
+    ("results_schema", "projection"), ("results_schema", "run_model"),
+    ("projection", "reports"), ("run_model", "reports"), ("run_model", "projection"),
     ("backends", "harness"), ("workloads", "harness"),
     # the recovery trials write recovery records; what the format and the run model say
     # does not depend on them, and they train through backends and workloads only
-    ("results_schema", "recovery"), ("runs", "recovery"), ("recovery", "harness"),
+    ("results_schema", "recovery"), ("run_model", "recovery"), ("recovery", "harness"),
     ("recovery", "reports"),
 ]
 
@@ -140,7 +140,7 @@ def test_suites_never_import_the_cli(path):
     assert not bad, f"{path.name} imports {bad}"
 
 
-@pytest.mark.parametrize("package", ["reports", "runs", "results_schema"])
+@pytest.mark.parametrize("package", ["reports", "run_model", "results_schema"])
 def test_backends_are_read_only_through_their_catalog(graph, package):
     """Above the results, a backend is what its declaration says (backends/catalog.py,
     torch-free), never its class."""

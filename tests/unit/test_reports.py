@@ -51,8 +51,8 @@ from hvd_vs_ddp.results_schema import (
     ThroughputRecord,
     TimeToAccuracyRecord,
 )
-from hvd_vs_ddp.runs.load import load_run
-from hvd_vs_ddp.runs.stats import RatioCI, iqr, median, ratio_ci
+from hvd_vs_ddp.run_model.load import load_run
+from hvd_vs_ddp.run_model.stats import RatioCI, iqr, median, ratio_ci
 
 ROOT = Path(__file__).resolve().parents[2]
 CONSTRUCTED = "CONSTRUCTED renderer test input, not a measurement"

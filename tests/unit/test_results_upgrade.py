@@ -19,7 +19,7 @@ import pytest
 from hvd_vs_ddp import results_schema as results
 from hvd_vs_ddp.results_schema.launchers import LAUNCHERS, resolve_legacy
 from hvd_vs_ddp.results_schema.upgrade import upgrade_manifest, upgrade_results
-from hvd_vs_ddp.runs.load import load_run
+from hvd_vs_ddp.run_model.load import load_run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 SMALL = FIXTURES / "cpu-small"

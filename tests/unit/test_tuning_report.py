@@ -20,7 +20,7 @@ from hvd_vs_ddp.reports.answer import verdicts_doc
 from hvd_vs_ddp.reports.compare import add_scaling, hvd_vs_ddp
 from hvd_vs_ddp.reports.frames import build_frames
 from hvd_vs_ddp.reports.tables import Table
-from hvd_vs_ddp.runs.load import load_run
+from hvd_vs_ddp.run_model.load import load_run
 
 RUN = Path(__file__).parents[1] / "fixtures" / "runs" / "cpu-tune"
 
