@@ -233,7 +233,8 @@ def _add_project(sub) -> None:
     pro.add_argument("--compute-ms", type=argtypes.milliseconds, help="a published "
                      "single-device step time in ms, instead of a run")
     pro.add_argument("--model", type=argtypes.given, help="with --compute-ms: a torchvision "
-                     "classifier or a workload of this project")
+                     "classifier, a published transformer (bert-large, gpt2, ...: "
+                     "hvd_vs_ddp/projection/architectures.py) or a workload of this project")
     pro.add_argument("--batch-size", type=argtypes.count, help="with --compute-ms: samples "
                      "per device per step (default 32)")
     pro.add_argument("--no-calibrate", action="store_true", help="leave out the "

@@ -11,8 +11,9 @@ closes buckets where DDP did (hvd_vs_ddp/projection/schedule.py).
 Models: any workload (a built-in name or a spec: `module:function`, `path/to/file.py:
 function`, `torchvision:<model>`, `transformers:<model type>`, resolved by
 hvd_vs_ddp/workloads/external.py, with the sizes a run recorded) and torchvision's image
-classifiers by bare name at their ImageNet input size (for a published single-device
-figure, `--model`).
+classifiers by bare name at their ImageNet input size and published transformers (BERT,
+GPT-2: hvd_vs_ddp/projection/architectures.py), for a published single-device figure
+(`--model`).
 
     python -m hvd_vs_ddp.projection.layout resnet50 --batch-size 32     # sizes, FLOPs, ready times
 """
@@ -107,8 +108,11 @@ def torchvision_layout(name: str, batch_size: int) -> Layout:
     import torchvision
 
     if name not in TORCHVISION:
-        raise LayoutError(f"cannot analyse model {name!r}: not a workload of this project "
-                          f"nor a known torchvision classifier ({', '.join(TORCHVISION)})")
+        from hvd_vs_ddp.projection.architectures import ARCHS
+
+        raise LayoutError(f"cannot analyse model {name!r}: not a workload of this project, "
+                          f"a known torchvision classifier ({', '.join(TORCHVISION)}) nor "
+                          f"a published transformer ({', '.join(ARCHS)})")
     size = TORCHVISION[name]
     kwargs = {"aux_logits": False, "init_weights": False} if name == "inception_v3" else {}
     with torch.device("meta"):
@@ -145,15 +149,39 @@ def workload_layout(name: str, params: dict[str, Any], batch_size: int) -> Layou
                   f"batch {batch_size}, traced on the meta device")
 
 
+def architecture_layout(name: str, batch_size: int) -> Layout:
+    """A published transformer by name (hvd_vs_ddp/projection/architectures.py)."""
+    import torch
+
+    from hvd_vs_ddp.projection import architectures
+
+    found = architectures.find(name)
+    if found is None:
+        raise LayoutError(f"cannot analyse model {name!r}: not a known architecture "
+                          f"({', '.join(architectures.ARCHS)})")
+    arch, seq = found
+    with torch.device("meta"):
+        model = architectures.build(arch)
+        ids = torch.zeros(batch_size, seq, dtype=torch.long)
+    return _trace(model, (ids,), None, name,
+                  f"{arch.source}; sequence {seq}, batch {batch_size} sequences, traced on "
+                  "the meta device")
+
+
 def model_layout(name: str, batch_size: int) -> Layout:
     """`--model NAME` of a published figure: a torchvision classifier by bare name
-    (ImageNet input) first, else a workload (a built-in name or a spec) at its default
-    sizes."""
+    (ImageNet input) first, then a published transformer (BERT, GPT-2), else a workload
+    (a built-in name or a spec) at its default sizes."""
+    from hvd_vs_ddp.projection import architectures
     from hvd_vs_ddp.workloads import external, registry
 
-    if name in TORCHVISION or not (name in registry.names() or external.is_spec(name)
-                                   or name in external.entry_points()):
+    if name in TORCHVISION:
         return torchvision_layout(name, batch_size)
+    if architectures.find(name) is not None:
+        return architecture_layout(name, batch_size)
+    if not (name in registry.names() or external.is_spec(name)
+            or name in external.entry_points()):
+        return torchvision_layout(name, batch_size)  # its error lists what is known
     return workload_layout(name, {}, batch_size)
 
 

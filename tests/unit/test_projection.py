@@ -236,3 +236,33 @@ def test_measured_fits_come_from_each_librarys_own_sweep(tmp_path):
     assert fitted["ddp-gloo"] != fitted["horovod/gloo"]
     assert {m.devices for m in measured} >= {2}
     assert np.all(inputs.compute_s > 0)
+
+
+@pytest.mark.parametrize("name, params, tensors", [
+    ("bert-large", 336.2e6, 398), ("BERT_base-uncased", 110.1e6, 206), ("gpt2", 124.4e6, 148),
+    ("gpt2-medium", 354.8e6, 292)])
+def test_published_transformers_have_their_published_sizes(name, params, tensors):
+    """BERT and GPT-2 by name (hvd_vs_ddp/projection/architectures.py): the parameter
+    counts of the papers and of Hugging Face's BertForPreTraining / GPT2LMHeadModel (the
+    output layer tied to the word embeddings, so counted once), and their tensor count."""
+    from hvd_vs_ddp.projection.layout import model_layout
+
+    lay = model_layout(name, 2)
+    assert len(lay.grads) == tensors
+    assert abs(lay.grad_bytes / 4 - params) / params < 0.002, lay.grad_bytes / 4
+    assert lay.backward_flops > lay.forward_flops > 0
+    # the tied embedding's gradient is complete only at the end of backward
+    assert max(g.bytes for g in lay.grads if g.ready == 1.0) >= 30522 * 768 * 4
+
+
+def test_a_sequence_length_after_the_name_and_unknown_names():
+    from hvd_vs_ddp.projection import architectures
+    from hvd_vs_ddp.projection.layout import LayoutError, model_layout
+
+    assert architectures.find("bert-large@512")[1] == 512
+    assert architectures.find("bert-large@513") is None  # past its 512 positions
+    assert architectures.find("bert-huge") is None
+    short, long = model_layout("bert-base", 2), model_layout("bert-base@512", 2)
+    assert long.forward_flops > 3.5 * short.forward_flops
+    with pytest.raises(LayoutError, match="bert-large"):  # the error lists them
+        model_layout("bert-huge", 2)
