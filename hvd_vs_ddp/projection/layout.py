@@ -20,6 +20,7 @@ GPT-2: hvd_vs_ddp/projection/architectures.py), for a published single-device fi
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -103,10 +104,22 @@ def _trace(model, inputs, loss_fn, name: str, source: str) -> Layout:
     return Layout(name, grads, float(forward), float(backward), source)
 
 
+def torchvision_name(name: str) -> str | None:
+    """A torchvision classifier as papers write it: 'ResNet-50', 'VGG16', 'Inception-v3',
+    'ResNeXt-50 32x4d', 'ViT-B/16' (case, '-', ' ' and '/' aside); None if none."""
+    plain = name.strip().lower()
+    for candidate in (plain, re.sub(r"[-\s]", "", plain), re.sub(r"[-\s/]+", "_", plain),
+                      re.sub(r"-(?=\d)", "", plain).replace(" ", "_").replace("-", "_")):
+        if candidate in TORCHVISION:
+            return candidate
+    return None
+
+
 def torchvision_layout(name: str, batch_size: int) -> Layout:
     import torch
     import torchvision
 
+    name = torchvision_name(name) or name
     if name not in TORCHVISION:
         from hvd_vs_ddp.projection.architectures import ARCHS
 
@@ -175,7 +188,7 @@ def model_layout(name: str, batch_size: int) -> Layout:
     from hvd_vs_ddp.projection import architectures
     from hvd_vs_ddp.workloads import external, registry
 
-    if name in TORCHVISION:
+    if torchvision_name(name) is not None:
         return torchvision_layout(name, batch_size)
     if architectures.find(name) is not None:
         return architecture_layout(name, batch_size)

@@ -28,6 +28,12 @@ also gives the agreement with the configurations' firm verdicts.
     python -m hvd_vs_ddp.projection.validation             # every row and the three goals
     python -m hvd_vs_ddp.projection.validation --markdown  # as docs/projection.md carries it
     python -m hvd_vs_ddp.projection.validation --variants  # each way of carrying the error
+    python -m hvd_vs_ddp.projection.validation --rows more.csv  # your own published rows
+
+`--rows FILE`: further published rows, in head_to_head.csv's columns (or published.csv's,
+with a `library` column), judged as new results are: projected with the model error of
+every source in the repository (none of them is the file's), each row printed, then the
+goals' figures over the file's rows alone. A file it cannot use is one line, exit 2.
 """
 from __future__ import annotations
 
@@ -40,9 +46,10 @@ from pathlib import Path
 
 import numpy as np
 
+from hvd_vs_ddp.common.errors import EXIT_BAD_INPUT, InputError
 from hvd_vs_ddp.projection import interconnects
 from hvd_vs_ddp.projection.errors import Residual, band, components, model_error
-from hvd_vs_ddp.projection.layout import Layout, torchvision_layout
+from hvd_vs_ddp.projection.layout import Layout, model_layout
 from hvd_vs_ddp.projection.model import Inputs, Library, Links, ModelError, project
 from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN, FASTER, classify
 
@@ -135,7 +142,9 @@ def h2h_rows(path: Path = H2H) -> list[dict]:
 
 @cache
 def _layout(model: str, batch: int) -> Layout:
-    return torchvision_layout(model, batch)
+    """A row's model as `project --model` reads it: a torchvision classifier however a
+    paper spells it ('ResNet-50'), a published transformer ('bert-large'), a workload."""
+    return model_layout(model, batch)
 
 
 def _inputs(row: dict, libs: list[Library]) -> Inputs:
@@ -283,6 +292,33 @@ def error_split(draws: int = DRAWS) -> list[tuple[str, dict]]:
         (f"without {s}", components(model_error(res, leave_out=s))) for s in sources]
 
 
+class RowsError(ValueError):
+    """A --rows file the projection cannot use."""
+
+
+def judge_file(path: Path, draws: int = DRAWS, margin: float = DEFAULT_MARGIN) -> list[Row]:
+    """Rows from elsewhere, projected out of sample (the repository's error) and judged."""
+    try:
+        table = _read(path)
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise RowsError(f"--rows {path}: {exc}") from None
+    if not table:
+        raise RowsError(f"--rows {path}: no rows (a header of head_to_head.csv's columns, "
+                        "then one row per published result)")
+    me = current_error(draws)
+    out = []
+    for i, row in enumerate(table, start=2):  # line 1 is the header
+        row.setdefault("scope", "in")
+        row["scope"] = row["scope"] or "in"
+        try:
+            projected = _single(row, draws) if row.get("library") else _pair(row, draws)
+        except (KeyError, ValueError, TypeError, InputError) as exc:
+            what = f"missing column {exc}" if isinstance(exc, KeyError) else str(exc)
+            raise RowsError(f"--rows {path} line {i}: {what.splitlines()[0]}") from None
+        out.append(assess(projected, me, margin))
+    return judge_configurations(out)
+
+
 @cache
 def current_error(draws: int = DRAWS) -> ModelError:
     """The error a new projection carries: every in-scope source's residuals."""
@@ -407,10 +443,10 @@ def markdown(assessed: list[Row], split: list[tuple[str, dict]] | None = None) -
     return "\n".join(lines)
 
 
-def goals_line(s: dict) -> str:
+def goals_line(s: dict, how: str = "Leave one source out") -> str:
     m = s["median_abs_error"]
     contra = len(s.get("contradictory_rows", []))
-    return (f"Leave one source out, over {s['head_to_head_rows']} head-to-head rows and "
+    return (f"{how}, over {s['head_to_head_rows']} head-to-head rows and "
             f"{s['values']} published values in scope: verdicts agree on "
             f"{s['verdict_agreement']:.0%} of the rows (goal {GOAL_AGREEMENT:.0%}; "
             f"{s['firm_verdicts']} firm projected verdicts, {s['firm_agree']} of them agree, "
@@ -427,6 +463,17 @@ def goals_line(s: dict) -> str:
             f"{s['ratio_coverage']:.0%} of the published ratios.")
 
 
+def _print_rows(assessed: list[Row]) -> None:
+    for r in assessed:
+        vals = "  ".join(f"{v.library} {v.published:.4g} vs {v.projected[0]:.4g} "
+                         f"[{v.projected[1]:.4g}-{v.projected[2]:.4g}] {v.error:+.1%}"
+                         for v in r.values)
+        ratio = (f"  ratio {r.ratio_published:.3f} vs {r.ratio[0]:.3f} [{r.ratio[1]:.3f}-"
+                 f"{r.ratio[2]:.3f}] {r.verdict} / {r.published_verdict} (repeats: "
+                 f"{r.config_verdict})" if r.head_to_head else "")
+        print(f"{r.id:44s} {vals}{ratio}{'' if r.in_scope else '  [out of scope]'}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m hvd_vs_ddp.projection.validation",
                                  description=__doc__.split("\n\n")[0])
@@ -435,7 +482,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--margin", type=float, default=DEFAULT_MARGIN)
     ap.add_argument("--variants", action="store_true",
                     help="the goal figures under each way of carrying the model's error")
+    ap.add_argument("--rows", type=Path, help="a CSV of further published rows "
+                    "(head_to_head.csv's columns), judged with the repository's error")
     args = ap.parse_args(argv)
+    if args.rows:
+        try:
+            judged = judge_file(args.rows, args.draws, args.margin)
+        except RowsError as exc:
+            print(f"hvd-vs-ddp: error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        _print_rows(judged)
+        print(goals_line(summary(judged), f"The rows of {args.rows}, projected with the "
+                         "model error of every source in the repository"))
+        return 0
     if args.variants:
         print("| model error in the bands | verdicts agree (rows) | firm | inconclusive | "
               "agree, judged by repeats | values covered | ratios covered |")
@@ -450,14 +509,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.markdown:
         print(markdown(assessed, split))
         return 0
-    for r in assessed:
-        vals = "  ".join(f"{v.library} {v.published:.4g} vs {v.projected[0]:.4g} "
-                         f"[{v.projected[1]:.4g}-{v.projected[2]:.4g}] {v.error:+.1%}"
-                         for v in r.values)
-        ratio = (f"  ratio {r.ratio_published:.3f} vs {r.ratio[0]:.3f} [{r.ratio[1]:.3f}-"
-                 f"{r.ratio[2]:.3f}] {r.verdict} / {r.published_verdict} (repeats: "
-                 f"{r.config_verdict})" if r.head_to_head else "")
-        print(f"{r.id:44s} {vals}{ratio}{'' if r.in_scope else '  [out of scope]'}")
+    _print_rows(assessed)
     for name, parts in split:
         print(f"model error {name}: " + "; ".join(
             f"{k} total {c['total']:.1%} inputs {c['inputs']:.1%} noise {c['noise']:.1%} "

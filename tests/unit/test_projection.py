@@ -266,3 +266,37 @@ def test_a_sequence_length_after_the_name_and_unknown_names():
     assert long.forward_flops > 3.5 * short.forward_flops
     with pytest.raises(LayoutError, match="bert-large"):  # the error lists them
         model_layout("bert-huge", 2)
+
+
+def test_a_validation_row_names_its_model_as_a_paper_does(tmp_path):
+    """Rows from elsewhere (judged on results not in the repository) may spell a model
+    'ResNet-50' or name a transformer: validation reads the model as `project --model`
+    does, so such a row is projected, not refused."""
+    from hvd_vs_ddp.projection.layout import model_layout, torchvision_name
+
+    assert [torchvision_name(n) for n in ("ResNet-50", "VGG-16", "Inception-v3",
+                                          "ResNeXt-50 32x4d", "ViT-B/16", "bert-large")] == \
+        ["resnet50", "vgg16", "inception_v3", "resnext50_32x4d", "vit_b_16", None]
+    assert validation._layout("ResNet-50", 4).grad_bytes == model_layout("resnet50", 4).grad_bytes
+    assert len(validation._layout("bert-large", 4).grads) == 398
+
+
+def test_rows_from_elsewhere_are_judged_out_of_sample(tmp_path, capsys):
+    """`validation --rows FILE`: published rows not in the repository (head_to_head.csv's
+    columns; a model as a paper spells it) are projected with the repository's error and
+    judged; a file it cannot use is one line, exit 2."""
+    header, *rows = validation.H2H.read_text().splitlines()
+    mahti = next(r for r in rows if r.startswith("csc-mahti-resnet50-8gpu-synthetic-2023"))
+    good = tmp_path / "more.csv"
+    good.write_text(header + "\n" + ("new-" + mahti).replace(",resnet50,", ",ResNet-50,")
+                    + "\n")
+    (row,) = validation.judge_file(good)  # default draws: the caches the tests share
+    assert row.id.startswith("new-csc-mahti") and row.published_verdict == "faster (ddp)"
+    assert row.verdict in ("faster (ddp)", "inconclusive") and len(row.values) == 2
+    assert validation.main(["--rows", str(good)]) == 0
+    assert "projected with the model error of every source" in capsys.readouterr().out
+    bad = tmp_path / "bad.csv"
+    bad.write_text("id,source,model\nx,y,resnet50\n")
+    assert validation.main(["--rows", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "line 2: missing column" in err[0], err
