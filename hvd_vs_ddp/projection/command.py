@@ -192,7 +192,7 @@ def _document(args, s: dict) -> dict[str, Any]:
         "source": {"run": args.run_dir, "compute_ms": s.get("compute_s", 0) * 1000 or None,
                    "model": args.model, "batch_size": s.get("batch")},
         "target": {"devices": s["devices"], "devices_per_node": s["per_node"],
-                   "interconnect": args.interconnect,
+                   "interconnect": interconnects.canonical(args.interconnect),
                    "intra_node": None if s["links"] is None else s["links"].intra.name,
                    "nics_per_node": s["nics"], "algorithm": args.algorithm,
                    "links": [r for r in interconnects.table_rows() if s["links"] is not None

@@ -13,6 +13,7 @@ ranges, stated as assumptions, and the projection's band covers the whole range.
 """
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass
 
@@ -97,10 +98,30 @@ def names(scope: str | None = None) -> list[str]:
     return [n for n, link in LINKS.items() if scope is None or link.scope == scope]
 
 
+def canonical(name: str) -> str:
+    """A link as people write it, as the table names it: 'HDR InfiniBand' and 'IB-HDR' ->
+    ib-hdr, '100GbE' -> eth-100g, '100G RoCE' -> roce-100g, 'NVLink 3' -> nvlink3,
+    'PCIe Gen4' -> pcie4; anything else unchanged."""
+    n = re.sub(r"[\s_]+", "-", name.strip().lower())
+    m = re.fullmatch(r"(?:ib|infiniband)-?(edr|hdr|ndr|xdr)|(edr|hdr|ndr|xdr)(?:-?(?:ib|"
+                     r"infiniband))?", n)
+    if m:
+        return f"ib-{m.group(1) or m.group(2)}"
+    m = re.fullmatch(r"(?:(roce)(?:-?v2)?-?)?(\d+)-?g(?:b|bit)?(?:e|-?ethernet)?(?:-?(roce)"
+                     r"(?:-?v2)?)?|(?:eth|ethernet)-?(\d+)-?g(?:b|bit)?e?", n)
+    if m:
+        speed = m.group(2) or m.group(4)
+        return f"{'roce' if m.group(1) or m.group(3) else 'eth'}-{speed}g"
+    m = re.fullmatch(r"(nvlink|pcie)-?(?:gen)?-?(\d)(?:\.0)?", n)
+    if m:
+        return f"{m.group(1)}{m.group(2)}"
+    return name
+
+
 def get(name: str, scope: str | None = None) -> Link:
-    """The row named `name`; an unknown name (or one of the wrong scope) is one clear
-    error listing the known ones."""
-    link = LINKS.get(name)
+    """The row named `name` (or its canonical(name)); an unknown name (or one of the wrong
+    scope) is one clear error listing the known ones."""
+    link = LINKS.get(name) or LINKS.get(canonical(name))
     if link is None or (scope is not None and link.scope != scope):
         what = {"intra": "intra-node link", "inter": "interconnect"}.get(scope or "",
                                                                            "link")

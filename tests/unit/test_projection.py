@@ -300,3 +300,20 @@ def test_rows_from_elsewhere_are_judged_out_of_sample(tmp_path, capsys):
     assert validation.main(["--rows", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "line 2: missing column" in err[0], err
+
+
+@pytest.mark.parametrize("written, name", [
+    ("HDR InfiniBand", "ib-hdr"), ("IB-EDR", "ib-edr"), ("100GbE", "eth-100g"),
+    ("25 GbE", "eth-25g"), ("100G RoCE", "roce-100g"), ("NVLink 3", "nvlink3"),
+    ("PCIe Gen4", "pcie4"), ("ib-ndr", "ib-ndr")])
+def test_links_as_people_write_them(written, name):
+    assert interconnects.get(written).name == name
+
+
+def test_a_link_that_only_looks_like_one_is_still_refused():
+    for bad in ("warp-drive", "HDR", "7GbE"):
+        if bad == "HDR":  # HDR alone is InfiniBand HDR: known
+            assert interconnects.get(bad).name == "ib-hdr"
+            continue
+        with pytest.raises(UnknownName):
+            interconnects.get(bad, "inter")
