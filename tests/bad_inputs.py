@@ -215,7 +215,9 @@ CASES: list[Case] = [
         (["runs/earlier", "--devices", "8,x", "--interconnect", "ib-hdr"], ("--devices",)),
         (["runs/earlier", "--devices", "", "--interconnect", "ib-hdr"], ("--devices", "empty")),
         (["runs/earlier", "--interconnect", "ib-hdr"], ("required", "--devices")),
-        (["runs/earlier", "--devices", "8"], ("required", "--interconnect")),
+        # no --interconnect: fine on one node, refused where a size spans nodes
+        (["runs/earlier", "--devices", "8,16"], ("--interconnect", "16 devices at 8 per node",
+                                                 "span 2 nodes")),
         (["runs/earlier", "--devices", "8", "--interconnect", "ib-hdr", "--devices-per-node",
           "0"], ("--devices-per-node", ">= 1")),
         (["runs/earlier", "--devices", "8", "--interconnect", "ib-hdr", "--nics-per-node",

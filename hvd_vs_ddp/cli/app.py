@@ -218,8 +218,9 @@ def _add_project(sub) -> None:
                      help="comma-separated device counts to predict, e.g. 8,64,512")
     pro.add_argument("--devices-per-node", type=argtypes.count, default=8,
                      help="devices per node (default 8)")
-    pro.add_argument("--interconnect", type=argtypes.given, required=True, help="between "
-                     "nodes: a row of `python -m hvd_vs_ddp.projection.interconnects` "
+    pro.add_argument("--interconnect", type=argtypes.given, help="between nodes (needed "
+                     "where a size spans nodes): a row of `python -m "
+                     "hvd_vs_ddp.projection.interconnects` "
                      "(ib-hdr, roce-100g, ...), or `measured` (the run's own allreduce fits)")
     pro.add_argument("--intra-node", type=argtypes.given, help="inside a node: nvlink1-5, "
                      "pcie3-5 (default nvlink4)")

@@ -41,15 +41,26 @@ class ProjectError(InputError):
     pass
 
 
+NO_LINK = "none"  # the target's interconnect when every size fits in one node
+
+
 def check(args) -> dict[str, Any]:
     """What needs several options together, judged before any work (argparse has parsed
     and checked each value: hvd_vs_ddp/cli/args.py); the settings to project with."""
     s: dict[str, Any] = {"devices": list(args.devices), "per_node": args.devices_per_node,
                          "nics": args.nics_per_node}
+    if args.interconnect is None:  # one node: no link between nodes to name
+        widest = max(s["devices"])
+        if widest > s["per_node"]:
+            raise ProjectError(
+                f"--interconnect: {widest} devices at {s['per_node']} per node span "
+                f"{-(-widest // s['per_node'])} nodes; name the link between them (a row of "
+                "`python -m hvd_vs_ddp.projection.interconnects`, or measured)")
     measured = args.interconnect == interconnects.MEASURED
     s["links"] = None if measured else Links(
         interconnects.get(args.intra_node or DEFAULT_INTRA, "intra"),
-        interconnects.get(args.interconnect, "inter"), s["nics"], args.algorithm)
+        None if args.interconnect is None else interconnects.get(args.interconnect, "inter"),
+        s["nics"], args.algorithm)
     if args.run_dir and args.compute_ms:
         raise ProjectError("give RUN_DIR (project from a run) or --compute-ms with --model "
                            "(from a published single-device figure), not both")
@@ -192,11 +203,13 @@ def _document(args, s: dict) -> dict[str, Any]:
         "source": {"run": args.run_dir, "compute_ms": s.get("compute_s", 0) * 1000 or None,
                    "model": args.model, "batch_size": s.get("batch")},
         "target": {"devices": s["devices"], "devices_per_node": s["per_node"],
-                   "interconnect": interconnects.canonical(args.interconnect),
+                   "interconnect": (NO_LINK if args.interconnect is None
+                                    else interconnects.canonical(args.interconnect)),
                    "intra_node": None if s["links"] is None else s["links"].intra.name,
                    "nics_per_node": s["nics"], "algorithm": args.algorithm,
                    "links": [r for r in interconnects.table_rows() if s["links"] is not None
-                             and r["name"] in (s["links"].intra.name, s["links"].inter.name)]},
+                             and r["name"] in (s["links"].intra.name, getattr(
+                                 s["links"].inter, "name", None))]},
         "calibrated": not args.no_calibrate, "workloads": [],
         "inputs": list(s["inputs"])}  # issue 27: what the output gate compares
 
@@ -257,8 +270,10 @@ def _project_workload(args, s: dict, name: str, inputs, measured) -> dict[str, A
 
 def render_text(doc: dict) -> str:
     t = doc["target"]
-    link = "the run's own allreduce fits (measured)" if t["interconnect"] == "measured" else \
-        f"{t['intra_node']} inside nodes, {t['nics_per_node']} x {t['interconnect']} between"
+    link = ("the run's own allreduce fits (measured)" if t["interconnect"] == "measured" else
+            f"{t['intra_node']} inside one node" if t["interconnect"] == NO_LINK else
+            f"{t['intra_node']} inside nodes, {t['nics_per_node']} x {t['interconnect']} "
+            "between")
     lines = [f"== {doc['label']} ==",
              f"target: {', '.join(map(str, t['devices']))} devices, {t['devices_per_node']} "
              f"per node; {link}"]

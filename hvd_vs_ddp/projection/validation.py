@@ -149,9 +149,11 @@ def _layout(model: str, batch: int) -> Layout:
 
 def _inputs(row: dict, libs: list[Library]) -> Inputs:
     batch = int(row["batch"])
+    one_node = int(row["devices"]) <= int(row["per_node"])
     links = Links(interconnects.get(row["intra"], "intra"),
-                  interconnects.get(row["inter"], "inter"), int(row["nics_per_node"]),
-                  row["algorithm"])
+                  None if one_node and not row.get("inter") else
+                  interconnects.get(row["inter"], "inter"), int(row.get("nics_per_node") or 1),
+                  row.get("algorithm") or "auto")
     return Inputs(_layout(row["model"], batch), batch,
                   np.array([float(row["compute_ms"]) / 1000]), libs, links,
                   int(row["per_node"]), controller=row.get("controller") or "mpi",
@@ -313,7 +315,8 @@ def judge_file(path: Path, draws: int = DRAWS, margin: float = DEFAULT_MARGIN) -
         try:
             projected = _single(row, draws) if row.get("library") else _pair(row, draws)
         except (KeyError, ValueError, TypeError, InputError) as exc:
-            what = f"missing column {exc}" if isinstance(exc, KeyError) else str(exc)
+            what = (str(exc) if isinstance(exc, InputError) or not isinstance(exc, KeyError)
+                    else f"missing column {exc}")
             raise RowsError(f"--rows {path} line {i}: {what.splitlines()[0]}") from None
         out.append(assess(projected, me, margin))
     return judge_configurations(out)

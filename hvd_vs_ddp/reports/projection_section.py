@@ -52,6 +52,8 @@ def _run_blocks(name: str, doc: dict) -> list:
     t = doc["target"]
     link = ("each library's own allreduce fit to this run (measured)"
             if t["interconnect"] == "measured" else
+            f"{t['intra_node']} inside one node, allreduce {t['algorithm']}"
+            if t["interconnect"] == "none" else
             f"{t['intra_node']} inside nodes, {t['nics_per_node']} x {t['interconnect']} "
             f"between nodes, allreduce {t['algorithm']}")
     blocks: list = [Notes([

@@ -317,3 +317,15 @@ def test_a_link_that_only_looks_like_one_is_still_refused():
             continue
         with pytest.raises(UnknownName):
             interconnects.get(bad, "inter")
+
+
+def test_one_node_needs_no_interconnect(capsys):
+    """Every size inside one node: no link between nodes to name (before, --interconnect
+    was required all the same); the output says one node."""
+    from hvd_vs_ddp.cli import main
+
+    assert main(["project", "--compute-ms", "40.8", "--model", "resnet50", "--devices",
+                 "1,4", "--devices-per-node", "4", "--intra-node", "nvlink3", "--draws",
+                 "40"]) == 0
+    out = capsys.readouterr().out
+    assert "nvlink3 inside one node" in out and "at 4 devices (1 node)" in out
