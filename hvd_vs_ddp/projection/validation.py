@@ -33,7 +33,10 @@ also gives the agreement with the configurations' firm verdicts.
 `--rows FILE`: further published rows, in head_to_head.csv's columns (or published.csv's,
 with a `library` column), judged as new results are: projected with the model error of
 every source in the repository (none of them is the file's), each row printed, then the
-goals' figures over the file's rows alone. A file it cannot use is one line, exit 2.
+goals' figures over the file's rows alone. Needed: id, model, batch, devices, per_node,
+intra, inter (not for one node), compute_ms, ddp and horovod (samples/s of all devices);
+a library setting left empty is today's default (DEFAULTS). A file it cannot use is one
+line, exit 2.
 """
 from __future__ import annotations
 
@@ -169,31 +172,41 @@ def _verdict(lo: float, hi: float, margin: float, ratio: float) -> str:
 def _single(row: dict, draws: int) -> Row:
     devices = int(row["devices"])
     if row["library"] == "ddp":
-        lib = Library("ddp", "ddp", bucket_bytes=float(row["bucket_mb"]) * 2**20)
+        lib = Library("ddp", "ddp", bucket_bytes=_setting(row, "bucket_mb") * 2**20)
     else:
-        lib = Library("horovod", "horovod", fusion_bytes=float(row["fusion_mb"]) * 2**20,
-                      cycle_s=float(row["cycle_ms"]) / 1000)
+        lib = Library("horovod", "horovod", fusion_bytes=_setting(row, "fusion_mb") * 2**20,
+                      cycle_s=_setting(row, "cycle_ms") / 1000)
     inputs = _inputs(row, [lib])
     (p,) = project(inputs, [devices], draws=draws)
     sps = np.asarray(p.draws) / devices
-    unit = "efficiency" if row["unit"] == "scaling_efficiency" else "per_device"
+    unit = "efficiency" if row.get("unit") == "scaling_efficiency" else "per_device"
     if unit == "efficiency":
         sps = sps * float(row["compute_ms"]) / 1000 / inputs.batch
-    return Row(row["id"], row["source"], devices, row["model"], "in", row["url"],
-               _config(row), [Value(row["library"], float(row["published"]), unit, sps)])
+    return Row(row["id"], row.get("source") or "", devices, row["model"], "in",
+               row.get("url") or "", _config(row),
+               [Value(row["library"], float(row["published"]), unit, sps)])
+
+
+# A row that leaves a library setting empty gets today's default (DDP's bucket_cap_mb,
+# Horovod's HOROVOD_FUSION_THRESHOLD and HOROVOD_CYCLE_TIME since 0.21).
+DEFAULTS = {"ddp_bucket_mb": 25.0, "bucket_mb": 25.0, "fusion_mb": 128.0, "cycle_ms": 1.0}
+
+
+def _setting(row: dict, key: str) -> float:
+    return float(row.get(key) or DEFAULTS[key])
 
 
 def _pair(row: dict, draws: int) -> Row:
     devices = int(row["devices"])
-    libs = [Library("ddp", "ddp", bucket_bytes=float(row["ddp_bucket_mb"]) * 2**20),
-            Library("horovod", "horovod", fusion_bytes=float(row["fusion_mb"]) * 2**20,
-                    cycle_s=float(row["cycle_ms"]) / 1000)]
+    libs = [Library("ddp", "ddp", bucket_bytes=_setting(row, "ddp_bucket_mb") * 2**20),
+            Library("horovod", "horovod", fusion_bytes=_setting(row, "fusion_mb") * 2**20,
+                    cycle_s=_setting(row, "cycle_ms") / 1000)]
     d, h = project(_inputs(row, libs), [devices], draws=draws)
-    out = Row(row["id"], row["source"], devices, row["model"], row["scope"], row["url"],
-              _config(row))
+    out = Row(row["id"], row.get("source") or "", devices, row["model"],
+              row.get("scope") or "in", row.get("url") or "", _config(row))
     dd, hh = np.asarray(d.draws) / devices, np.asarray(h.draws) / devices
     pd_, ph = float(row["ddp"]), float(row["horovod"])
-    if row["unit"] == "samples_per_s":
+    if (row.get("unit") or "samples_per_s") == "samples_per_s":
         out.values = [Value("ddp", pd_ / devices, "per_device", dd),
                       Value("horovod", ph / devices, "per_device", hh)]
         out.ratio_published = ph / pd_

@@ -329,3 +329,14 @@ def test_one_node_needs_no_interconnect(capsys):
                  "40"]) == 0
     out = capsys.readouterr().out
     assert "nvlink3 inside one node" in out and "at 4 devices (1 node)" in out
+
+
+def test_a_row_with_only_the_needed_columns(tmp_path):
+    """A published figure as someone tabulates it: no source, url, scope or library
+    settings (today's defaults), the model as the paper writes it."""
+    f = tmp_path / "min.csv"
+    f.write_text("id,model,batch,devices,per_node,intra,inter,compute_ms,ddp,horovod\n"
+                 "a100-2nodes,ResNet-50,32,8,4,NVLink 3,HDR InfiniBand,42.2,5500,4970\n")
+    (row,) = validation.judge_file(f)
+    assert row.in_scope and abs(row.ratio_published - 4970 / 5500) < 1e-9
+    assert row.verdict and row.values[0].projected[0] > 0
