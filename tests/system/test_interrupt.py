@@ -119,12 +119,12 @@ def test_signals_interrupt_the_run_and_resume_finishes_it(tmp_path):
        SIGTERM (Slurm at a job's time limit) ends it: exit 143;
     2. `--resume`, SIGINT (Ctrl-C) while its first cell runs: exit 130;
     3. `--resume`, SIGHUP (a closed terminal; not ignored by this one): exit 129;
-    4. `--resume`, and while its cell runs: a second `--resume` of the same run is refused
-       (one line, exit 2: one runner per run); then SIGKILL (the OOM killer), which no
-       runner can handle: its cell's processes outlive it;
-    5. `--resume` ends those orphans first (stopped by the test, as a hung rank, so that
-       they cannot finish before it starts) and says so, then finishes the run: every
-       cell passed, the manifest complete."""
+    4. `--resume`, its cell frozen mid-run (SIGSTOP to its launcher and ranks: a hung
+       cell, so that nothing finishes early on a slow machine): a second `--resume` of
+       the same run is refused (one line, exit 2: one runner per run); then SIGKILL of
+       the runner (the OOM killer), which no runner can handle: its cell outlives it;
+    5. `--resume` ends those orphans first (stopped ones too) and says so, then finishes
+       the run: every cell passed, the manifest complete."""
     marker = f"hvd-int-{uuid.uuid4().hex}"
     runs = tmp_path / "runs"
     run = runs / "int"
@@ -141,6 +141,11 @@ def test_signals_interrupt_the_run_and_resume_finishes_it(tmp_path):
 
     proc = _start(runs, marker, resume=True)
     _wait_for_ranks(proc, marker)
+    # the cell's launcher and ranks frozen (a hung cell): the runner waits on them however
+    # slow the machine, and they are still there when the runner is gone
+    cell = _rank_pids(marker, proc.pid)
+    for pid in cell:
+        os.kill(pid, signal.SIGSTOP)
     second = subprocess.run([sys.executable, "-m", "hvd_vs_ddp.cli", "run", "--resume",
                              str(run)], cwd=ROOT, env=_env(marker), capture_output=True,
                             text=True, timeout=120)
@@ -150,9 +155,7 @@ def test_signals_interrupt_the_run_and_resume_finishes_it(tmp_path):
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=60)
     orphans = _rank_pids(marker, proc.pid)
-    assert orphans, "SIGKILL of the runner ended its cell's ranks too (nothing to test)"
-    for pid in orphans:  # frozen (a hung rank), so they are still there for the resume
-        os.kill(pid, signal.SIGSTOP)
+    assert orphans and set(orphans) <= set(cell), (orphans, cell)  # they outlived it
 
     again = subprocess.run([sys.executable, "-m", "hvd_vs_ddp.cli", "run", "--resume",
                             str(run)], cwd=ROOT, env=_env(marker), capture_output=True,
