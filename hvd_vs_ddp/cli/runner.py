@@ -138,7 +138,8 @@ class Runner:
         self.manifest_path = run_dir / "manifest.json"
         self.current: subprocess.Popen | None = None
         self.marker: str | None = None  # HVD_VS_DDP_CELL of the cell in flight
-        self._lock: int | None = None  # the run directory's descriptor, locked (claim())
+        self._lock: int | None = None  # the run directory's locked descriptor (claim());
+        # -1 where its file system has no locks
         self.manifest = self._load_or_new(command)
 
     # -- manifest --------------------------------------------------------
@@ -190,6 +191,11 @@ class Runner:
             os.close(fd)
             raise RunBusy(f"{self.run_dir} is being run by another `hvd-vs-ddp run` right "
                           "now; wait for it to finish or stop it, then resume") from None
+        except OSError as exc:  # a file system without locks (some NFS mounts): run on
+            os.close(fd)
+            log.info(f"note: {self.run_dir} cannot be locked ({exc.strerror}); a second "
+                     "runner of this run would not be refused")
+            fd = -1
         self._lock = fd
         left = processes.end_marked("HVD_VS_DDP_CELL", self._marker_root, prefix=True)
         if left:
@@ -199,7 +205,8 @@ class Runner:
     def release(self) -> None:
         """Unlock the run directory (a process's exit does it too)."""
         if self._lock is not None:
-            os.close(self._lock)  # closing the locked descriptor releases the flock
+            if self._lock >= 0:
+                os.close(self._lock)  # closing the locked descriptor releases the flock
             self._lock = None
 
     def run(self, progress=None) -> Manifest:
