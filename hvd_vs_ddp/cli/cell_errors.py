@@ -254,13 +254,13 @@ def error_line(log: str, returncode: int, timed_out: bool, limit: float,
     lines = [ln.strip() for ln in log.splitlines() if ln.strip()]
     if launcher and not launchers.starts_ranks(launcher) and returncode < 0:  # it is rank 0
         return _with_rank(DeadRank(0, None, -returncode), _started(log)).describe()
+    dead = dead_rank(log)
     launcher_killed = _launcher_killed(lines, returncode, launcher)
-    if launcher_killed and dead_rank(log) is None:  # no rank's death led to it
+    if launcher_killed and dead is None:  # no rank's death led to it
         return launcher_killed
     ours = [ln for ln in lines if _says_why(ln)]
     if ours:
         return ours[-1][:400]
-    dead = dead_rank(log)
     if dead:
         return dead.describe()[:400]
     for key in ("rank(s) ", "Error:", "FAILED ", "E  "):

@@ -323,13 +323,12 @@ def judge_file(path: Path, draws: int = DRAWS, margin: float = DEFAULT_MARGIN) -
     me = current_error(draws)
     out = []
     for i, row in enumerate(table, start=2):  # line 1 is the header
-        row.setdefault("scope", "in")
-        row["scope"] = row["scope"] or "in"
-        try:
+        try:  # an empty or missing scope is "in" (_pair, _single)
             projected = _single(row, draws) if row.get("library") else _pair(row, draws)
         except (KeyError, ValueError, TypeError, InputError) as exc:
-            what = (str(exc) if isinstance(exc, InputError) or not isinstance(exc, KeyError)
-                    else f"missing column {exc}")
+            # an unknown link is an InputError that is also a KeyError (UnknownName)
+            missing = isinstance(exc, KeyError) and not isinstance(exc, InputError)
+            what = f"missing column {exc}" if missing else str(exc)
             raise RowsError(f"--rows {path} line {i}: {what.splitlines()[0]}") from None
         out.append(assess(projected, me, margin))
     return judge_configurations(out)
