@@ -45,6 +45,16 @@ def run(*args: str) -> list[str]:
     return ["run", "--runs-dir", "runs", *args]
 
 
+def cli_status(argv: list[str] | tuple[str, ...]) -> int | str | None:
+    """`hvd-vs-ddp ARGV` in this process: its exit status, argparse's SystemExit too."""
+    from hvd_vs_ddp.cli import main
+
+    try:
+        return main(list(argv))
+    except SystemExit as exc:
+        return exc.code
+
+
 CASES: list[Case] = [
     # -- run: names
     _c(run("--backends", "nccl-typo"), "unknown backend", "ddp-gloo"),

@@ -131,7 +131,18 @@ def test_random_kills_never_hang_or_leave_processes(tmp_path):
         assert r["returncode"] != 0, f"a killed job exited 0: {r['tail']}"
 
 
-def test_runner_records_a_killed_cell_and_resume_reruns_it(tmp_path):
+def _run_with(monkeypatch, env: dict[str, str], args: list[str]) -> None:
+    """`hvd-vs-ddp ARGS` in process with `env` set for it (its cells inherit it) and
+    unset again after: the fault plugin must not reach a later run."""
+    from hvd_vs_ddp.cli import main as cli
+
+    with monkeypatch.context() as m:
+        for k, v in env.items():
+            m.setenv(k, v)
+        assert cli(args) == 0
+
+
+def test_runner_records_a_killed_cell_and_resume_reruns_it(tmp_path, monkeypatch):
     """A cell whose rank dies is 'failed' with its error; the next cell still runs."""
     from hvd_vs_ddp.cli import main as cli
 
@@ -141,16 +152,7 @@ def test_runner_records_a_killed_cell_and_resume_reruns_it(tmp_path):
             "--suite-args", TINY_RUN_SUITE_ARGS]
     injected = {"HVD_VS_DDP_TEST_KILL_RANK": "1",  # tests/plugins/kill_rank.py: rank 1
                 "PYTEST_PLUGINS": "tests.plugins.kill_rank"}  # kills itself in every cell
-    before = {k: os.environ.get(k) for k in injected}
-    os.environ.update(injected)
-    try:
-        assert cli(args) == 0
-    finally:
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k)
-            else:
-                os.environ[k] = v
+    _run_with(monkeypatch, injected, args)
     manifest = json.loads((runs / "killed" / "manifest.json").read_text())
     status = {c["id"]: c for c in manifest["cells"]}
     killed = status["ddp-gloo-torchrun-np2"]
@@ -163,12 +165,10 @@ def test_runner_records_a_killed_cell_and_resume_reruns_it(tmp_path):
     assert all(c["status"] == "passed" for c in manifest["cells"]), manifest["cells"]
 
 
-def test_runner_names_a_killed_launcher(tmp_path):
+def test_runner_names_a_killed_launcher(tmp_path, monkeypatch):
     """The launcher itself killed mid-cell (torchrun's agent, SIGKILL: the OOM killer's
     way): the cell's error says so, not the launcher's command line echoed from the log
     (before), and none of the cell's ranks is left."""
-    from hvd_vs_ddp.cli import main as cli
-
     runs = tmp_path / "runs"
     args = ["run", "--backends", "ddp-gloo", "--world-sizes", "2", "--workloads", "mlp",
             "--runs-dir", str(runs), "--name", "launcher", "--allow-failures", "--repeat",
@@ -176,16 +176,7 @@ def test_runner_names_a_killed_launcher(tmp_path):
     marker = f"hvd-killed-launcher-{uuid.uuid4().hex}"
     injected = {"HVD_VS_DDP_TEST_KILL_RANK": "1", "HVD_VS_DDP_TEST_KILL_LAUNCHER": "1",
                 "PYTEST_PLUGINS": "tests.plugins.kill_rank", "HVD_TEST_MARKER": marker}
-    before = {k: os.environ.get(k) for k in injected}
-    os.environ.update(injected)
-    try:
-        assert cli(args) == 0
-    finally:
-        for k, v in before.items():
-            if v is None:
-                os.environ.pop(k)
-            else:
-                os.environ[k] = v
+    _run_with(monkeypatch, injected, args)
     manifest = json.loads((runs / "launcher" / "manifest.json").read_text())
     (cell,) = manifest["cells"]
     assert cell["status"] == "failed", cell

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from hvd_vs_ddp.cli import main, runner, selftest
+from hvd_vs_ddp.cli import runner, selftest
 from hvd_vs_ddp.common.log import log
-from tests.bad_inputs import CASES, Case, tree_hash
+from tests.bad_inputs import CASES, Case, cli_status, tree_hash
 from tests.bad_inputs import workdir as make_workdir
 from tests.launch import ROOT
 
@@ -100,10 +100,7 @@ def test_refused_in_process(shared, case, tripwire, monkeypatch, capsys):
     _skip_with_gpus(case)
     monkeypatch.chdir(shared)
     before = tree_hash(shared)
-    try:
-        code = main(list(case.argv))
-    except SystemExit as exc:
-        code = exc.code
+    code = cli_status(case.argv)
     out, err = capsys.readouterr()
     assert_one_line_exit_2(code, err, *case.words)
     assert out == ""
@@ -155,10 +152,7 @@ def test_report_lists_bad_results_as_unreadable(workdir, how, tripwire, monkeypa
         code, err = proc.returncode, proc.stderr
     else:
         monkeypatch.chdir(workdir)
-        try:
-            code = main(argv)
-        except SystemExit as exc:
-            code = exc.code
+        code = cli_status(argv)
         err = capsys.readouterr().err
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert code == 3, err[-2000:]

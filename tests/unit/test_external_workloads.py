@@ -27,7 +27,7 @@ from hvd_vs_ddp.common.errors import InputError, UnknownName
 from hvd_vs_ddp.common.log import log
 from hvd_vs_ddp.harness import options, profiling
 from hvd_vs_ddp.workloads import Param, Workload, check, declare, external, params, registry
-from tests.bad_inputs import tree_hash
+from tests.bad_inputs import cli_status, tree_hash
 from tests.launch import ROOT
 
 BENCH = "tests/external/bench_workload.py:make_workload"
@@ -251,10 +251,7 @@ def test_a_bad_spec_is_refused_before_any_process_starts(spec, words, tripwire, 
     if spec.startswith("torchvision:vit"):
         argv += ["--suite-args", "--workload-param torchvision:vit_b_16:image_size=30"]
     before = tree_hash(ROOT / "tests" / "external")
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
+    code = cli_status(argv)
     err = capsys.readouterr().err
     lines = [ln for ln in err.splitlines() if ln.strip()]
     assert code == 2 and len(lines) == 1 and lines[0].startswith("hvd-vs-ddp: error:"), err

@@ -29,7 +29,7 @@ from hvd_vs_ddp.cli import main, runner, selftest
 from hvd_vs_ddp.common import outputs
 from hvd_vs_ddp.common.log import log
 from hvd_vs_ddp.common.outputs import Output
-from tests.bad_inputs import tree_hash
+from tests.bad_inputs import cli_status, tree_hash
 from tests.launch import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -57,12 +57,8 @@ INPUTS = {
 }
 
 
-def _cli(argv: list[str]) -> tuple[int, str]:
-    try:
-        code = main(argv)
-    except SystemExit as exc:
-        code = exc.code
-    return code, ""
+def _cli(argv: list[str]) -> tuple[int | str | None, str]:
+    return cli_status(argv), ""
 
 
 @pytest.fixture(scope="module")
