@@ -76,7 +76,7 @@ def _run(args) -> int:
                     list(req.workloads) if req.workloads else None, hosts=req.hosts,
                     repeat=req.repeat, order_seed=req.order_seed, pythonpath=req.pythonpath)
     if req.run_dir.exists():  # a resumed run: another runner of it is refused up front
-        runner.claim()
+        runner.lock.claim()
     log.info(f"{len(req.cells)} cells -> {req.run_dir}")
     try:
         manifest = runner.run(Progress())

@@ -15,12 +15,9 @@ HVD_VS_DDP_CELL marker), record that repetition as "interrupted", keep the manif
 valid with `complete: false` and `interrupted` set, and end `hvd-vs-ddp run` with
 128 + the signal (130, 143, 129); `--resume` finishes the run.
 
-One runner per run directory: the runner holds a lock on it (flock, released when the
-process ends, however it ends); a second `run --resume` of a run in progress is refused
-with one line. A runner that was killed outright (SIGKILL, the OOM killer) could not end
-its cell: the next runner of that run ends every process still carrying one of the
-run's markers before it starts a cell, and says so, so that no orphaned rank competes
-with, or writes the results file of, the cell that reruns.
+One runner per run directory (hvd_vs_ddp/cli/run_lock.py): a second `run --resume` of a
+run in progress is refused with one line, and a runner ends what a killed runner of the
+same run left behind before it starts a cell.
 
 Repetitions (`--repeat N`): every cell runs N times, each time as a fresh process
 with its own results file and log (cells/<id>.r<k>.json, logs/<id>.r<k>.log; with
@@ -39,7 +36,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import fcntl
 import os
 import random
 import signal
@@ -52,9 +48,9 @@ from pathlib import Path
 from hvd_vs_ddp.backends import launchers
 from hvd_vs_ddp.cli.cell_errors import error_line
 from hvd_vs_ddp.cli.matrix import TIMED_SUITES, Cell, Preset, launch_as, pytest_argv
+from hvd_vs_ddp.cli.run_lock import CELL_MARKER, RunLock, marker_root
 from hvd_vs_ddp.common import cpu_load, interrupt, outputs, processes
 from hvd_vs_ddp.common.checkout import ROOT, suites_root
-from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.log import log
 from hvd_vs_ddp.harness import versions
 from hvd_vs_ddp.results_schema import FORMAT as RUN_MANIFEST
@@ -69,10 +65,6 @@ from hvd_vs_ddp.results_schema import (
 
 class RunError(RuntimeError):
     pass
-
-
-class RunBusy(InputError):
-    """Another runner holds the run directory."""
 
 
 def now() -> str:
@@ -138,8 +130,7 @@ class Runner:
         self.manifest_path = run_dir / "manifest.json"
         self.current: subprocess.Popen | None = None
         self.marker: str | None = None  # HVD_VS_DDP_CELL of the cell in flight
-        self._lock: int | None = None  # the run directory's locked descriptor (claim());
-        # -1 where its file system has no locks
+        self.lock = RunLock(run_dir)  # one runner per run (hvd_vs_ddp/cli/run_lock.py)
         self.manifest = self._load_or_new(command)
 
     # -- manifest --------------------------------------------------------
@@ -174,52 +165,17 @@ class Runner:
                           owner=self.run_dir)  # the output gate: its own manifest only
 
     # -- running ---------------------------------------------------------
-    @property
-    def _marker_root(self) -> str:
-        """Every cell marker of this run starts with it (the run directory, absolute)."""
-        return f"{self.run_dir.resolve()}/"
-
-    def claim(self) -> None:
-        """Lock the run directory for this runner (RunBusy if another holds it), then end
-        the processes an earlier runner of this run left behind. Idempotent."""
-        if self._lock is not None:
-            return
-        fd = os.open(self.run_dir, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise RunBusy(f"{self.run_dir} is being run by another `hvd-vs-ddp run` right "
-                          "now; wait for it to finish or stop it, then resume") from None
-        except OSError as exc:  # a file system without locks (some NFS mounts): run on
-            os.close(fd)
-            log.info(f"note: {self.run_dir} cannot be locked ({exc.strerror}); a second "
-                     "runner of this run would not be refused")
-            fd = -1
-        self._lock = fd
-        left = processes.end_marked("HVD_VS_DDP_CELL", self._marker_root, prefix=True)
-        if left:
-            log.info(f"ended {len(left)} process(es) of this run left running by an earlier "
-                     f"runner that did not end them (killed?): {left}")
-
-    def release(self) -> None:
-        """Unlock the run directory (a process's exit does it too)."""
-        if self._lock is not None:
-            if self._lock >= 0:
-                os.close(self._lock)  # closing the locked descriptor releases the flock
-            self._lock = None
-
     def run(self, progress=None) -> Manifest:
         try:
             return self._run(progress)
         finally:
-            self.release()
+            self.lock.release()
 
     def _run(self, progress) -> Manifest:
         fresh = not self.run_dir.exists()
         (self.run_dir / "cells").mkdir(parents=True, exist_ok=True)
         (self.run_dir / "logs").mkdir(exist_ok=True)
-        self.claim()
+        self.lock.claim()
         try:
             self.save()
         except OSError:  # a full disk: leave no empty run directory behind a fresh run
@@ -300,7 +256,7 @@ class Runner:
     def _end_leftovers(self) -> None:
         if self.marker is None:
             return
-        left = processes.end_marked("HVD_VS_DDP_CELL", self.marker)
+        left = processes.end_marked(CELL_MARKER, self.marker)
         if left:
             log.info(f"ended {len(left)} process(es) left by the cell: {left}")
 
@@ -329,7 +285,8 @@ class Runner:
             env["PYTHONPATH"] = os.pathsep.join(
                 [*self.pythonpath, *filter(None, [env.get("PYTHONPATH")])])
         outputs.check_one(outputs.Output(log_path, outputs.CELL_LOG), owner=self.run_dir)
-        self.marker = env["HVD_VS_DDP_CELL"] = f"{self._marker_root}{stem}/{uuid.uuid4().hex}"
+        self.marker = f"{marker_root(self.run_dir)}{stem}/{uuid.uuid4().hex}"
+        env[CELL_MARKER] = self.marker
         start = time.monotonic()
         meter = cpu_load.Meter()
         meter.start()
