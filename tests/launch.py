@@ -15,16 +15,22 @@ import pytest
 
 from hvd_vs_ddp.backends import launchers
 from hvd_vs_ddp.common.processes import marked
+from hvd_vs_ddp.harness.options import CELL_PLUGINS
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# The plugins of a rank's pytest, as `hvd-vs-ddp run` gives its cells: pytest-benchmark
+# alone. This environment also installs the unit tests' plugins (Hypothesis's, anyio's,
+# xdist): loading them cost every rank about 1 s of CPU at start-up here, with nothing
+# of theirs used. One job keeps them (tests/system/jobs.py, the mission's command as typed).
+LEAN_PLUGINS = list(CELL_PLUGINS)
 # The suites shrunk to seconds: what the launcher tests pass after `pytest suites/`.
 # (Convergence on mlp only: gpt's runs in the jobs of tests/system/jobs.py that name it.)
-TINY_SUITE_ARGS = ["--workloads", "mlp", "--convergence-workloads", "mlp", "--rounds", "2",
-                   "--steps-per-round", "1", "--warmup-steps", "1", "--convergence-steps", "5",
-                   "--max-bytes", "65536", "--collective-iters", "5",
-                   "--test-time-limit", "300", "-p", "no:cacheprovider",
-                   "-q"]
+TINY_SIZES = ["--workloads", "mlp", "--convergence-workloads", "mlp", "--rounds", "2",
+              "--steps-per-round", "1", "--warmup-steps", "1", "--convergence-steps", "5",
+              "--max-bytes", "65536", "--collective-iters", "5",
+              "--test-time-limit", "300", "-p", "no:cacheprovider", "-q"]
+TINY_SUITE_ARGS = [*LEAN_PLUGINS, *TINY_SIZES]
 # The same for `hvd-vs-ddp run --suite-args`: its cells run every suite at these sizes.
 TINY_RUN_SUITE_ARGS = ("--rounds 2 --steps-per-round 1 --warmup-steps 1 --convergence-steps 3 "
                        "--max-bytes 4096 --collective-iters 5 --convergence-workloads mlp")

@@ -17,10 +17,10 @@ import re
 
 import pytest
 
-from tests.launch import explain, horovod_available, launched
+from tests.launch import LEAN_PLUGINS, explain, horovod_available, launched
 
 pytestmark = [pytest.mark.multiproc]
-SUITE = ["-m", "pytest", "suites/test_convergence.py::test_compiled_matches_eager",
+SUITE = ["-m", "pytest", *LEAN_PLUGINS, "suites/test_convergence.py::test_compiled_matches_eager",
          "--knob-set", "compile-all", "--workloads", "mlp", "--convergence-steps", "5",
          "--test-time-limit", "600", "-p", "no:cacheprovider", "-q", "-rs", "-s"]
 HOROVOD_REFUSAL = ("horovod: compile mode compiled-autograd refused: compiled autograd "

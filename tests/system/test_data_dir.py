@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pytest
 
-from tests.launch import explain, launched
+from tests.launch import LEAN_PLUGINS, explain, launched
 
 CLASSES, PER_CLASS, SIDE = ("cat", "dog"), 8, 16
 
@@ -49,7 +49,8 @@ def test_resnet50_reads_an_image_folder(image_folder):
 def test_ddp_on_real_images_matches_the_sharded_single_reference(image_folder, tmp_path):
     out = tmp_path / "conv.json"
     proc = launched("torchrun", 2, [
-        "-m", "pytest", "suites/test_convergence.py", "-k", "test_convergence and resnet50",
+        "-m", "pytest", *LEAN_PLUGINS, "suites/test_convergence.py",
+        "-k", "test_convergence and resnet50",
         "-q", "-p", "no:cacheprovider", "--backends", "ddp-gloo",
         "--data-dir", str(image_folder), "--workload-param", "resnet50:image_size=32",
         "--workload-param", "resnet50:batch_size=2", "--convergence-steps", "4",

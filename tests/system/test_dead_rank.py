@@ -33,12 +33,12 @@ import pytest
 
 from hvd_vs_ddp.backends import launchers
 from hvd_vs_ddp.cli.cell_errors import error_line
-from tests.launch import ROOT, horovod_available, leftovers
+from tests.launch import LEAN_PLUGINS, ROOT, horovod_available, leftovers
 from tests.system.test_slurm import slurm  # noqa: F401 - the fixture: a private Slurm node
 
 pytestmark = pytest.mark.multiproc
 MPIS = Path(os.environ.get("HVD_VS_DDP_MPIS", Path.home() / ".cache/hvd-vs-ddp/mpi"))
-SUITE = ["-m", "pytest", "suites/test_collectives.py", "--backends", "ddp-gloo",
+SUITE = ["-m", "pytest", *LEAN_PLUGINS, "suites/test_collectives.py", "--backends", "ddp-gloo",
          "--max-bytes", "4096", "--collective-iters", "5", "--test-time-limit", "120", "-q",
          "-p", "no:cacheprovider"]
 KILL_RANK_1 = {"PYTEST_PLUGINS": "tests.plugins.kill_rank", "HVD_VS_DDP_TEST_KILL_RANK": "1"}

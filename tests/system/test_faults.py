@@ -12,10 +12,10 @@ import uuid
 
 import pytest
 
-from tests.launch import explain, launched, leftovers
+from tests.launch import LEAN_PLUGINS, explain, launched, leftovers
 
 pytestmark = pytest.mark.multiproc
-CASES = ["-m", "pytest", "-p", "no:cacheprovider", "-p", "tests.plugins.collective",
+CASES = ["-m", "pytest", *LEAN_PLUGINS, "-p", "no:cacheprovider", "-p", "tests.plugins.collective",
          "tests/faults/fault_cases.py", "-q", "--rootdir", "tests/faults"]
 
 

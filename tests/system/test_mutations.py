@@ -19,7 +19,7 @@ import json
 
 import pytest
 
-from tests.launch import explain, horovod_available, launched
+from tests.launch import LEAN_PLUGINS, explain, horovod_available, launched
 
 pytestmark = [pytest.mark.multiproc, pytest.mark.quick]
 
@@ -64,7 +64,7 @@ def mutation_log(tmp_path_factory) -> tuple[dict[str, dict], str]:
         pytest.skip(f"horovod: {why}")
     log = tmp_path_factory.mktemp("mutations") / "log.jsonl"
     proc = launched(LAUNCHER, RANKS, [
-        "-m", "pytest", "suites/test_convergence.py::test_convergence",
+        "-m", "pytest", *LEAN_PLUGINS, "suites/test_convergence.py::test_convergence",
         "suites/test_throughput.py::test_throughput", "-k", "mlp", "-p", "no:cacheprovider",
         "-q", "-rfEs", "--convergence-steps", "5", "--workloads", "mlp", "--knob-set",
         "fp16-compress", "--warmup-steps", "2", "--rounds", "1", "--steps-per-round", "2",
