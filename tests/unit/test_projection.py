@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hvd_vs_ddp.common.errors import UnknownName
+from hvd_vs_ddp.common.errors import InputError, UnknownName
 from hvd_vs_ddp.projection import interconnects, validation
 from hvd_vs_ddp.projection.collectives import Cost, Fabric, fit_alpha_beta
 from hvd_vs_ddp.projection.schedule import Grad, StepCompute, buckets, ddp_step, horovod_step
@@ -114,8 +114,8 @@ def test_horovod_fuses_what_is_ready_in_one_cycle():
 
 
 def test_unknown_links_are_one_clear_error():
-    with pytest.raises(UnknownName, match="unknown interconnect 'ib-qdr'.*ib-hdr.*measured"):
-        interconnects.get("ib-qdr", "inter")
+    with pytest.raises(UnknownName, match="unknown interconnect 'ib-zdr'.*ib-hdr.*measured"):
+        interconnects.get("ib-zdr", "inter")
     with pytest.raises(UnknownName, match="intra-node link 'ib-hdr'"):
         interconnects.get("ib-hdr", "intra")
     rows = interconnects.table_rows()
@@ -305,9 +305,41 @@ def test_rows_from_elsewhere_are_judged_out_of_sample(tmp_path, capsys):
 @pytest.mark.parametrize("written, name", [
     ("HDR InfiniBand", "ib-hdr"), ("IB-EDR", "ib-edr"), ("100GbE", "eth-100g"),
     ("25 GbE", "eth-25g"), ("100G RoCE", "roce-100g"), ("NVLink 3", "nvlink3"),
-    ("PCIe Gen4", "pcie4"), ("ib-ndr", "ib-ndr")])
+    ("PCIe Gen4", "pcie4"), ("ib-ndr", "ib-ndr"), ("FDR InfiniBand", "ib-fdr"),
+    ("IB QDR", "ib-qdr"), ("HDR100", "ib-hdr100"), ("NDR200", "ib-ndr200"),
+    ("40GbE", "eth-40g"), ("10 Gigabit Ethernet", "eth-10g"), ("200G RoCE", "roce-200g"),
+    ("EFA", "efa-100g"), ("Elastic Fabric Adapter", "efa-100g"),
+    ("HPE Slingshot 11", "slingshot-11"), ("Slingshot-10", "slingshot-10"),
+    ("Omni-Path", "opa-100g"), ("OPA", "opa-100g")])
 def test_links_as_people_write_them(written, name):
     assert interconnects.get(written).name == name
+
+
+@pytest.mark.parametrize("family, hint", [
+    ("NVSwitch", "nvlink3: DGX A100"), ("NVLink", "nvlink1"), ("InfiniBand", "ib-hdr"),
+    ("Slingshot", "slingshot-11"), ("RoCE", "roce-100g"), ("Ethernet", "eth-25g")])
+def test_a_family_of_links_is_one_line_saying_what_to_write(family, hint):
+    """'NVSwitch' or 'InfiniBand' name no one rate: one line naming the choices (before,
+    'nvswitch' was an unknown link among a list of names that did not say why)."""
+    with pytest.raises(InputError) as err:
+        interconnects.get(family)
+    msg = str(err.value)
+    assert "\n" not in msg and "names a family of links" in msg and hint in msg, msg
+
+
+def test_the_fabrics_beyond_infiniband_and_ethernet_project_from_the_command_line(capsys):
+    """EFA, Slingshot, Omni-Path and FDR InfiniBand (rows added for published results
+    from such clusters), as written, as the link of a two-node projection: a ratio and
+    its verdict under the table's name."""
+    from hvd_vs_ddp.cli import main
+
+    for written, name in (("EFA", "efa-100g"), ("Slingshot 11", "slingshot-11"),
+                          ("Omni-Path", "opa-100g"), ("FDR InfiniBand", "ib-fdr")):
+        rc = main(["project", "--compute-ms", "50", "--model", "resnet18", "--batch-size",
+                   "32", "--devices", "8", "--devices-per-node", "4", "--interconnect",
+                   written, "--draws", "20"])
+        out = capsys.readouterr().out
+        assert rc == 0 and "projected ratio" in out and f"x {name} between" in out, name
 
 
 def test_a_link_that_only_looks_like_one_is_still_refused():
