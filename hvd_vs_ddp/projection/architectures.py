@@ -13,8 +13,9 @@ have the right count and sizes; layout.py traces them on the meta device like an
                                    (as BertForPreTraining computes it) and next-sentence
     gpt2, gpt2-medium, gpt2-large, gpt2-xl   sequence 1024, batch in sequences
 
-Names are matched without case, '_' as '-', a trailing '-uncased' or '-cased' ignored,
-and a sequence length may follow: `bert-large@512`.
+Names are matched without case, '_' and spaces as '-', 'GPT-2' as gpt2, a trailing
+'-uncased' or '-cased' ignored ('BERT Large', 'GPT-2 Medium', 'bert-large-uncased'), and
+a sequence length may follow: `bert-large@512`.
 
     python -m hvd_vs_ddp.projection.layout bert-large --batch-size 32
 """
@@ -56,10 +57,11 @@ ARCHS = {
 
 def find(name: str) -> tuple[Arch, int] | None:
     """The architecture and sequence length a name stands for, or None."""
-    m = re.fullmatch(r"(.+?)(?:@(\d+))?", name.strip().lower().replace("_", "-"))
+    m = re.fullmatch(r"(.+?)(?:@(\d+))?", re.sub(r"[\s_]+", "-", name.strip().lower()))
     if not m:
         return None
-    key = re.sub(r"-(un)?cased$", "", m.group(1))
+    key = re.sub(r"-?\((un)?cased\)$|-(un)?cased$", "", m.group(1))
+    key = re.sub(r"^gpt-2(?=-|$)", "gpt2", key)  # 'GPT-2 Medium' -> gpt2-medium
     arch = ARCHS.get(key)
     if arch is None:
         return None

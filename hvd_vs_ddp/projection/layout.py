@@ -10,10 +10,10 @@ closes buckets where DDP did (hvd_vs_ddp/projection/schedule.py).
 
 Models: any workload (a built-in name or a spec: `module:function`, `path/to/file.py:
 function`, `torchvision:<model>`, `transformers:<model type>`, resolved by
-hvd_vs_ddp/workloads/external.py, with the sizes a run recorded) and torchvision's image
-classifiers by bare name at their ImageNet input size and published transformers (BERT,
-GPT-2: hvd_vs_ddp/projection/architectures.py), for a published single-device figure
-(`--model`).
+hvd_vs_ddp/workloads/external.py, with the sizes a run recorded), and for a published
+single-device figure (`--model`) torchvision's image classifiers as papers name them
+('ResNet-50', 'InceptionV3') at their ImageNet input size and published transformers
+(BERT, GPT-2: hvd_vs_ddp/projection/architectures.py).
 
     python -m hvd_vs_ddp.projection.layout resnet50 --batch-size 32     # sizes, FLOPs, ready times
 """
@@ -28,7 +28,8 @@ from typing import Any
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.projection.schedule import Grad
 
-# torchvision classifiers a published figure may name, with their input size
+# torchvision classifiers a published figure may name, with their input size (others of
+# torchvision's are found too, at 224)
 TORCHVISION = {"resnet18": 224, "resnet34": 224, "resnet50": 224, "resnet101": 224,
                "resnet152": 224, "resnext50_32x4d": 224, "resnext101_32x8d": 224,
                "wide_resnet50_2": 224, "vgg16": 224, "vgg19": 224, "inception_v3": 299,
@@ -104,14 +105,38 @@ def _trace(model, inputs, loss_fn, name: str, source: str) -> Layout:
     return Layout(name, grads, float(forward), float(backward), source)
 
 
+def _squashed(name: str) -> str:
+    """A model's name with case and punctuation gone ('ViT-B/16' -> 'vitb16'), and
+    ResNet's 'v1.5' (torchvision's ResNets are v1.5: stride 2 in the 3x3 convolution,
+    the same parameters) dropped."""
+    plain = re.sub(r"[-_\s]*v1\.5$", "", name.strip().lower())
+    return re.sub(r"[^a-z0-9]", "", plain)
+
+
+def _all_torchvision() -> list[str]:
+    """Every image classifier the installed torchvision builds (ResNets to ViTs)."""
+    import torchvision
+
+    return list(torchvision.models.list_models(module=torchvision.models))
+
+
 def torchvision_name(name: str) -> str | None:
     """A torchvision classifier as papers write it: 'ResNet-50', 'VGG16', 'Inception-v3',
-    'ResNeXt-50 32x4d', 'ViT-B/16' (case, '-', ' ' and '/' aside); None if none."""
-    plain = name.strip().lower()
-    for candidate in (plain, re.sub(r"[-\s]", "", plain), re.sub(r"[-\s/]+", "_", plain),
-                      re.sub(r"-(?=\d)", "", plain).replace(" ", "_").replace("-", "_")):
-        if candidate in TORCHVISION:
-            return candidate
+    'InceptionV3', 'MobileNetV2', 'ResNeXt-50 32x4d', 'Wide ResNet-50-2', 'ViT-L/16',
+    'ResNet-50 v1.5' (case, punctuation and spaces aside); None if none, or if the name
+    could be two of them. The common ones are known without importing torchvision; any
+    other classifier of the installed torchvision is looked up there."""
+    key, exact = _squashed(name), name.strip().lower()
+    for names in (TORCHVISION, None):
+        try:
+            known = list(names) if names is not None else _all_torchvision()
+        except ImportError:
+            return None
+        if exact in known:
+            return exact
+        hits = {n for n in known if _squashed(n) == key}
+        if len(hits) == 1:
+            return hits.pop()
     return None
 
 
@@ -119,17 +144,34 @@ def torchvision_layout(name: str, batch_size: int) -> Layout:
     import torch
     import torchvision
 
-    name = torchvision_name(name) or name
-    if name not in TORCHVISION:
+    found = torchvision_name(name)
+    if found is None:
         from hvd_vs_ddp.projection.architectures import ARCHS
 
+        key = _squashed(name)
+        could = sorted(n for n in _all_torchvision() if len(key) >= 4
+                       and _squashed(n).startswith(key))
+        if len(could) > 1:
+            raise LayoutError(f"model {name!r} could be any of {', '.join(could)}: name one")
+
         raise LayoutError(f"cannot analyse model {name!r}: not a workload of this project, "
-                          f"a known torchvision classifier ({', '.join(TORCHVISION)}) nor "
-                          f"a published transformer ({', '.join(ARCHS)})")
-    size = TORCHVISION[name]
+                          f"a torchvision classifier ({', '.join(TORCHVISION)}, or any of "
+                          "torchvision.models.list_models()) nor a published transformer "
+                          f"({', '.join(ARCHS)})")
+    name = found
+    size = TORCHVISION.get(name, 224)  # the input size only shapes the traced FLOPs
     kwargs = {"aux_logits": False, "init_weights": False} if name == "inception_v3" else {}
+    build = getattr(torchvision.models, name)
+    try:
+        with torch.device("meta"):
+            model = build(**kwargs)
+    except Exception:  # noqa: BLE001 - RegNet computes its widths from tensors' values
+        try:
+            model = build(**kwargs).to("meta")  # built on the CPU (seconds), then shapes only
+        except Exception as exc:  # noqa: BLE001 - any failure is one line
+            raise LayoutError(f"cannot build model {name!r}: {type(exc).__name__}: "
+                              f"{exc}".splitlines()[0]) from None
     with torch.device("meta"):
-        model = getattr(torchvision.models, name)(**kwargs)
         x = torch.empty(batch_size, 3, size, size)
         y = torch.zeros(batch_size, dtype=torch.long)
     return _trace(model, (x, y), torch.nn.functional.cross_entropy, name,

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hvd_vs_ddp.common.errors import InputError, UnknownName
-from hvd_vs_ddp.projection import interconnects, validation
+from hvd_vs_ddp.projection import architectures, interconnects, validation
 from hvd_vs_ddp.projection.collectives import Cost, Fabric, fit_alpha_beta
 from hvd_vs_ddp.projection.schedule import Grad, StepCompute, buckets, ddp_step, horovod_step
 
@@ -279,6 +279,49 @@ def test_a_validation_row_names_its_model_as_a_paper_does(tmp_path):
         ["resnet50", "vgg16", "inception_v3", "resnext50_32x4d", "vit_b_16", None]
     assert validation._layout("ResNet-50", 4).grad_bytes == model_layout("resnet50", 4).grad_bytes
     assert len(validation._layout("bert-large", 4).grads) == 398
+
+
+@pytest.mark.parametrize("written, name", [
+    ("MobileNetV2", "mobilenet_v2"), ("InceptionV3", "inception_v3"),
+    ("ResNet-50 v1.5", "resnet50"), ("ResNet50v1.5", "resnet50"),
+    ("Wide ResNet-50-2", "wide_resnet50_2"), ("ViT-L/16", "vit_l_16"),
+    ("SqueezeNet 1.1", "squeezenet1_1"), ("EfficientNet-B7", "efficientnet_b7"),
+    ("ConvNeXt-Tiny", "convnext_tiny"), ("regnet_x_16gf", "regnet_x_16gf"),
+    ("SqueezeNet", None), ("RegNetX-16GF", None), ("LLaMA-7B", None)])
+def test_any_torchvision_classifier_as_papers_write_it(written, name):
+    """Beyond the common ones: any classifier of the installed torchvision, case and
+    punctuation aside; a name that could be two of them (SqueezeNet 1.0 or 1.1; RegNetX
+    1.6GF or 16GF) is none (the command's error then lists what it knows)."""
+    from hvd_vs_ddp.projection.layout import torchvision_name
+
+    assert torchvision_name(written) == name
+
+
+def test_a_name_that_could_be_two_models_says_which():
+    pytest.importorskip("torchvision")
+    from hvd_vs_ddp.projection.layout import LayoutError, model_layout
+
+    with pytest.raises(LayoutError, match="'SqueezeNet' could be any of squeezenet1_0, "
+                                          "squeezenet1_1: name one"):
+        model_layout("SqueezeNet", 4)
+
+
+def test_a_model_the_meta_device_cannot_build_is_built_then_traced():
+    """RegNet computes its widths from tensors' values, which the meta device has not:
+    it was an uncaught NotImplementedError; now it is built on the CPU and traced."""
+    pytest.importorskip("torchvision")
+    from hvd_vs_ddp.projection.layout import model_layout
+
+    lay = model_layout("RegNetY-400MF", 4)
+    assert len(lay.grads) == 225 and 16 < lay.grad_bytes / 2**20 < 18
+
+
+@pytest.mark.parametrize("written, key, seq", [
+    ("GPT-2", "gpt2", 1024), ("GPT-2 Medium", "gpt2-medium", 1024),
+    ("GPT-2 XL@256", "gpt2-xl", 256), ("BERT Large", "bert-large", 128),
+    ("BERT-Large (uncased)", "bert-large", 128), ("bert_base_cased", "bert-base", 128)])
+def test_transformers_as_papers_write_them(written, key, seq):
+    assert architectures.find(written) == (architectures.ARCHS[key], seq)
 
 
 def test_rows_from_elsewhere_are_judged_out_of_sample(tmp_path, capsys):
