@@ -33,10 +33,10 @@ also gives the agreement with the configurations' firm verdicts.
 `--rows FILE`: further published rows, in head_to_head.csv's columns (or published.csv's,
 with a `library` column), judged as new results are: projected with the model error of
 every source in the repository (none of them is the file's), each row printed, then the
-goals' figures over the file's rows alone. Needed: id, model, batch, devices, per_node,
-intra, inter (not for one node), compute_ms, ddp and horovod (samples/s of all devices);
-a library setting left empty is today's default (DEFAULTS). A file it cannot use is one
-line, exit 2.
+goals' figures over the file's rows alone (hvd_vs_ddp/projection/rows_file.py reads it as
+spreadsheets export it). Needed: model, batch, devices, per_node, intra, inter (not for
+one node), compute_ms, ddp and horovod (samples/s of all devices); a library setting left
+empty is today's default (DEFAULTS). A file it cannot use is one line, exit 2.
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hvd_vs_ddp.common.errors import EXIT_BAD_INPUT, InputError
+from hvd_vs_ddp.common.errors import EXIT_BAD_INPUT
 from hvd_vs_ddp.projection import interconnects
 from hvd_vs_ddp.projection.errors import Residual, band, components, model_error
 from hvd_vs_ddp.projection.layout import Layout, model_layout
@@ -307,33 +307,6 @@ def error_split(draws: int = DRAWS) -> list[tuple[str, dict]]:
         (f"without {s}", components(model_error(res, leave_out=s))) for s in sources]
 
 
-class RowsError(ValueError):
-    """A --rows file the projection cannot use."""
-
-
-def judge_file(path: Path, draws: int = DRAWS, margin: float = DEFAULT_MARGIN) -> list[Row]:
-    """Rows from elsewhere, projected out of sample (the repository's error) and judged."""
-    try:
-        table = _read(path)
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise RowsError(f"--rows {path}: {exc}") from None
-    if not table:
-        raise RowsError(f"--rows {path}: no rows (a header of head_to_head.csv's columns, "
-                        "then one row per published result)")
-    me = current_error(draws)
-    out = []
-    for i, row in enumerate(table, start=2):  # line 1 is the header
-        try:  # an empty or missing scope is "in" (_pair, _single)
-            projected = _single(row, draws) if row.get("library") else _pair(row, draws)
-        except (KeyError, ValueError, TypeError, InputError) as exc:
-            # an unknown link is an InputError that is also a KeyError (UnknownName)
-            missing = isinstance(exc, KeyError) and not isinstance(exc, InputError)
-            what = f"missing column {exc}" if missing else str(exc)
-            raise RowsError(f"--rows {path} line {i}: {what.splitlines()[0]}") from None
-        out.append(assess(projected, me, margin))
-    return judge_configurations(out)
-
-
 @cache
 def current_error(draws: int = DRAWS) -> ModelError:
     """The error a new projection carries: every in-scope source's residuals."""
@@ -501,6 +474,8 @@ def main(argv: list[str] | None = None) -> int:
                     "(head_to_head.csv's columns), judged with the repository's error")
     args = ap.parse_args(argv)
     if args.rows:
+        from hvd_vs_ddp.projection.rows_file import RowsError, judge_file
+
         try:
             judged = judge_file(args.rows, args.draws, args.margin)
         except RowsError as exc:

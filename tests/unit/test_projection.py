@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -14,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hvd_vs_ddp.common.errors import InputError, UnknownName
-from hvd_vs_ddp.projection import architectures, interconnects, validation
+from hvd_vs_ddp.projection import architectures, interconnects, rows_file, validation
 from hvd_vs_ddp.projection.collectives import Cost, Fabric, fit_alpha_beta
 from hvd_vs_ddp.projection.schedule import Grad, StepCompute, buckets, ddp_step, horovod_step
 
@@ -281,6 +282,49 @@ def test_a_validation_row_names_its_model_as_a_paper_does(tmp_path):
     assert len(validation._layout("bert-large", 4).grads) == 398
 
 
+HEADER = "id,model,batch,devices,per_node,intra,inter,compute_ms,ddp,horovod"
+MAHTI = "x1,ResNet-50,32,8,4,NVLink 3,HDR InfiniBand,40.8,5900,5250"
+
+
+@pytest.mark.parametrize("content", [
+    "\ufeff" + HEADER + "\r\n" + MAHTI + "\r\n",                   # Excel: BOM, CRLF
+    HEADER.replace(",", ", ") + "\n" + MAHTI.replace(",", ", ") + "\n",  # spaces
+    HEADER.replace(",", ";") + "\n" + MAHTI.replace(",", ";").replace("40.8", "40,8"),
+    HEADER.replace(",", "\t") + "\n" + MAHTI.replace(",", "\t"),
+    "Model, Batch Size, GPUs, GPUs per node, Intra-node, Interconnect, Compute ms, DDP, "
+    'Horovod\n\nResNet-50, 32, 8, 4, NVLink 3, HDR InfiniBand, 40.8, "5,900", "5,250"\n'])
+def test_a_rows_file_as_spreadsheets_export_it(tmp_path, content):
+    """The same published row however a spreadsheet wrote it (before, a byte-order mark,
+    ';', spaces after commas and 'GPUs' were each "missing column")."""
+    f = tmp_path / "rows.csv"
+    f.write_text(content, encoding="utf-8")
+    (row,) = rows_file.read(f)
+    assert {k: row[k] for k in ("batch", "devices", "per_node", "compute_ms", "ddp",
+                                "horovod", "inter")} == {
+        "batch": "32", "devices": "8", "per_node": "4", "compute_ms": "40.8",
+        "ddp": "5900.0", "horovod": "5250.0", "inter": "HDR InfiniBand"}
+
+
+@pytest.mark.parametrize("line, error", [
+    ("x1,resnet50,32,8,4,nvlink3,ib-hdr,-40.8,5900,5250",
+     "line 2: compute_ms must be a number > 0, not '-40.8'"),
+    ("x1,resnet50,0,8,4,nvlink3,ib-hdr,40.8,5900,5250", "line 2: batch must be a whole"),
+    ("x1,resnet50,32.5,8,4,nvlink3,ib-hdr,40.8,5900,5250", "batch must be a whole number"),
+    ("x1,resnet50,32,8,4,nvlink3,ib-hdr,nan,5900,5250", "compute_ms must be a number > 0"),
+    ("x1,resnet50,32,8,4,nvlink3,ib-hdr,40.8,inf,5250", "ddp must be a number > 0"),
+    ("x1,resnet50,32,8,4,nvlink3,ib-hdr,40.8,fast,5250", "ddp 'fast' is not a number"),
+    ("x1,resnet50,32,8,4,nvlink3,ib-hdr,40.8,5900,", "line 2: horovod is empty"),
+    ("x1,resnet50,32,8,4,nvlink3,ib-hdr,40.8,5900,5250,7", "11 fields under a header of 10")])
+def test_a_bad_value_in_a_rows_file_is_one_line_naming_it(tmp_path, line, error):
+    f = tmp_path / "rows.csv"
+    f.write_text(HEADER + "\n" + line + "\n")
+    with pytest.raises(rows_file.RowsError, match=re.escape(error)):
+        rows_file.read(f)
+    f.write_bytes(b"id,model\x00\x01")
+    with pytest.raises(rows_file.RowsError, match="NUL bytes"):
+        rows_file.read(f)
+
+
 @pytest.mark.parametrize("written, name", [
     ("MobileNetV2", "mobilenet_v2"), ("InceptionV3", "inception_v3"),
     ("ResNet-50 v1.5", "resnet50"), ("ResNet50v1.5", "resnet50"),
@@ -333,7 +377,7 @@ def test_rows_from_elsewhere_are_judged_out_of_sample(tmp_path, capsys):
     good = tmp_path / "more.csv"
     good.write_text(header + "\n" + ("new-" + mahti).replace(",resnet50,", ",ResNet-50,")
                     + "\n")
-    (row,) = validation.judge_file(good)  # default draws: the caches the tests share
+    (row,) = rows_file.judge_file(good)  # default draws: the caches the tests share
     assert row.id.startswith("new-csc-mahti") and row.published_verdict == "faster (ddp)"
     assert row.verdict in ("faster (ddp)", "inconclusive") and len(row.values) == 2
     assert validation.main(["--rows", str(good)]) == 0
@@ -412,6 +456,6 @@ def test_a_row_with_only_the_needed_columns(tmp_path):
     f = tmp_path / "min.csv"
     f.write_text("id,model,batch,devices,per_node,intra,inter,compute_ms,ddp,horovod\n"
                  "a100-2nodes,ResNet-50,32,8,4,NVLink 3,HDR InfiniBand,42.2,5500,4970\n")
-    (row,) = validation.judge_file(f)
+    (row,) = rows_file.judge_file(f)
     assert row.in_scope and abs(row.ratio_published - 4970 / 5500) < 1e-9
     assert row.verdict and row.values[0].projected[0] > 0

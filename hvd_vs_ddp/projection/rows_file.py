@@ -1,0 +1,138 @@
+"""Published head-to-head rows from a CSV outside the repository, judged out of sample.
+
+The projection is judged on published results that are not in its validation data. This
+module reads such a file as people write one (a spreadsheet's export: a byte-order mark,
+';' or tab between fields, spaces after them, 'GPUs' for devices, '5,900' or '40,8'),
+checks every value once, and projects each row with the model error of every source in
+the repository (hvd_vs_ddp/projection/validation.py), so the file's rows are out of
+sample. A file it cannot use is one line naming the line and column.
+
+    python -m hvd_vs_ddp.projection.validation --rows more.csv
+
+Columns (head_to_head.csv's; these are needed): id, model, batch, devices, per_node,
+intra, inter (may be empty where every device is in one node), compute_ms (one device's
+step), ddp and horovod (samples/s of the whole job, or `unit` = time_to_result). Library
+settings left out are today's defaults (validation.DEFAULTS).
+"""
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.projection import validation
+from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN
+
+# Column names people use for head_to_head.csv's own (after lower case, '_' for spaces)
+ALIASES = {"gpus": "devices", "num_gpus": "devices", "batch_size": "batch",
+           "gpus_per_node": "per_node", "devices_per_node": "per_node",
+           "intra_node": "intra", "interconnect": "inter", "inter_node": "inter",
+           "compute": "compute_ms", "step_ms": "compute_ms"}
+# name: (integer?, may be empty)
+NUMBERS = {"batch": (True, False), "devices": (True, False), "per_node": (True, False),
+           "compute_ms": (False, False), "nics_per_node": (True, True),
+           "ddp_bucket_mb": (False, True), "bucket_mb": (False, True),
+           "fusion_mb": (False, True), "cycle_ms": (False, True)}
+PAIR = ("ddp", "horovod")  # a head-to-head row's published values
+SINGLE = ("published",)    # a row of one library (`library` set)
+LINE = "_line"             # the row's line in the file, for errors
+
+
+class RowsError(ValueError):
+    """A --rows file the projection cannot use (str: one line)."""
+
+
+def _header(name: str) -> str:
+    key = re.sub(r"[\s\-]+", "_", name.strip().lower())
+    return ALIASES.get(key, key)
+
+
+def _number(text: str, decimal_comma: bool) -> float:
+    t = text.strip().replace(" ", "").replace("_", "")
+    if decimal_comma and re.fullmatch(r"-?\d+,\d+", t):
+        t = t.replace(",", ".")
+    elif re.fullmatch(r"-?\d{1,3}(,\d{3})+(\.\d+)?", t):  # thousands: 5,900.5
+        t = t.replace(",", "")
+    return float(t)
+
+
+def _checked(row: dict, line: int, decimal_comma: bool) -> dict:
+    """The row with its numbers in Python's notation; a bad one is a RowsError."""
+    out = dict(row)
+    values = SINGLE if row.get("library") else PAIR
+    for col, (integer, optional) in [*NUMBERS.items(), *((v, (False, False)) for v in values)]:
+        text = (row.get(col) or "").strip()
+        if not text:
+            if optional:
+                continue
+            raise RowsError(f"line {line}: missing column {col!r}" if col not in row
+                            else f"line {line}: {col} is empty")
+        try:
+            value = _number(text, decimal_comma)
+        except ValueError:
+            raise RowsError(f"line {line}: {col} {text!r} is not a number") from None
+        if not value > 0 or value != value or value == float("inf") \
+                or (integer and value != int(value)):
+            kind = "a whole number" if integer else "a number"
+            raise RowsError(f"line {line}: {col} must be {kind} > 0, not {text!r}")
+        out[col] = str(int(value)) if integer else repr(value)
+    return out
+
+
+def read(path: Path) -> list[dict]:
+    """The file's rows with head_to_head.csv's column names, every value checked."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RowsError(str(exc)) from None
+    if b"\x00" in raw:
+        raise RowsError("not a CSV text file (it holds NUL bytes)")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:  # a spreadsheet's export in a Windows code page
+        text = raw.decode("cp1252", errors="replace")
+    first = text.splitlines()[0] if text.strip() else ""
+    delimiter = max(",;\t", key=first.count)
+    reader = csv.reader(text.splitlines(), delimiter=delimiter, skipinitialspace=True)
+    try:  # (line, fields), blank lines left out
+        table = [(reader.line_num, r) for r in reader if any(c.strip() for c in r)]
+    except csv.Error as exc:
+        raise RowsError(str(exc)) from None
+    if len(table) < 2:
+        raise RowsError("no rows (a header of head_to_head.csv's columns, then one row per "
+                        "published result)")
+    names = [_header(n) for n in table[0][1]]
+    rows = []
+    for line, cells in table[1:]:
+        if len(cells) > len(names):
+            raise RowsError(f"line {line}: {len(cells)} fields under a header of "
+                            f"{len(names)}")
+        row = {n: c.strip() for n, c in zip(names, cells, strict=False)}
+        row["id"] = row.get("id") or f"line {line}"
+        row[LINE] = str(line)
+        rows.append(_checked(row, line, decimal_comma=delimiter == ";"))
+    return rows
+
+
+def judge_file(path: Path, draws: int = validation.DRAWS,
+               margin: float = DEFAULT_MARGIN) -> list[validation.Row]:
+    """Rows from elsewhere, projected out of sample (the repository's error) and judged."""
+    try:
+        table = read(path)
+    except RowsError as exc:
+        raise RowsError(f"--rows {path}: {exc}") from None
+    me = validation.current_error(draws)
+    out = []
+    for row in table:
+        line = row[LINE]
+        try:  # an empty or missing scope is "in"
+            projected = (validation._single(row, draws) if row.get("library")
+                         else validation._pair(row, draws))
+        except (KeyError, ValueError, TypeError, InputError) as exc:
+            # an unknown link is an InputError that is also a KeyError (UnknownName)
+            missing = isinstance(exc, KeyError) and not isinstance(exc, InputError)
+            what = f"missing column {exc}" if missing else str(exc)
+            raise RowsError(f"--rows {path} line {line}: {what.splitlines()[0]}") from None
+        out.append(validation.assess(projected, me, margin))
+    return validation.judge_configurations(out)
