@@ -160,7 +160,8 @@ def torchvision_layout(name: str, batch_size: int) -> Layout:
                           f"({', '.join(ARCHS)})")
     name = found
     size = TORCHVISION.get(name, 224)  # the input size only shapes the traced FLOPs
-    kwargs = {"aux_logits": False, "init_weights": False} if name == "inception_v3" else {}
+    kwargs = ({"aux_logits": False, "init_weights": False}
+              if name in ("inception_v3", "googlenet") else {})
     build = getattr(torchvision.models, name)
     try:
         with torch.device("meta"):
