@@ -114,8 +114,7 @@ LINKS = {link.name: link for link in (
          "AWS EC2 accelerated-computing instance specifications: Elastic Fabric Adapter, "
          "100 Gb/s per interface (p3dn.24xlarge 1, p4d.24xlarge 4, p5.48xlarge 32)"),
     Link("slingshot-10", "inter", 100, _ROCE_LAT, _OFI_EFF,
-         "HPE Slingshot 10: Slingshot switches with 100 Gb/s ConnectX-5 NICs "
-         "(e.g. Perlmutter's first phase)"),
+         "HPE Slingshot 10: Slingshot switches with 100 Gb/s ConnectX-5 NICs"),
     Link("slingshot-11", "inter", 200, _IB_LAT, _OFI_EFF,
          "HPE Slingshot 11: 200 Gb/s Cassini NICs (e.g. Perlmutter, Frontier, LUMI-G: "
          "4 per GPU node)"),
