@@ -11,8 +11,9 @@ sample. A file it cannot use is one line naming the line and column.
 
 Columns (head_to_head.csv's; these are needed): id, model, batch, devices, per_node,
 intra, inter (may be empty where every device is in one node), compute_ms (one device's
-step), ddp and horovod (samples/s of the whole job, or `unit` = time_to_result). Library
-settings left out are today's defaults (validation.DEFAULTS).
+step), ddp and horovod: samples/s of the whole job, or per device with `unit` =
+samples_per_s_per_device ('img/s per GPU'), or times to the same result with `unit` =
+time. Library settings left out are today's defaults (validation.DEFAULTS).
 """
 from __future__ import annotations
 
@@ -34,6 +35,14 @@ NUMBERS = {"batch": (True, False), "devices": (True, False), "per_node": (True, 
            "compute_ms": (False, False), "nics_per_node": (True, True),
            "ddp_bucket_mb": (False, True), "bucket_mb": (False, True),
            "fusion_mb": (False, True), "cycle_ms": (False, True)}
+# Units as people write them -> validation's ("images/sec" and "img/s" read as samples)
+UNITS = {"samples/s": "samples_per_s", "samples_s": "samples_per_s",
+         "throughput": "samples_per_s", "samples/s/gpu": "samples_per_s_per_device",
+         "samples/s_per_gpu": "samples_per_s_per_device",
+         "samples_per_s_per_gpu": "samples_per_s_per_device",
+         "samples/s/device": "samples_per_s_per_device", "time_to_result": "time",
+         "seconds": "time", "s": "time", "minutes": "time", "hours": "time",
+         "efficiency": "scaling_efficiency"}
 PAIR = ("ddp", "horovod")  # a head-to-head row's published values
 SINGLE = ("published",)    # a row of one library (`library` set)
 LINE = "_line"             # the row's line in the file, for errors
@@ -77,7 +86,36 @@ def _checked(row: dict, line: int, decimal_comma: bool) -> dict:
             kind = "a whole number" if integer else "a number"
             raise RowsError(f"line {line}: {col} must be {kind} > 0, not {text!r}")
         out[col] = str(int(value)) if integer else repr(value)
-    return out
+    return _in_units(out, values, line)
+
+
+def _unit(text: str) -> str:
+    key = re.sub(r"[\s\-]+", "_", text.strip().lower())
+    key = re.sub(r"(?<![a-z])(?:images|imgs|img)(?![a-z])", "samples", key)
+    key = re.sub(r"(?<![a-z])sec(?![a-z])", "s", key)
+    return UNITS.get(key, key)
+
+
+def _in_units(row: dict, values: tuple[str, ...], line: int) -> dict:
+    """The published values in what validation reads: a pair's as samples/s of the whole
+    job (or times), a single library's per device (or its scaling efficiency)."""
+    unit = _unit(row.get("unit") or "samples_per_s")
+    if unit not in ("samples_per_s", "samples_per_s_per_device", "time",
+                    "scaling_efficiency") or (unit == "time" and values == SINGLE) \
+            or (unit == "scaling_efficiency" and values == PAIR):
+        accepted = ("samples_per_s (the whole job), samples_per_s_per_device, "
+                    + ("scaling_efficiency" if values == SINGLE
+                       else "time (to the same result)"))
+        raise RowsError(f"line {line}: unit {row.get('unit')!r} is not one of {accepted}")
+    devices = int(row["devices"])
+    if values == PAIR and unit == "samples_per_s_per_device":
+        row.update({v: repr(float(row[v]) * devices) for v in values}, unit="samples_per_s")
+    elif values == SINGLE and unit == "samples_per_s":
+        row.update({v: repr(float(row[v]) / devices) for v in values},
+                   unit="samples_per_s_per_device")
+    else:
+        row["unit"] = unit
+    return row
 
 
 def read(path: Path) -> list[dict]:

@@ -305,6 +305,23 @@ def test_a_rows_file_as_spreadsheets_export_it(tmp_path, content):
         "ddp": "5900.0", "horovod": "5250.0", "inter": "HDR InfiniBand"}
 
 
+def test_a_rows_file_may_give_throughput_per_gpu_or_times(tmp_path):
+    """Papers give img/s per GPU as often as for the job: read as the job's samples/s
+    (before, any unit other than samples_per_s was taken for times and inverted); a unit
+    it does not know is one line."""
+    f = tmp_path / "rows.csv"
+    f.write_text(HEADER + ",unit\n" + MAHTI.replace("5900,5250", "737.5,656.25")
+                 + ",img/s per GPU\n" + MAHTI.replace("5900,5250", "100,110") + ",seconds\n")
+    per_gpu, times = rows_file.read(f)
+    assert (float(per_gpu["ddp"]), float(per_gpu["horovod"]), per_gpu["unit"]) == \
+        (5900.0, 5250.0, "samples_per_s")
+    assert times["unit"] == "time"
+    f.write_text(HEADER + ",unit\n" + MAHTI + ",furlongs\n")
+    with pytest.raises(rows_file.RowsError, match="line 2: unit 'furlongs' is not one of "
+                                                  "samples_per_s"):
+        rows_file.read(f)
+
+
 @pytest.mark.parametrize("line, error", [
     ("x1,resnet50,32,8,4,nvlink3,ib-hdr,-40.8,5900,5250",
      "line 2: compute_ms must be a number > 0, not '-40.8'"),
