@@ -1,15 +1,16 @@
-"""Published head-to-head rows from a CSV outside the repository, judged out of sample.
+"""Reading files of published rows: the repository's, and CSVs from elsewhere (`--rows`).
 
 The projection is judged on published results that are not in its validation data. This
 module reads such a file as people write one (a spreadsheet's export: a byte-order mark,
 ';' or tab between fields, spaces after them, 'GPUs' for devices, '5,900' or '40,8'),
-checks every value once, and projects each row with the model error of every source in
-the repository (hvd_vs_ddp/projection/validation.py), so the file's rows are out of
-sample. A file it cannot use is one line naming the line and column.
+checks every value once; hvd_vs_ddp/projection/validation.py then projects each row with
+the model error of every source in the repository, so the file's rows are out of sample.
+The repository's own files are read the same way. A file it cannot use is one line naming
+the line and column.
 
     python -m hvd_vs_ddp.projection.validation --rows more.csv
 
-Columns (head_to_head.csv's; these are needed): id, model, batch, devices, per_node,
+Columns (head_to_head.csv's; these are needed, an id is not): model, batch, devices, per_node,
 intra, inter (may be empty where every device is in one node), compute_ms (one device's
 step), ddp and horovod: samples/s of the whole job, or per device with `unit` =
 samples_per_s_per_device ('img/s per GPU'), or times to the same result with `unit` =
@@ -20,10 +21,6 @@ from __future__ import annotations
 import csv
 import re
 from pathlib import Path
-
-from hvd_vs_ddp.common.errors import InputError
-from hvd_vs_ddp.projection import validation
-from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN
 
 # Column names people use for head_to_head.csv's own (after lower case, '_' for spaces)
 ALIASES = {"gpus": "devices", "num_gpus": "devices", "batch_size": "batch",
@@ -151,26 +148,3 @@ def read(path: Path) -> list[dict]:
         row[LINE] = str(line)
         rows.append(_checked(row, line, decimal_comma=delimiter == ";"))
     return rows
-
-
-def judge_file(path: Path, draws: int = validation.DRAWS,
-               margin: float = DEFAULT_MARGIN) -> list[validation.Row]:
-    """Rows from elsewhere, projected out of sample (the repository's error) and judged."""
-    try:
-        table = read(path)
-    except RowsError as exc:
-        raise RowsError(f"--rows {path}: {exc}") from None
-    me = validation.current_error(draws)
-    out = []
-    for row in table:
-        line = row[LINE]
-        try:  # an empty or missing scope is "in"
-            projected = (validation._single(row, draws) if row.get("library")
-                         else validation._pair(row, draws))
-        except (KeyError, ValueError, TypeError, InputError) as exc:
-            # an unknown link is an InputError that is also a KeyError (UnknownName)
-            missing = isinstance(exc, KeyError) and not isinstance(exc, InputError)
-            what = f"missing column {exc}" if missing else str(exc)
-            raise RowsError(f"--rows {path} line {line}: {what.splitlines()[0]}") from None
-        out.append(validation.assess(projected, me, margin))
-    return validation.judge_configurations(out)

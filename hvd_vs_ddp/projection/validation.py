@@ -41,7 +41,6 @@ empty is today's default (DEFAULTS). A file it cannot use is one line, exit 2.
 from __future__ import annotations
 
 import argparse
-import csv
 import sys
 from dataclasses import dataclass, field
 from functools import cache
@@ -49,8 +48,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hvd_vs_ddp.common.errors import EXIT_BAD_INPUT
-from hvd_vs_ddp.projection import interconnects
+from hvd_vs_ddp.common.errors import EXIT_BAD_INPUT, InputError
+from hvd_vs_ddp.projection import interconnects, rows_file
 from hvd_vs_ddp.projection.errors import Residual, band, components, model_error
 from hvd_vs_ddp.projection.layout import Layout, model_layout
 from hvd_vs_ddp.projection.model import Inputs, Library, Links, ModelError, project
@@ -131,8 +130,9 @@ def _config(row: dict) -> tuple:
 
 
 def _read(path: Path) -> list[dict]:
-    with path.open(newline="") as f:
-        return list(csv.DictReader(f))
+    """A file of published rows, read and checked as `--rows` files are (units and
+    column names as people write them; a bad value is one line naming it)."""
+    return rows_file.read(path)
 
 
 def rows(path: Path = DATA) -> list[dict]:
@@ -307,6 +307,28 @@ def error_split(draws: int = DRAWS) -> list[tuple[str, dict]]:
         (f"without {s}", components(model_error(res, leave_out=s))) for s in sources]
 
 
+def judge_file(path: Path, draws: int = DRAWS, margin: float = DEFAULT_MARGIN) -> list[Row]:
+    """Rows from elsewhere (`--rows`), projected out of sample (with the repository's
+    error) and judged; a file it cannot use is a RowsError (one line)."""
+    try:
+        table = rows_file.read(path)
+    except rows_file.RowsError as exc:
+        raise rows_file.RowsError(f"--rows {path}: {exc}") from None
+    me = current_error(draws)
+    out = []
+    for row in table:
+        try:  # an empty or missing scope is "in" (_pair, _single)
+            projected = _single(row, draws) if row.get("library") else _pair(row, draws)
+        except (KeyError, ValueError, TypeError, InputError) as exc:
+            # an unknown link is an InputError that is also a KeyError (UnknownName)
+            missing = isinstance(exc, KeyError) and not isinstance(exc, InputError)
+            what = f"missing column {exc}" if missing else str(exc)
+            raise rows_file.RowsError(f"--rows {path} line {row[rows_file.LINE]}: "
+                                      f"{what.splitlines()[0]}") from None
+        out.append(assess(projected, me, margin))
+    return judge_configurations(out)
+
+
 @cache
 def current_error(draws: int = DRAWS) -> ModelError:
     """The error a new projection carries: every in-scope source's residuals."""
@@ -474,11 +496,9 @@ def main(argv: list[str] | None = None) -> int:
                     "(head_to_head.csv's columns), judged with the repository's error")
     args = ap.parse_args(argv)
     if args.rows:
-        from hvd_vs_ddp.projection.rows_file import RowsError, judge_file
-
         try:
             judged = judge_file(args.rows, args.draws, args.margin)
-        except RowsError as exc:
+        except rows_file.RowsError as exc:
             print(f"hvd-vs-ddp: error: {exc}", file=sys.stderr)
             return EXIT_BAD_INPUT
         _print_rows(judged)

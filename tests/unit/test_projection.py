@@ -394,7 +394,7 @@ def test_rows_from_elsewhere_are_judged_out_of_sample(tmp_path, capsys):
     good = tmp_path / "more.csv"
     good.write_text(header + "\n" + ("new-" + mahti).replace(",resnet50,", ",ResNet-50,")
                     + "\n")
-    (row,) = rows_file.judge_file(good)  # default draws: the caches the tests share
+    (row,) = validation.judge_file(good)  # default draws: the caches the tests share
     assert row.id.startswith("new-csc-mahti") and row.published_verdict == "faster (ddp)"
     assert row.verdict in ("faster (ddp)", "inconclusive") and len(row.values) == 2
     assert validation.main(["--rows", str(good)]) == 0
@@ -473,6 +473,6 @@ def test_a_row_with_only_the_needed_columns(tmp_path):
     f = tmp_path / "min.csv"
     f.write_text("id,model,batch,devices,per_node,intra,inter,compute_ms,ddp,horovod\n"
                  "a100-2nodes,ResNet-50,32,8,4,NVLink 3,HDR InfiniBand,42.2,5500,4970\n")
-    (row,) = rows_file.judge_file(f)
+    (row,) = validation.judge_file(f)
     assert row.in_scope and abs(row.ratio_published - 4970 / 5500) < 1e-9
     assert row.verdict and row.values[0].projected[0] > 0
