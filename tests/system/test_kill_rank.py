@@ -45,6 +45,17 @@ def _ranks(marker: str, launcher_pid: int) -> list[int]:
     return out
 
 
+def _running(pid: int) -> bool:
+    """Not ended: a rank that exited stays a zombie until its launcher reaps it, and
+    os.kill on a zombie succeeds without effect (so its job still exits 0: a fresh clone
+    once saw "a killed job exited 0" when the kill came after the rank's own exit)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
 def one_trial(launcher: str, rng: random.Random, tmp: Path, lives: dict[str, float]) -> dict:
     """Start the job, SIGKILL one rank at a random moment of its life (counted from when
     both ranks exist, not from the launch), drawn uniformly within how long this
@@ -80,6 +91,8 @@ def _attempt(launcher: str, rng: random.Random, tmp: Path, delay: float) -> dict
     if proc.poll() is None and ranks:
         victim = rng.choice(ranks)
         try:
+            if not _running(victim):  # it ended already: a zombie takes the signal unmoved
+                raise ProcessLookupError
             os.kill(victim, signal.SIGKILL)
         except ProcessLookupError:  # it ended between the check and the kill
             victim = None
