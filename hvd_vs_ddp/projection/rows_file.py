@@ -127,7 +127,7 @@ def read(path: Path) -> list[dict]:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError:  # a spreadsheet's export in a Windows code page
         text = raw.decode("cp1252", errors="replace")
-    first = text.splitlines()[0] if text.strip() else ""
+    first = next((line for line in text.splitlines() if line.strip()), "")  # the header
     delimiter = max(",;\t", key=first.count)
     reader = csv.reader(text.splitlines(), delimiter=delimiter, skipinitialspace=True)
     try:  # (line, fields), blank lines left out

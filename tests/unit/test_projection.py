@@ -291,7 +291,7 @@ MAHTI = "x1,ResNet-50,32,8,4,NVLink 3,HDR InfiniBand,40.8,5900,5250"
     HEADER.replace(",", ", ") + "\n" + MAHTI.replace(",", ", ") + "\n",  # spaces
     HEADER.replace(",", ";") + "\n" + MAHTI.replace(",", ";").replace("40.8", "40,8"),
     HEADER.replace(",", "\t") + "\n" + MAHTI.replace(",", "\t"),
-    "Model, Batch Size, GPUs, GPUs per node, Intra-node, Interconnect, Compute ms, DDP, "
+    "\nModel, Batch Size, GPUs, GPUs per node, Intra-node, Interconnect, Compute ms, DDP, "
     'Horovod\n\nResNet-50, 32, 8, 4, NVLink 3, HDR InfiniBand, 40.8, "5,900", "5,250"\n'])
 def test_a_rows_file_as_spreadsheets_export_it(tmp_path, content):
     """The same published row however a spreadsheet wrote it (before, a byte-order mark,
