@@ -353,6 +353,7 @@ def test_any_torchvision_classifier_as_papers_write_it(written, name):
     """Beyond the common ones: any classifier of the installed torchvision, case and
     punctuation aside; a name that could be two of them (SqueezeNet 1.0 or 1.1; RegNetX
     1.6GF or 16GF) is none (the command's error then lists what it knows)."""
+    pytest.importorskip("torchvision")
     from hvd_vs_ddp.projection.layout import torchvision_name
 
     assert torchvision_name(written) == name
