@@ -312,8 +312,8 @@ class Runner:
         rep.status, rep.seconds, rep.returncode = status, seconds, returncode
         rep.log = str(log_path.relative_to(self.run_dir))
         rep.results = str(results.relative_to(self.run_dir)) if results.exists() else None
-        why = error_line(text, returncode, timed_out, self.limit, cell.launcher)
-        rep.error = None if status == "passed" else f"{stem}: {why}"
+        rep.error = None if status == "passed" else f"{stem}: " + error_line(
+            text, returncode, timed_out, self.limit, cell.launcher)
 
 
 class Progress:
