@@ -170,17 +170,18 @@ def test_signals_interrupt_the_run_and_resume_finishes_it(tmp_path):
 
 def test_end_marked_ends_a_tree_that_left_its_session():
     """The cleanup finds processes by marker even when they escaped the process group."""
+    from hvd_vs_ddp.cli.run_lock import CELL_MARKER
     from hvd_vs_ddp.common.processes import end_marked, marked
 
     value = uuid.uuid4().hex
-    env = dict(os.environ, HVD_VS_DDP_CELL=value)
+    env = dict(os.environ, **{CELL_MARKER: value})
     # a shell that starts a child in a new session, then ignores SIGTERM itself
     proc = subprocess.Popen(["bash", "-c", "trap '' TERM; setsid sleep 300 & sleep 300"],
                             env=env, start_new_session=True)
     deadline = time.monotonic() + 10
-    while len(marked("HVD_VS_DDP_CELL", value)) < 3 and time.monotonic() < deadline:
+    while len(marked(CELL_MARKER, value)) < 3 and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert len(marked("HVD_VS_DDP_CELL", value)) == 3
-    assert len(end_marked("HVD_VS_DDP_CELL", value, grace=1.0)) == 3
+    assert len(marked(CELL_MARKER, value)) == 3
+    assert len(end_marked(CELL_MARKER, value, grace=1.0)) == 3
     proc.wait(timeout=10)
-    assert marked("HVD_VS_DDP_CELL", value) == []
+    assert marked(CELL_MARKER, value) == []

@@ -22,6 +22,7 @@ import time
 import uuid
 from pathlib import Path
 
+import psutil
 import pytest
 
 from hvd_vs_ddp.backends import launchers
@@ -50,10 +51,9 @@ def _running(pid: int) -> bool:
     os.kill on a zombie succeeds without effect (so its job still exits 0: a fresh clone
     once saw "a killed job exited 0" when the kill came after the rank's own exit)."""
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+        return psutil.Process(pid).status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
+    except psutil.NoSuchProcess:
         return False
-    return state not in ("Z", "X")
 
 
 def one_trial(launcher: str, rng: random.Random, tmp: Path, lives: dict[str, float]) -> dict:
