@@ -36,13 +36,14 @@ _OFI_EFF, _EFA_LAT, _OPA_LAT = (0.60, 0.90), (10, 30), (10, 60)
 _ETHERNET = {1: "802.3ab", 10: "802.3ae", 25: "802.3by", 40: "802.3ba", 50: "802.3cd",
              100: "802.3bj/ba", 200: "802.3bs/cd", 400: "802.3bs/cd", 800: "802.3df"}
 # Names that name a family, not a link: what to write instead
+_IB_RATES = "write the InfiniBand rate: ib-qdr, ib-fdr, ib-edr, ib-hdr, ib-ndr, ib-xdr"
 _FAMILIES = {
     "nvswitch": "NVSwitch joins one NVLink generation: write it (nvlink2: DGX-2 / V100, "
                 "nvlink3: DGX A100, nvlink4: DGX H100, nvlink5: B200)",
     "nvlink": "write the NVLink generation: nvlink1 (P100) to nvlink5 (B200)",
     "pcie": "write the PCIe generation: pcie3, pcie4 or pcie5",
-    "infiniband": "write the InfiniBand rate: ib-qdr, ib-fdr, ib-edr, ib-hdr, ib-ndr, ib-xdr",
-    "ib": "write the InfiniBand rate: ib-qdr, ib-fdr, ib-edr, ib-hdr, ib-ndr, ib-xdr",
+    "infiniband": _IB_RATES,
+    "ib": _IB_RATES,
     "roce": "write RoCE's speed, e.g. roce-100g",
     "ethernet": "write the Ethernet speed, e.g. eth-25g (TCP) or roce-100g (RDMA)",
     "slingshot": "write slingshot-11 (200 Gb/s Cassini NICs) or slingshot-10 (100 Gb/s)",

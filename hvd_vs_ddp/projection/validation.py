@@ -33,9 +33,8 @@ also gives the agreement with the configurations' firm verdicts.
 `--rows FILE`: further published rows, in head_to_head.csv's columns (or published.csv's,
 with a `library` column), judged as new results are: projected with the model error of
 every source in the repository (none of them is the file's), each row printed, then the
-goals' figures over the file's rows alone (hvd_vs_ddp/projection/rows_file.py reads it as
-spreadsheets export it). Needed: model, batch, devices, per_node, intra, inter (not for
-one node), compute_ms, ddp and horovod (samples/s of all devices); a library setting left
+goals' figures over the file's rows alone. The columns it needs, the units and spellings
+it takes: hvd_vs_ddp/projection/rows_file.py, which reads it; a library setting left
 empty is today's default (DEFAULTS). A file it cannot use is one line, exit 2.
 """
 from __future__ import annotations
