@@ -238,6 +238,11 @@ def command(launcher: str, nprocs: int, argv: list[str], python: str | None = No
 def env(base: dict[str, str] | None = None, launcher: str | None = None) -> dict[str, str]:
     """The environment for a launcher's command on this machine."""
     out = dict(os.environ if base is None else base)
+    # A rank's pytest is not a pytest-xdist worker, even when this was started inside one
+    # (a CI job's test session): pytest-benchmark sees PYTEST_XDIST_WORKER and disables
+    # itself (pytest_benchmark/session.py), and every throughput test then fails.
+    for name in [n for n in out if n.startswith("PYTEST_XDIST_")]:
+        del out[name]
     if launcher in TABLE:
         out.update(TABLE[launcher].env)  # horovodrun --mpi exports no HOROVOD_* itself
         out[LAUNCHER_ENV] = launcher  # the ranks report this row's name (backends/env.py)

@@ -134,3 +134,15 @@ def test_every_backend_class_is_declared_once_in_the_catalog():
         cls = registry.get(name)
         assert cls.capabilities is catalog.get(name)
         assert cls.name == name
+
+
+def test_ranks_never_inherit_a_pytest_xdist_workers_identity():
+    """Started from inside a pytest-xdist worker (a CI job's test session), a rank's pytest
+    would see PYTEST_XDIST_WORKER and pytest-benchmark would disable itself: launchers.env()
+    leaves those variables out, and only those."""
+    from hvd_vs_ddp.backends import launchers
+    env = launchers.env({"PYTEST_XDIST_WORKER": "gw1", "PYTEST_XDIST_WORKER_COUNT": "2",
+                         "PYTEST_XDIST_TESTRUNUID": "abc", "PYTEST_ADDOPTS": "-q",
+                         "PATH": "/usr/bin"}, launcher="torchrun")
+    assert not [n for n in env if n.startswith("PYTEST_XDIST_")]
+    assert env["PYTEST_ADDOPTS"] == "-q" and env["PATH"].endswith("/usr/bin")
