@@ -3,7 +3,9 @@
 # with HVD_VS_DDP_TEST_SLURM=1, Open MPI 5's and MPICH's launchers (scripts/install_mpis.sh),
 # the static checks (scripts/lint.sh: ruff, mypy, hadolint), then the unit tests
 # (tests/unit, on every core) first, so that a broken build fails in a few minutes, and
-# only when they pass the real multi-process tests (tests/system) on the CPU.
+# only when they pass the real multi-process tests (tests/system) on the CPU: two at a
+# time (pytest-xdist; tests/system/conftest.py says which share a worker), then the few
+# marked `serial` (they measure throughput) alone.
 #
 #   bash scripts/test.sh                 # everything (CI runs this)
 #   bash scripts/test.sh --quick         # developers: lint, the unit tests, and one real
@@ -70,8 +72,7 @@ phase() {  # phase NAME PYTEST-ARGS...: pytest's exit status
 start=$(date +%s)
 given=$#  # the caller's own pytest arguments
 set +e
-# The unit tests spread over every core (pytest-xdist, pinned in constraints.txt); the
-# system tests stay in one process: their launches share jobs and fill the cores.
+# The unit tests spread over every core (pytest-xdist, pinned in constraints.txt).
 unit_par=()
 if "$VENV/bin/python" -c "import xdist" 2>/dev/null; then
     unit_par=(-n auto)
@@ -89,9 +90,28 @@ if [[ $QUICK -eq 1 ]]; then
     set -- -m quick "$@"
     label="multi-process tests (tests/system, quick: -m quick)"
 fi
+# Two pytest-xdist workers share the cores (tests/system/conftest.py keeps every test of
+# one shared job on one worker, and the two-host tests together); the tests marked
+# `serial` measure throughput to judge a prediction, so they run alone, afterwards.
 set +e
-phase "$label" tests/system "$@"
-rc=$?
+if [[ ${#unit_par[@]} -gt 0 ]]; then
+    phase "$label: two at a time" tests/system --system-part parallel -n 2 "$@"
+    par=$?
+    phase "$label: the serial ones, alone" tests/system --system-part serial "$@"
+    ser=$?
+    if [[ $par -ne 0 && $par -ne 5 ]]; then
+        rc=$par
+    elif [[ $ser -ne 0 && $ser -ne 5 ]]; then
+        rc=$ser
+    elif [[ $par -eq 5 && $ser -eq 5 ]]; then
+        rc=5
+    else
+        rc=0
+    fi
+else
+    phase "$label" tests/system "$@"
+    rc=$?
+fi
 set -e
 if [[ $rc -eq 5 && $unit -eq 5 ]]; then
     echo "test: pytest ran no test; that is a failure here" >&2

@@ -1,15 +1,73 @@
-"""Fixtures of the system tests: the session's shared real jobs (tests/system/jobs.py).
+"""Fixtures of the system tests: the session's shared real jobs (tests/system/jobs.py),
+and how the tests share the cores when scripts/test.sh runs them on two pytest-xdist
+workers.
 
-    python -m pytest tests/system -q
+The shared jobs launch once per worker, so every file reading one (its readers, listed
+in jobs.py) runs on the same worker; the two-host tests (network namespaces of fixed
+names) run there too. Every other test may go to either worker. Tests marked `serial`
+measure throughput to judge a prediction: scripts/test.sh runs them alone, afterwards.
+(pytest-xdist's own `--dist loadgroup` marks nothing under pytest 9: it renames
+`item._nodeid`, which pytest 9 no longer reads; so the grouping is a scheduler here.)
+
+    python -m pytest tests/system -q                                  # one process
+    python -m pytest tests/system --system-part parallel -n 2         # what test.sh runs,
+    python -m pytest tests/system --system-part serial                # in this order
 """
 from __future__ import annotations
 
+import os
+from pathlib import PurePosixPath
+from typing import Any
+
 import pytest
 
-from tests.system.jobs import SharedJobs
+from tests.system.jobs import SharedJobs, all_jobs
+
+# The processes these tests start are not pytest-xdist workers: pytest-benchmark, seeing
+# PYTEST_XDIST_WORKER in a rank's environment, disables itself (launchers.env() drops it
+# for the ranks the project starts; tox's, Slurm's and the tests' own commands inherit
+# this process's environment).
+for _name in [n for n in os.environ if n.startswith("PYTEST_XDIST_")]:
+    del os.environ[_name]
+
+# The files run on one worker: the shared jobs' readers, and what shares their hosts.
+ONE_WORKER = frozenset({*(r.split()[0] + ".py" for j in all_jobs() for r in j.readers),
+                        "test_two_hosts.py", "test_projection_nodes.py"})
 
 
 @pytest.fixture(scope="session")
 def jobs(tmp_path_factory) -> SharedJobs:
-    """jobs.get(JOB): the job's launch, run once per session on first use."""
+    """jobs.get(JOB): the job's launch, run once per session (per worker) on first use."""
     return SharedJobs(tmp_path_factory.mktemp("shared-jobs"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--system-part", choices=("all", "parallel", "serial"), default="all",
+                     help="the system tests to run: all, those that may share the cores "
+                          "(parallel), or the `serial` ones (scripts/test.sh runs both)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if "jobs" in getattr(item, "fixturenames", ()) and item.path.name not in ONE_WORKER:
+            raise pytest.UsageError(f"{item.nodeid} reads a shared job: name its module in "
+                                    "the job's readers (tests/system/jobs.py)")
+    part = config.getoption("--system-part")
+    if part != "all":
+        keep = [i for i in items if (i.get_closest_marker("serial") is not None)
+                == (part == "serial")]
+        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+        items[:] = keep
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's, where it is loaded
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Each test is a unit of its own, except the files of ONE_WORKER: one unit."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneWorkerForSharedJobs(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "shared-jobs" if PurePosixPath(path).name in ONE_WORKER else nodeid
+
+    return OneWorkerForSharedJobs(config, log)
