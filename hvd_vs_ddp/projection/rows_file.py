@@ -19,6 +19,7 @@ time. Library settings left out are today's defaults (validation.DEFAULTS).
 from __future__ import annotations
 
 import csv
+import math
 import re
 from pathlib import Path
 
@@ -78,8 +79,7 @@ def _checked(row: dict, line: int, decimal_comma: bool) -> dict:
             value = _number(text, decimal_comma)
         except ValueError:
             raise RowsError(f"line {line}: {col} {text!r} is not a number") from None
-        if not value > 0 or value != value or value == float("inf") \
-                or (integer and value != int(value)):
+        if not 0 < value < math.inf or (integer and value != int(value)):  # nan compares false
             kind = "a whole number" if integer else "a number"
             raise RowsError(f"line {line}: {col} must be {kind} > 0, not {text!r}")
         out[col] = str(int(value)) if integer else repr(value)

@@ -128,18 +128,14 @@ def _config(row: dict) -> tuple:
     return tuple(row.get(k) or "" for k in CONFIG_FIELDS)
 
 
-def _read(path: Path) -> list[dict]:
-    """A file of published rows, read and checked as `--rows` files are (units and
-    column names as people write them; a bad value is one line naming it)."""
+def rows(path: Path = DATA) -> list[dict]:
+    """The single-library rows, read and checked as `--rows` files are."""
     return rows_file.read(path)
 
 
-def rows(path: Path = DATA) -> list[dict]:
-    return _read(path)
-
-
 def h2h_rows(path: Path = H2H) -> list[dict]:
-    return _read(path)
+    """The head-to-head rows, read and checked as `--rows` files are."""
+    return rows_file.read(path)
 
 
 @cache
