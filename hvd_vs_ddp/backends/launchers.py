@@ -22,7 +22,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, Mapping, MutableMapping
 
 from hvd_vs_ddp.common.availability import Availability
 from hvd_vs_ddp.common.errors import InputError, UnknownName
@@ -235,14 +235,19 @@ def command(launcher: str, nprocs: int, argv: list[str], python: str | None = No
     return row.build(nprocs, argv, python or sys.executable, hosts)
 
 
+def forget_xdist_worker(environ: MutableMapping[str, str]) -> None:
+    """Remove a pytest-xdist worker's PYTEST_XDIST_* variables from `environ` (in place).
+    A rank's pytest is not a pytest-xdist worker, even when started inside one (a CI job's
+    test session): pytest-benchmark sees PYTEST_XDIST_WORKER and disables itself
+    (pytest_benchmark/session.py), and every throughput test then fails."""
+    for name in [n for n in environ if n.startswith("PYTEST_XDIST_")]:
+        del environ[name]
+
+
 def env(base: dict[str, str] | None = None, launcher: str | None = None) -> dict[str, str]:
     """The environment for a launcher's command on this machine."""
     out = dict(os.environ if base is None else base)
-    # A rank's pytest is not a pytest-xdist worker, even when this was started inside one
-    # (a CI job's test session): pytest-benchmark sees PYTEST_XDIST_WORKER and disables
-    # itself (pytest_benchmark/session.py), and every throughput test then fails.
-    for name in [n for n in out if n.startswith("PYTEST_XDIST_")]:
-        del out[name]
+    forget_xdist_worker(out)
     if launcher in TABLE:
         out.update(TABLE[launcher].env)  # horovodrun --mpi exports no HOROVOD_* itself
         out[LAUNCHER_ENV] = launcher  # the ranks report this row's name (backends/env.py)

@@ -21,14 +21,13 @@ from typing import Any
 
 import pytest
 
+from hvd_vs_ddp.backends import launchers
 from tests.system.jobs import SharedJobs, all_jobs
 
-# The processes these tests start are not pytest-xdist workers: pytest-benchmark, seeing
-# PYTEST_XDIST_WORKER in a rank's environment, disables itself (launchers.env() drops it
-# for the ranks the project starts; tox's, Slurm's and the tests' own commands inherit
-# this process's environment).
-for _name in [n for n in os.environ if n.startswith("PYTEST_XDIST_")]:
-    del os.environ[_name]
+# The processes these tests start are not pytest-xdist workers (launchers.env() forgets
+# the worker for the ranks the project starts; tox's, Slurm's and the tests' own commands
+# inherit this process's environment).
+launchers.forget_xdist_worker(os.environ)
 
 # The files run on one worker: the shared jobs' readers, and what shares their hosts.
 ONE_WORKER = frozenset({*(r.split()[0] + ".py" for j in all_jobs() for r in j.readers),
