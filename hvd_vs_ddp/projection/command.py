@@ -167,7 +167,7 @@ def _library_settings(lib: Library) -> dict:
 
 def run(args) -> int:
     """`hvd-vs-ddp project`: check, gather the inputs, project each workload, write."""
-    from hvd_vs_ddp.projection import validation
+    from hvd_vs_ddp.projection import against_published, validation
 
     s = check(args)
     if args.run_dir:
@@ -176,7 +176,7 @@ def run(args) -> int:
     else:
         items = _standalone(args, s)
     doc = _document(args, s)
-    model_error = validation.current_error(VALIDATION_DRAWS) if s["links"] is not None \
+    model_error = against_published.current_error(VALIDATION_DRAWS) if s["links"] is not None \
         else None
     for name, inputs, measured in items:
         inputs.controller = s["controller"]
@@ -184,7 +184,7 @@ def run(args) -> int:
         inputs.model_error = model_error
         inputs.notes.append(_error_note(model_error))
         doc["workloads"].append(_project_workload(args, s, name, inputs, measured))
-    doc["validation"] = validation.as_json(validation.loso(VALIDATION_DRAWS))
+    doc["validation"] = validation.as_json(against_published.loso(VALIDATION_DRAWS))
     print(render_text(doc))
     if s["output"] is not None:
         from hvd_vs_ddp.results_schema.io import write_json_atomic

@@ -3,7 +3,7 @@
 The projection is judged on published results that are not in its validation data. This
 module reads such a file as people write one (a spreadsheet's export: a byte-order mark,
 ';' or tab between fields, spaces after them, 'GPUs' for devices, '5,900' or '40,8'),
-checks every value once; hvd_vs_ddp/projection/validation.py then projects each row with
+checks every value once; hvd_vs_ddp/projection/against_published.py then projects each row with
 the model error of every source in the repository, so the file's rows are out of sample.
 The repository's own files are read the same way. A file it cannot use is one line naming
 the line and column.
@@ -14,7 +14,7 @@ Columns (head_to_head.csv's; these are needed, an id is not): model, batch, devi
 intra, inter (may be empty where every device is in one node), compute_ms (one device's
 step), ddp and horovod: samples/s of the whole job, or per device with `unit` =
 samples_per_s_per_device ('img/s per GPU'), or times to the same result with `unit` =
-time. Library settings left out are today's defaults (validation.DEFAULTS).
+time. Library settings left out are today's defaults (against_published.DEFAULTS).
 """
 from __future__ import annotations
 

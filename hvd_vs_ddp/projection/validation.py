@@ -1,29 +1,10 @@
-"""Hold the projection against published results, out of sample, and print every row.
+"""The validation's tables and its command: every published row, out of sample, the goals.
 
-Two files of published results, each row with its source, its compute source and the
-assumptions made for it:
-- hvd_vs_ddp/projection/data/head_to_head.csv: both libraries on the same cluster (CSC's
-  ml-benchmarks table, the Bagua benchmark page; an OSC lab report and Ray's SGD benchmark
-  table listed but marked out of scope, with the reason);
-  per row both libraries' errors, the projected ratio Horovod/DDP with its band and
-  verdict against the published ratio's verdict (hvd_vs_ddp/run_model/margin.py);
-- hvd_vs_ddp/projection/data/published.csv: one library each (PyTorch's DDP benchmark
-  README, Horovod's docs/benchmarks.rst).
-
-Everything reported is leave-one-source-out (hvd_vs_ddp/projection/errors.py): a row's
-band carries the model's error and the publications' noise estimated from the other
-sources' rows only. Goals (issue 29): the projected verdict agrees with the published
-ratio on >= 80% of head-to-head rows, the median absolute error is <= 10% for each
-library, the bands hold >= 80% of the published values.
-
-A configuration is what the model is told about a row (CONFIG_FIELDS: source, model,
-batch, sizes, links, library settings; not the date, the data or the compute): rows of
-one configuration are repeats, published on other dates or in other figures. Their
-spread is the publications' own noise (errors.py), and they judge the published verdict
-a second way: a configuration's verdict is firm where all its repeats give the same
-verdict, "contradictory" where they do not (no projection can agree with both). The
-goal figure is per row, each figure's own verdict, as the issue states it; the line
-also gives the agreement with the configurations' firm verdicts.
+What is projected and how each row is judged (the two files of published rows, leave
+one source out, configurations and their repeats, the goals of issue 29):
+hvd_vs_ddp/projection/against_published.py. This module writes it: the rows as text,
+the Markdown tables docs/projection.md carries, projection.json's `validation` block
+(as_json) and the goals' line.
 
     python -m hvd_vs_ddp.projection.validation             # every row and the three goals
     python -m hvd_vs_ddp.projection.validation --markdown  # as docs/projection.md carries it
@@ -35,339 +16,29 @@ with a `library` column), judged as new results are: projected with the model er
 every source in the repository (none of them is the file's), each row printed, then the
 goals' figures over the file's rows alone. The columns it needs, the units and spellings
 it takes: hvd_vs_ddp/projection/rows_file.py, which reads it; a library setting left
-empty is today's default (DEFAULTS). A file it cannot use is one line, exit 2.
+empty is today's default (against_published.DEFAULTS). A file it cannot use is one line, exit 2.
 """
 from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
-import numpy as np
-
-from hvd_vs_ddp.common.errors import EXIT_BAD_INPUT, InputError
-from hvd_vs_ddp.projection import interconnects, rows_file
-from hvd_vs_ddp.projection.errors import Residual, band, components, model_error
-from hvd_vs_ddp.projection.layout import Layout, model_layout
-from hvd_vs_ddp.projection.model import Inputs, Library, Links, ModelError, project
-from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN, FASTER, classify
-
-DATA = Path(__file__).parent / "data" / "published.csv"
-H2H = Path(__file__).parent / "data" / "head_to_head.csv"
-GOAL = 0.10            # median absolute error per library
-GOAL_AGREEMENT = 0.80  # verdicts that match the published ratio's
-GOAL_COVERAGE = 0.80   # published values inside their band
-DRAWS = 200
-CONTRADICTORY = "contradictory"
-# what the model is told about a row (hvd_vs_ddp/projection/data/*.csv columns): rows
-# equal in all of these are one configuration, repeated
-CONFIG_FIELDS = ("source", "library", "model", "batch", "devices", "per_node", "intra",
-                 "inter", "nics_per_node", "algorithm", "controller", "nccl_avg",
-                 "ddp_bucket_mb", "bucket_mb", "fusion_mb", "cycle_ms", "ready_wait")
-
-
-@dataclass
-class Value:
-    library: str
-    published: float
-    unit: str                     # "per_device" samples/s, or "efficiency"
-    draws: np.ndarray             # projected, inputs only
-    projected: tuple[float, float, float] = (0.0, 0.0, 0.0)  # with the model's error
-
-    @property
-    def bare(self) -> float:
-        return float(np.median(self.draws))
-
-    @property
-    def error(self) -> float:
-        return self.projected[0] / self.published - 1
-
-    @property
-    def covered(self) -> bool:
-        return self.projected[1] <= self.published <= self.projected[2]
-
-
-@dataclass
-class Row:
-    id: str
-    source: str
-    devices: int
-    model: str
-    scope: str                    # "in", or "out: why"
-    url: str
-    config: tuple = ()            # CONFIG_FIELDS' values: rows with equal ones are repeats
-    values: list[Value] = field(default_factory=list)
-    ratio_published: float | None = None
-    ratio_draws: np.ndarray | None = None
-    ratio: tuple[float, float, float] = (0.0, 0.0, 0.0)   # the verdict's band (the truth)
-    ratio_measurement: tuple[float, float, float] = (0.0, 0.0, 0.0)  # holds a figure
-    verdict: str = ""             # projected, with its side: "faster (ddp)", "equivalent", ...
-    published_verdict: str = ""   # this figure's own
-    config_verdict: str = ""      # its configuration's repeats': firm, or "contradictory"
-
-    @property
-    def in_scope(self) -> bool:
-        return self.scope == "in"
-
-    @property
-    def head_to_head(self) -> bool:
-        return self.ratio_published is not None
-
-    @property
-    def agrees(self) -> bool:
-        return self.verdict == self.published_verdict
-
-    @property
-    def agrees_with_config(self) -> bool:
-        return self.verdict == self.config_verdict
-
-
-def _config(row: dict) -> tuple:
-    return tuple(row.get(k) or "" for k in CONFIG_FIELDS)
-
-
-def rows(path: Path = DATA) -> list[dict]:
-    """The single-library rows, read and checked as `--rows` files are."""
-    return rows_file.read(path)
-
-
-def h2h_rows(path: Path = H2H) -> list[dict]:
-    """The head-to-head rows, read and checked as `--rows` files are."""
-    return rows_file.read(path)
-
-
-@cache
-def _layout(model: str, batch: int) -> Layout:
-    """A row's model as `project --model` reads it: a torchvision classifier however a
-    paper spells it ('ResNet-50'), a published transformer ('bert-large'), a workload."""
-    return model_layout(model, batch)
-
-
-def _inputs(row: dict, libs: list[Library]) -> Inputs:
-    batch = int(row["batch"])
-    one_node = int(row["devices"]) <= int(row["per_node"])
-    links = Links(interconnects.get(row["intra"], "intra"),
-                  None if one_node and not row.get("inter") else
-                  interconnects.get(row["inter"], "inter"), int(row.get("nics_per_node") or 1),
-                  row.get("algorithm") or "auto")
-    return Inputs(_layout(row["model"], batch), batch,
-                  np.array([float(row["compute_ms"]) / 1000]), libs, links,
-                  int(row["per_node"]), controller=row.get("controller") or "mpi",
-                  nccl_avg=(row.get("nccl_avg") or "yes") == "yes",
-                  gpu_ready_wait=(row.get("ready_wait") or "gpu") == "gpu")
-
-
-def _verdict(lo: float, hi: float, margin: float, ratio: float) -> str:
-    v = classify(lo, hi, margin)
-    return f"{v} ({'horovod' if ratio > 1 else 'ddp'})" if v == FASTER else v
-
-
-def _single(row: dict, draws: int) -> Row:
-    devices = int(row["devices"])
-    if row["library"] == "ddp":
-        lib = Library("ddp", "ddp", bucket_bytes=_setting(row, "bucket_mb") * 2**20)
-    else:
-        lib = Library("horovod", "horovod", fusion_bytes=_setting(row, "fusion_mb") * 2**20,
-                      cycle_s=_setting(row, "cycle_ms") / 1000)
-    inputs = _inputs(row, [lib])
-    (p,) = project(inputs, [devices], draws=draws)
-    sps = np.asarray(p.draws) / devices
-    unit = "efficiency" if row.get("unit") == "scaling_efficiency" else "per_device"
-    if unit == "efficiency":
-        sps = sps * float(row["compute_ms"]) / 1000 / inputs.batch
-    return Row(row["id"], row.get("source") or "", devices, row["model"], "in",
-               row.get("url") or "", _config(row),
-               [Value(row["library"], float(row["published"]), unit, sps)])
-
-
-# A row that leaves a library setting empty gets today's default (DDP's bucket_cap_mb,
-# Horovod's HOROVOD_FUSION_THRESHOLD and HOROVOD_CYCLE_TIME since 0.21).
-DEFAULTS = {"ddp_bucket_mb": 25.0, "bucket_mb": 25.0, "fusion_mb": 128.0, "cycle_ms": 1.0}
-
-
-def _setting(row: dict, key: str) -> float:
-    return float(row.get(key) or DEFAULTS[key])
-
-
-def _pair(row: dict, draws: int) -> Row:
-    devices = int(row["devices"])
-    libs = [Library("ddp", "ddp", bucket_bytes=_setting(row, "ddp_bucket_mb") * 2**20),
-            Library("horovod", "horovod", fusion_bytes=_setting(row, "fusion_mb") * 2**20,
-                    cycle_s=_setting(row, "cycle_ms") / 1000)]
-    d, h = project(_inputs(row, libs), [devices], draws=draws)
-    out = Row(row["id"], row.get("source") or "", devices, row["model"],
-              row.get("scope") or "in", row.get("url") or "", _config(row))
-    dd, hh = np.asarray(d.draws) / devices, np.asarray(h.draws) / devices
-    pd_, ph = float(row["ddp"]), float(row["horovod"])
-    if (row.get("unit") or "samples_per_s") == "samples_per_s":
-        out.values = [Value("ddp", pd_ / devices, "per_device", dd),
-                      Value("horovod", ph / devices, "per_device", hh)]
-        out.ratio_published = ph / pd_
-    else:  # times to the same result: the throughput ratio is their inverse
-        out.ratio_published = pd_ / ph
-    out.ratio_draws = hh / dd
-    return out
-
-
-@cache
-def project_all(draws: int = DRAWS) -> tuple[Row, ...]:
-    """Every published row projected once (inputs' draws only, no model error)."""
-    return tuple([_single(r, draws) for r in rows()] + [_pair(r, draws) for r in h2h_rows()])
-
-
-def residuals(projected: tuple[Row, ...]) -> list[Residual]:
-    """log(published / projected median) of every in-scope row, with its source, its
-    configuration and the variance of its own draws (errors.py)."""
-    out = []
-    for r in projected:
-        if not r.in_scope:
-            continue
-        out += [Residual(r.source, v.library, float(np.log(v.published / v.bare)), r.config,
-                         float(np.log(v.draws).var())) for v in r.values]
-        if r.ratio_draws is not None and r.ratio_published:
-            out.append(Residual(r.source, "ratio",
-                                float(np.log(r.ratio_published / np.median(r.ratio_draws))),
-                                r.config, float(np.log(r.ratio_draws).var())))
-    return out
-
-
-def assess(row: Row, me: ModelError | None, margin: float = DEFAULT_MARGIN,
-           seed: int = 0) -> Row:
-    """The row with its bands, errors and verdicts under model error `me`: a library's
-    band and the ratio's measurement band must hold a published figure (model error and
-    noise), the verdict's band is about the true ratio (model error alone)."""
-    rng = np.random.default_rng([seed, row.devices])
-    for v in row.values:
-        v.projected = band(v.draws, me, v.library, rng)
-    if row.ratio_draws is not None and row.ratio_published is not None:
-        row.ratio = band(row.ratio_draws, me, "ratio", rng, measurement=False)
-        row.ratio_measurement = band(row.ratio_draws, me, "ratio", rng)
-        row.verdict = _verdict(row.ratio[1], row.ratio[2], margin, row.ratio[0])
-        rp = row.ratio_published
-        row.published_verdict = _verdict(rp, rp, margin, rp)
-    return row
-
-
-def loso(draws: int = DRAWS, margin: float = DEFAULT_MARGIN, split: str = "noise",
-         floor: float = 0.0) -> list[Row]:
-    """Every row assessed with the error estimated without its own source (`split`,
-    `floor`: errors.model_error's variants)."""
-    projected = project_all(draws)
-    res = residuals(projected)
-    return judge_configurations(
-        [assess(r, model_error(res, leave_out=r.source, split=split, floor=floor), margin)
-         for r in projected])
-
-
-# The ways of carrying the model's error that were measured (docs/projection.md, 'Bands')
-VARIANTS = (("the whole residual spread on top of the inputs' draws (issue 29's first "
-             "round)", "none", 0.0),
-            ("the inputs' spread taken out, the noise left in the model error", "inputs",
-             0.0),
-            ("the inputs' spread and the repeats' noise taken out (this projection)",
-             "noise", 0.0),
-            ("as above, with a least model error of 1%", "noise", 0.01),
-            ("as above, with a least model error of 2%", "noise", 0.02))
-
-
-def variants(draws: int = DRAWS, margin: float = DEFAULT_MARGIN) -> list[tuple[str, dict]]:
-    """The goal figures under each of VARIANTS, leave one source out."""
-    return [(name, summary(loso(draws, margin, split, floor)))
-            for name, split, floor in VARIANTS]
-
-
-def judge_configurations(assessed: list[Row]) -> list[Row]:
-    """Each head-to-head row's configuration verdict: the verdict all its repeats give,
-    or CONTRADICTORY where they differ."""
-    groups: dict[tuple, list[Row]] = {}
-    for r in assessed:
-        if r.head_to_head:
-            groups.setdefault((r.in_scope, r.config), []).append(r)
-    for rs in groups.values():
-        seen = {r.published_verdict for r in rs}
-        verdict = seen.pop() if len(seen) == 1 else CONTRADICTORY
-        for r in rs:
-            r.config_verdict = verdict
-    return assessed
-
-
-def error_split(draws: int = DRAWS) -> list[tuple[str, dict]]:
-    """The model error's parts (errors.components) from every in-scope source, then
-    from all but each one (what that source's rows are projected with)."""
-    res = residuals(project_all(draws))
-    sources = sorted({r.source for r in res})
-    return [("all sources", components(model_error(res)))] + [
-        (f"without {s}", components(model_error(res, leave_out=s))) for s in sources]
-
-
-def judge_file(path: Path, draws: int = DRAWS, margin: float = DEFAULT_MARGIN) -> list[Row]:
-    """Rows from elsewhere (`--rows`), projected out of sample (with the repository's
-    error) and judged; a file it cannot use is a RowsError (one line)."""
-    try:
-        table = rows_file.read(path)
-    except rows_file.RowsError as exc:
-        raise rows_file.RowsError(f"--rows {path}: {exc}") from None
-    me = current_error(draws)
-    out = []
-    for row in table:
-        try:  # an empty or missing scope is "in" (_pair, _single)
-            projected = _single(row, draws) if row.get("library") else _pair(row, draws)
-        except (KeyError, ValueError, TypeError, InputError) as exc:
-            # an unknown link is an InputError that is also a KeyError (UnknownName)
-            missing = isinstance(exc, KeyError) and not isinstance(exc, InputError)
-            what = f"missing column {exc}" if missing else str(exc)
-            raise rows_file.RowsError(f"--rows {path} line {row[rows_file.LINE]}: "
-                                      f"{what.splitlines()[0]}") from None
-        out.append(assess(projected, me, margin))
-    return judge_configurations(out)
-
-
-@cache
-def current_error(draws: int = DRAWS) -> ModelError:
-    """The error a new projection carries: every in-scope source's residuals."""
-    return model_error(residuals(project_all(draws)))
-
-
-def summary(assessed: list[Row]) -> dict:
-    inside = [r for r in assessed if r.in_scope]
-    h2h = [r for r in inside if r.head_to_head]
-    values = [v for r in inside for v in r.values]
-    mae = {lib: float(np.median([abs(v.error) for v in values if v.library == lib]))
-           for lib in ("ddp", "horovod")}
-    bare = {lib: float(np.median([abs(v.bare / v.published - 1) for v in values
-                                  if v.library == lib])) for lib in ("ddp", "horovod")}
-    firm = [r for r in h2h if not r.verdict.startswith("inconclusive")]
-    point = [_verdict(r.ratio[0], r.ratio[0], DEFAULT_MARGIN, r.ratio[0]) == r.published_verdict
-             for r in h2h]
-    judged = [r for r in h2h if r.config_verdict and r.config_verdict != CONTRADICTORY]
-    configs: dict[tuple, list[Row]] = {}
-    for r in judged:
-        configs.setdefault(r.config, []).append(r)
-    return {"head_to_head_rows": len(h2h), "values": len(values),
-            "firm_verdicts": len(firm), "firm_agree": sum(r.agrees for r in firm),
-            "inconclusive_verdicts": len(h2h) - len(firm),
-            "config_rows": len(judged),
-            "config_agreement": float(np.mean([r.agrees_with_config for r in judged]))
-            if judged else 0.0,
-            "configurations": len(configs),
-            "configurations_agree": sum(all(r.agrees_with_config for r in rs)
-                                        for rs in configs.values()),
-            "contradictory_rows": [r.id for r in h2h if r.config_verdict == CONTRADICTORY],
-            "median_point_agreement": float(np.mean(point)) if point else 0.0,
-            "ratio_median_abs_error": float(np.median(
-                [abs(r.ratio[0] / float(r.ratio_published or 1.0) - 1) for r in h2h]))
-            if h2h else 0.0,
-            "verdict_agreement": float(np.mean([r.agrees for r in h2h])) if h2h else 0.0,
-            "median_abs_error": mae, "bare_median_abs_error": bare,
-            "coverage": float(np.mean([v.covered for v in values])),
-            "ratio_coverage": float(np.mean([r.ratio_measurement[1] <= (r.ratio_published or 0)
-                                             <= r.ratio_measurement[2] for r in h2h]))
-            if h2h else 0.0,
-            "goals": {"verdict_agreement": GOAL_AGREEMENT, "median_abs_error": GOAL,
-                      "coverage": GOAL_COVERAGE},
-            "out_of_scope": [r.id for r in assessed if not r.in_scope]}
+from hvd_vs_ddp.common.errors import EXIT_BAD_INPUT
+from hvd_vs_ddp.projection import rows_file
+from hvd_vs_ddp.projection.against_published import (
+    DRAWS,
+    GOAL,
+    GOAL_AGREEMENT,
+    GOAL_COVERAGE,
+    Row,
+    error_split,
+    judge_file,
+    loso,
+    summary,
+    variants,
+)
+from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN
 
 
 def as_json(assessed: list[Row]) -> dict:
@@ -387,10 +58,6 @@ def as_json(assessed: list[Row]) -> dict:
         rows.append(row)
     s = summary(assessed)
     return {**s, "summary_line": goals_line(s), "rows": rows, "method": "leave one source out"}
-
-
-def median_abs_error(assessed: list[Row]) -> float:
-    return float(np.median([abs(v.error) for r in assessed if r.in_scope for v in r.values]))
 
 
 def _fmt(x: float) -> str:

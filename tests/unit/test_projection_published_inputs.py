@@ -12,6 +12,7 @@ import re
 import pytest
 
 from hvd_vs_ddp.common.errors import InputError, UnknownName
+from hvd_vs_ddp.projection import against_published as ap
 from hvd_vs_ddp.projection import architectures, interconnects, rows_file, validation
 
 
@@ -54,8 +55,8 @@ def test_a_validation_row_names_its_model_as_a_paper_does(tmp_path):
     assert [torchvision_name(n) for n in ("ResNet-50", "VGG-16", "Inception-v3",
                                           "ResNeXt-50 32x4d", "ViT-B/16", "bert-large")] == \
         ["resnet50", "vgg16", "inception_v3", "resnext50_32x4d", "vit_b_16", None]
-    assert validation._layout("ResNet-50", 4).grad_bytes == model_layout("resnet50", 4).grad_bytes
-    assert len(validation._layout("bert-large", 4).grads) == 398
+    assert ap._layout("ResNet-50", 4).grad_bytes == model_layout("resnet50", 4).grad_bytes
+    assert len(ap._layout("bert-large", 4).grads) == 398
 
 
 HEADER = "id,model,batch,devices,per_node,intra,inter,compute_ms,ddp,horovod"
@@ -166,12 +167,12 @@ def test_rows_from_elsewhere_are_judged_out_of_sample(tmp_path, capsys):
     """`validation --rows FILE`: published rows not in the repository (head_to_head.csv's
     columns; a model as a paper spells it) are projected with the repository's error and
     judged; a file it cannot use is one line, exit 2."""
-    header, *rows = validation.H2H.read_text().splitlines()
+    header, *rows = ap.H2H.read_text().splitlines()
     mahti = next(r for r in rows if r.startswith("csc-mahti-resnet50-8gpu-synthetic-2023"))
     good = tmp_path / "more.csv"
     good.write_text(header + "\n" + ("new-" + mahti).replace(",resnet50,", ",ResNet-50,")
                     + "\n")
-    (row,) = validation.judge_file(good)  # default draws: the caches the tests share
+    (row,) = ap.judge_file(good)  # default draws: the caches the tests share
     assert row.id.startswith("new-csc-mahti") and row.published_verdict == "faster (ddp)"
     assert row.verdict in ("faster (ddp)", "inconclusive") and len(row.values) == 2
     assert validation.main(["--rows", str(good)]) == 0
@@ -250,6 +251,6 @@ def test_a_row_with_only_the_needed_columns(tmp_path):
     f = tmp_path / "min.csv"
     f.write_text("id,model,batch,devices,per_node,intra,inter,compute_ms,ddp,horovod\n"
                  "a100-2nodes,ResNet-50,32,8,4,NVLink 3,HDR InfiniBand,42.2,5500,4970\n")
-    (row,) = validation.judge_file(f)
+    (row,) = ap.judge_file(f)
     assert row.in_scope and abs(row.ratio_published - 4970 / 5500) < 1e-9
     assert row.verdict and row.values[0].projected[0] > 0
