@@ -13,7 +13,9 @@ Per workload of the run:
 - for `--interconnect measured`: alpha and beta fitted to that library's own
   allreduce sweep (suites/test_collectives.py), resampled for the band;
 - the repetitions the report leaves out as disturbed (hvd_vs_ddp/run_model/disturbed.py) are left
-  out here too.
+  out here too; the cells whose timings still hold one (too few undisturbed repetitions
+  to leave it out) are named in `Inputs.disturbed`, and no projected verdict from them
+  is firm (hvd_vs_ddp/projection/verdict.py).
 
     for workload, inputs in from_run(Path("runs/x"), links=None, per_node=4): ...
 """
@@ -103,13 +105,14 @@ def from_run(run_dir: Path, links: Links | None, per_node: int,
     from hvd_vs_ddp.run_model.load import load_run
 
     rng = np.random.default_rng(seed)
-    from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
+    from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed, still_disturbed
 
     try:
         run = load_run(Path(run_dir))
     except (ResultsError, InputError) as exc:
         raise ProjectionInputError(f"{run_dir}: {exc}") from None
     left_out = leave_out_disturbed(run)  # as the report does: disturbed repetitions out
+    disturbed = still_disturbed(run)     # and those too few to leave out
     cores, on_gpu = run.cores, run.gpus > 0
     # typed records of several kinds, told apart by KIND
     recs: list[Any] = [b.record for b in run.benchmarks()]
@@ -198,6 +201,7 @@ def from_run(run_dir: Path, links: Links | None, per_node: int,
                                 f"else the {ref}-rank one x max(L, {cores}) / "
                                 f"{max(ref, cores)} (time slicing)")
         inputs.notes += left_out
+        inputs.disturbed = list(disturbed)
         out.append((w, inputs, measured))
     return out
 

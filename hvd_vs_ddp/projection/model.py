@@ -90,6 +90,9 @@ class Inputs:
     contention_scale: float = 1.0  # scales the contention range
     gpu_ready_wait: bool = True    # Horovod >= 0.23 waits for ready events on its stream
     model_error: "ModelError | None" = None  # out-of-sample error carried into bands
+    # cells of the run the inputs come from whose timings kept other work's load
+    # (hvd_vs_ddp/run_model/disturbed.py): no projected verdict from them is firm
+    disturbed: list[str] = field(default_factory=list)
 
     @property
     def intra_name(self) -> str:

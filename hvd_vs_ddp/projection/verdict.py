@@ -10,7 +10,9 @@ on top. The band is about the true ratio: the noise of one measured figure is no
 it. The verdict uses the report's words
 and margin (hvd_vs_ddp/run_model/margin.py): "faster" beyond the margin, "equivalent" inside
 it, "inconclusive" when the band straddles an edge, and then the line says what would
-settle it.
+settle it. A projection from a run whose timings kept other work's load (cells named in
+`inputs.disturbed`, hvd_vs_ddp/run_model/disturbed.py) is inconclusive at every size
+above one: that load moved the calibration by an amount no band measures.
 
     rows = compare(projected, inputs, margin=0.05, from_run=False)
     rows[0]["text"]  # "DDP is 9% faster than Horovod (projected ratio 0.917 [0.87-0.96])"
@@ -20,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from hvd_vs_ddp.backends.catalog import DDP, HOROVOD_LIB
-from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN, EQUIVALENT, FASTER, classify
+from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN, EQUIVALENT, FASTER, INCONCLUSIVE, classify
 
 LEVEL = 95
 
@@ -62,6 +64,9 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
                                                           (100 + LEVEL) / 2]))
         lo, hi = min(lo, med), max(hi, med)
         v = classify(lo, hi, margin) if n > 1 else EQUIVALENT
+        held = list(inputs.disturbed) if n > 1 else []
+        if held:  # timings that carry other work's load: no band holds what it did
+            v = INCONCLUSIVE
         faster = (HOROVOD_LIB if med > 1 else DDP) if v == FASTER else None
         band = f"projected ratio {med:.3f} [{lo:.3f}-{hi:.3f}]"
         if n == 1:
@@ -73,6 +78,12 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
                     f"({band})")
         elif v == EQUIVALENT:
             text = f"{h.library} and {d.library} are equivalent within ±{margin:.0%} ({band})"
+        elif held:
+            text = (f"{h.library} vs {d.library}: inconclusive at ±{margin:.0%} ({band}): "
+                    f"{len(held)} cell(s) of the run it is projected from were timed while "
+                    f"other work used the host's cores ({', '.join(held[:3])}"
+                    f"{', ...' if len(held) > 3 else ''}); what would settle it: the same "
+                    "run again on a quiet host")
         else:
             text = (f"{h.library} vs {d.library}: inconclusive at ±{margin:.0%} ({band}); "
                     f"what would settle it: {settle(n, inputs.per_node, from_run, calibrated)}")
@@ -81,5 +92,6 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
                     "ratio_inputs_only": [float(np.median(np.asarray(h.draws)
                                                           / np.asarray(d.draws))),
                                           float(inputs_lo), float(inputs_hi)],
-                    "margin": margin, "verdict": v, "faster": faster, "text": text})
+                    "margin": margin, "verdict": v, "faster": faster, "text": text,
+                    "disturbed_cells": list(held)})
     return out

@@ -14,6 +14,7 @@ notes.
 
     from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
     notes = leave_out_disturbed(run)          # run: hvd_vs_ddp.run_model.load.Run, changed in place
+    still_disturbed(run)                      # the cell ids whose timings kept such load
 """
 from __future__ import annotations
 
@@ -31,6 +32,26 @@ def _cores(run) -> int:
         return os.cpu_count() or 1
 
 
+def _repetitions(cell, limit: float) -> tuple[list, list]:
+    """The cell's passed repetitions, and those of them disturbed (foreign load > limit)."""
+    entry = cell.entry
+    reps = [r for r in (entry.repeats or []) if r.status == "passed"] if entry else []
+    return reps, [r for r in reps if r.foreign_load is not None and r.foreign_load > limit]
+
+
+def still_disturbed(run, max_share: float = MAX_SHARE) -> list[str]:
+    """The cells of `run` whose timings still hold a disturbed repetition (after
+    leave_out_disturbed: too few undisturbed ones to leave it out, or kept on request):
+    their medians carry other work's load, by an amount nothing in the run measures."""
+    limit = max_share * _cores(run)
+    out = []
+    for cell in run.cells:
+        bad = {r.rep for r in _repetitions(cell, limit)[1]}
+        if bad & {b.rep for b in cell.benchmarks if b.kind in TIMED_KINDS}:
+            out.append(cell.id)
+    return out
+
+
 def leave_out_disturbed(run, keep: bool = False, max_share: float = MAX_SHARE) -> list[str]:
     """Drop the timings of disturbed repetitions from `run` (hvd_vs_ddp.run_model.load.Run);
     return the notes saying what was left out or kept, and why."""
@@ -38,9 +59,7 @@ def leave_out_disturbed(run, keep: bool = False, max_share: float = MAX_SHARE) -
     limit = max_share * cores
     notes: list[str] = []
     for cell in run.cells:
-        entry = cell.entry
-        reps = [r for r in (entry.repeats or []) if r.status == "passed"] if entry else []
-        bad = [r for r in reps if r.foreign_load is not None and r.foreign_load > limit]
+        reps, bad = _repetitions(cell, limit)
         if not bad:
             continue
         what = ", ".join(f"r{r.rep} ({r.foreign_load:g} cores)" for r in bad)

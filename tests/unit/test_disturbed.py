@@ -11,7 +11,7 @@ import json
 import shutil
 from pathlib import Path
 
-from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
+from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed, still_disturbed
 from hvd_vs_ddp.run_model.load import load_run
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "cpu-repeats"
@@ -55,9 +55,25 @@ def test_kept_when_too_few_undisturbed_remain_or_asked(tmp_path):
     assert all(_timed_reps(c) == set(range(1, 7)) for c in run.cells)
 
 
+def test_still_disturbed_names_the_cells_whose_timings_kept_the_load(tmp_path):
+    """What the projection refuses a firm verdict from (projection/verdict.py): the cells
+    whose timings still hold a disturbed repetition, and only those."""
+    left = load_run(_marked(tmp_path / "a", {"horovod-horovodrun-gloo-np2": {2: 1.0}}))
+    assert still_disturbed(left) == ["horovod-horovodrun-gloo-np2"]  # before leaving out
+    leave_out_disturbed(left)
+    assert still_disturbed(left) == []  # five quiet repetitions: it was left out
+    kept = load_run(_marked(tmp_path / "b", {"ddp-gloo-torchrun-np2": {k: 0.9 for k in
+                                                                       range(1, 6)}}))
+    leave_out_disturbed(kept)
+    assert still_disturbed(kept) == ["ddp-gloo-torchrun-np2"]
+    asked = load_run(_marked(tmp_path / "c", {"ddp-gloo-torchrun-np2": {1: 0.9}}))
+    leave_out_disturbed(asked, keep=True)
+    assert still_disturbed(asked) == ["ddp-gloo-torchrun-np2"]
+
+
 def test_below_the_threshold_nothing_changes(tmp_path):
     run = load_run(_marked(tmp_path, {"ddp-gloo-torchrun-np2": {1: 0.19}}))  # < 10% of 2
-    assert leave_out_disturbed(run) == []
+    assert leave_out_disturbed(run) == [] and still_disturbed(run) == []
     assert all(_timed_reps(c) == set(range(1, 7)) for c in run.cells)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -237,3 +238,35 @@ def test_measured_fits_come_from_each_librarys_own_sweep(tmp_path):
     assert fitted["ddp-gloo"] != fitted["horovod/gloo"]
     assert {m.devices for m in measured} >= {2}
     assert np.all(inputs.compute_s > 0)
+
+
+def test_a_run_whose_timings_kept_other_works_load_projects_no_firm_verdict(tmp_path):
+    """`project RUN` where a cell's timings still hold a disturbed repetition (all of its
+    repetitions ran beside other work, run_model/disturbed.py): every verdict above one
+    device is inconclusive and names the cell; the same run marked quiet names none."""
+    import shutil
+
+    from hvd_vs_ddp.cli import main
+
+    src = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "cpu-repeats"
+    for name, load in (("quiet", 0.03), ("loaded", 0.9)):
+        run = tmp_path / name
+        shutil.copytree(src, run)
+        man = json.loads((run / "manifest.json").read_text())
+        for c in man["cells"]:
+            for r in c["repeats"]:
+                r["foreign_load"] = load if c["id"] == "ddp-gloo-torchrun-np2" else 0.03
+        (run / "manifest.json").write_text(json.dumps(man))
+        out = tmp_path / f"{name}.json"
+        assert main(["project", str(run), "--devices", "1,4,8", "--devices-per-node", "4",
+                     "--interconnect", "ib-hdr", "--draws", "40", "-o", str(out)]) == 0
+        comparison = json.loads(out.read_text())["workloads"][0]["comparison"]
+        above_one = [c for c in comparison if c["devices"] > 1]
+        assert above_one
+        if name == "quiet":
+            assert all(c["disturbed_cells"] == [] for c in comparison)
+        else:
+            for c in above_one:
+                assert c["verdict"] == "inconclusive" and c["faster"] is None, c
+                assert c["disturbed_cells"] == ["ddp-gloo-torchrun-np2"], c
+                assert "quiet host" in c["text"]

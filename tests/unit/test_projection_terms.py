@@ -120,6 +120,7 @@ def _p(kind, n, draws, median=None):
 class _In:
     per_node = 4
     model_error = None
+    disturbed: list[str] = []
 
 
 def test_the_verdict_uses_the_reports_margin_and_says_what_would_settle_it():
@@ -133,6 +134,25 @@ def test_the_verdict_uses_the_reports_margin_and_says_what_would_settle_it():
     wide = ddp * (1 + 0.08 * rng.standard_normal(200))
     rows = compare([_p("ddp", 8, ddp), _p("horovod", 8, wide * 0.96)], _In(), 0.05)
     assert rows[0]["verdict"] == "inconclusive" and "one node of the target" in rows[0]["text"]
+
+
+def test_a_projection_from_timings_that_kept_other_works_load_is_never_firm():
+    """A run whose timings still hold a disturbed repetition (run_model/disturbed.py:
+    too few quiet ones to leave it out) gives no firm verdict above one device, however
+    narrow the band: the load moved the calibration by an amount no band measures."""
+    rng = np.random.default_rng(0)
+    ddp = 100 * (1 + 0.01 * rng.standard_normal(200))
+    loaded = _In()
+    loaded.disturbed = ["ddp-gloo-torchrun-np2"]
+    for horovod in (ddp * 0.85, ddp * 1.01):  # firm without the load: faster, equivalent
+        assert compare([_p("ddp", 8, ddp), _p("horovod", 8, horovod)], _In(), 0.05)[0][
+            "verdict"] != "inconclusive"
+        (row,) = compare([_p("ddp", 8, ddp), _p("horovod", 8, horovod)], loaded, 0.05)
+        assert row["verdict"] == "inconclusive" and row["faster"] is None, row
+        assert row["disturbed_cells"] == ["ddp-gloo-torchrun-np2"]
+        assert "ddp-gloo-torchrun-np2" in row["text"] and "quiet host" in row["text"]
+    one = compare([_p("ddp", 1, ddp), _p("horovod", 1, ddp)], loaded, 0.05)[0]
+    assert one["verdict"] == "equivalent"  # one device communicates nothing
 
 
 def test_model_error_leaves_a_source_out_and_widens_bands():
