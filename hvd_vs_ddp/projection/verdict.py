@@ -53,13 +53,13 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
         h, d = _best(projected, "horovod", n), _best(projected, "ddp", n)
         if h is None or d is None or not h.draws or not d.draws:
             continue
-        ratio = np.asarray(h.draws) / np.asarray(d.draws)
+        ratio = np.asarray(h.draws) / np.asarray(d.draws)  # the inputs' draws alone
+        med = float(np.median(ratio))
         inputs_lo, inputs_hi = np.percentile(ratio, [(100 - LEVEL) / 2, (100 + LEVEL) / 2])
         if inputs.model_error is not None and n > 1:
             err = inputs.model_error.draws("ratio", np.random.default_rng([seed, n, 11]),
                                            ratio.size, measurement=False)
             ratio = ratio * np.exp(err)
-        med = float(np.median(np.asarray(h.draws) / np.asarray(d.draws)))
         lo, hi = (float(x) for x in np.percentile(ratio, [(100 - LEVEL) / 2,
                                                           (100 + LEVEL) / 2]))
         lo, hi = min(lo, med), max(hi, med)
@@ -89,9 +89,7 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
                     f"what would settle it: {settle(n, inputs.per_node, from_run, calibrated)}")
         out.append({"devices": n, "nodes": h.nodes, "horovod": h.library, "ddp": d.library,
                     "ratio": [med, lo, hi],
-                    "ratio_inputs_only": [float(np.median(np.asarray(h.draws)
-                                                          / np.asarray(d.draws))),
-                                          float(inputs_lo), float(inputs_hi)],
+                    "ratio_inputs_only": [med, float(inputs_lo), float(inputs_hi)],
                     "margin": margin, "verdict": v, "faster": faster, "text": text,
-                    "disturbed_cells": list(held)})
+                    "disturbed_cells": held})
     return out
