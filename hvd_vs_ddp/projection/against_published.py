@@ -360,7 +360,3 @@ def summary(assessed: list[Row]) -> dict:
             "goals": {"verdict_agreement": GOAL_AGREEMENT, "median_abs_error": GOAL,
                       "coverage": GOAL_COVERAGE},
             "out_of_scope": [r.id for r in assessed if not r.in_scope]}
-
-
-def median_abs_error(assessed: list[Row]) -> float:
-    return float(np.median([abs(v.error) for r in assessed if r.in_scope for v in r.values]))
