@@ -21,14 +21,15 @@ For each batch size, fresh processes in a shuffled interleaved order, R repetiti
            synchronize(), then step()
   suite-*  (--suite) suites/test_throughput.py::test_throughput at one rank under
            torchrun for single and ddp-nccl: the suite's own figure for the same model,
-           batch and image size (what the suite adds on a GPU: its fidelity)
+           batch and image size (what the suite adds on a GPU: its fidelity), in rounds
+           of --suite-steps-per-round steps (default 10) filling --steps
 Each loop process warms up W steps, then times N steps back to back (one
 torch.cuda.synchronize() before and after: the CPU keeps whatever lead it has), and
 prints ms per step. The table gives per configuration the median over repetitions and
 each library's cost, library - single, with the range over repetitions.
 
     python scripts/gpu_step_costs.py [--batch-sizes 32,64] [--repeat 3] [--steps 40]
-        [--warmup 15] [--suite] [--json OUT.json]
+        [--warmup 15] [--suite [--suite-steps-per-round 10]] [--json OUT.json]
 
 Needs a CUDA GPU, and Horovod built with NCCL for the horovod rows (left out, with a
 line, where it is missing). About 20 s per process on an H100. Run it on an otherwise
@@ -123,8 +124,10 @@ def _run_suite(backend: str, batch: int, args, folder: Path) -> float:
            "--workload-param", f"resnet50:image_size={IMAGE}",
            "--workload-param", f"resnet50:batch_size={batch}",
            "--workload-param", f"resnet50:classes={CLASSES}",
-           "--warmup-steps", str(args.warmup), "--rounds", str(args.steps),
-           "--steps-per-round", "1", "--benchmark-json", str(out)]
+           "--warmup-steps", str(args.warmup),
+           "--rounds", str(max(args.steps // args.suite_steps_per_round, 1)),
+           "--steps-per-round", str(args.suite_steps_per_round),
+           "--benchmark-json", str(out)]
     env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     if proc.returncode != 0 or not out.exists():
@@ -151,6 +154,9 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--suite", action="store_true", help="also the suite's own figures")
+    ap.add_argument("--suite-steps-per-round", type=int, default=10,
+                    help="the suite's --steps-per-round (1: the device drained around "
+                         "every step, as the suite timed before 2026-11-26)")
     ap.add_argument("--json", help="write every figure here")
     ap.add_argument("--loop", help=argparse.SUPPRESS)
     ap.add_argument("--batch", type=int, help=argparse.SUPPRESS)
