@@ -2,12 +2,12 @@
 
 `train(workload, backend, config)` seeds, builds the model and optimizer from the
 workload, lets the backend wrap them (its broadcast makes every rank start from rank
-0's weights: see `build`), and runs
-`config.steps` optimizer steps. On the CPU each step is timed whole; on a GPU a round
-of steps runs back to back with the device drained only at its ends, as training runs,
-and each step is charged the round's mean (Trainer.run). It returns this rank's step times and the
-global mean loss of every step (averaged across ranks once, after training, so
-timing is not disturbed by an extra collective per step).
+0's weights: see `build`), and runs `config.steps` optimizer steps. On the CPU each
+step is timed whole; on a GPU a round of steps runs back to back with the device
+drained only at its ends, as training runs, and each step is charged the round's mean
+(Trainer.run). It returns this rank's step times and the global mean loss of every
+step (averaged across ranks once, after training, so timing is not disturbed by an
+extra collective per step).
 
     from hvd_vs_ddp.backends import registry as B; from workloads import registry as W
     from hvd_vs_ddp.workloads.loop import TrainConfig, train
