@@ -177,7 +177,6 @@ class Trainer:
         self.channels_last = config.channels_last and workload.supports_channels_last
         self.local_losses: list[torch.Tensor] = []
         self.step_times: list[float] = []
-        self.steps_done = 0
         # whether run() lets the CPU run ahead of the device between its steps
         self.pipelined = self.device.type == "cuda"
 
@@ -210,8 +209,7 @@ class Trainer:
             with backend.accumulate(model, last=micro == self.accum - 1), \
                     compiling.step_context(self.config.compile):
                 total += self._forward_backward(x, y)
-        index = self.steps_done
-        self.steps_done += 1
+        index = len(self.local_losses)  # this step's: its loss is recorded below
         on_grads = self.on_grads
         hook = (lambda: on_grads(index, model)) if on_grads is not None else None
         backend.step(self.optimizer, self.scaler, before_step=hook)
