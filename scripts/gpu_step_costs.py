@@ -41,7 +41,6 @@ import argparse
 import json
 import os
 import random
-import socket
 import statistics
 import subprocess
 import sys
@@ -52,12 +51,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 IMAGE = 224
 CLASSES = 1000
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _loop(kind: str, batch: int, warmup: int, steps: int) -> None:
@@ -75,7 +68,9 @@ def _loop(kind: str, batch: int, warmup: int, steps: int) -> None:
     if kind == "ddp":
         import torch.distributed as dist
 
-        dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{_free_port()}",
+        from hvd_vs_ddp.recovery.launch import free_port
+
+        dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{free_port()}",
                                 rank=0, world_size=1, device_id=dev)
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[0])
     elif kind == "horovod":
@@ -106,10 +101,16 @@ def _loop(kind: str, batch: int, warmup: int, steps: int) -> None:
                                 "gpu": torch.cuda.get_device_name(dev)}), flush=True)
 
 
+def _env() -> dict[str, str]:
+    """This checkout importable in every process started (the project, its launchers)."""
+    return dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+
+
 def _run_loop(kind: str, batch: int, args) -> float:
     cmd = [sys.executable, str(Path(__file__).resolve()), "--loop", kind, "--batch", str(batch),
            "--warmup", str(args.warmup), "--steps", str(args.steps)]
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True,
+                          timeout=600)
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("STEP ")), None)
     if proc.returncode != 0 or line is None:
         raise RuntimeError(f"{kind} at batch {batch} failed: {proc.stderr.strip()[-1500:]}")
@@ -117,19 +118,21 @@ def _run_loop(kind: str, batch: int, args) -> float:
 
 
 def _run_suite(backend: str, batch: int, args, folder: Path) -> float:
+    from hvd_vs_ddp.backends import launchers
+
     out = folder / f"{backend}-{batch}-{time.monotonic_ns()}.json"
-    cmd = ["torchrun", "--standalone", "--nproc-per-node", "1", "-m", "pytest",
-           "suites/test_throughput.py::test_throughput", "-q", "-p", "no:cacheprovider",
-           "--backends", backend, "--workloads", "resnet50",
-           "--workload-param", f"resnet50:image_size={IMAGE}",
-           "--workload-param", f"resnet50:batch_size={batch}",
-           "--workload-param", f"resnet50:classes={CLASSES}",
-           "--warmup-steps", str(args.warmup),
-           "--rounds", str(max(args.steps // args.suite_steps_per_round, 1)),
-           "--steps-per-round", str(args.suite_steps_per_round),
-           "--benchmark-json", str(out)]
-    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    argv = ["-m", "pytest", "suites/test_throughput.py::test_throughput", "-q",
+            "-p", "no:cacheprovider", "--backends", backend, "--workloads", "resnet50",
+            "--workload-param", f"resnet50:image_size={IMAGE}",
+            "--workload-param", f"resnet50:batch_size={batch}",
+            "--workload-param", f"resnet50:classes={CLASSES}",
+            "--warmup-steps", str(args.warmup),
+            "--rounds", str(max(args.steps // args.suite_steps_per_round, 1)),
+            "--steps-per-round", str(args.suite_steps_per_round),
+            "--benchmark-json", str(out)]
+    cmd = launchers.command("torchrun", 1, argv)
+    proc = subprocess.run(cmd, cwd=ROOT, env=_env(), capture_output=True, text=True,
+                          timeout=600)
     if proc.returncode != 0 or not out.exists():
         raise RuntimeError(f"suite {backend} at batch {batch} failed: "
                            f"{(proc.stdout + proc.stderr).strip()[-1500:]}")
