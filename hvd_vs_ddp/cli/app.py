@@ -92,6 +92,11 @@ def _run(args) -> int:
 
 
 def _report(args) -> int:
+    # A directory that holds no run is refused before the report's plotting stack loads
+    # (pandas, seaborn, scipy: 1-3 s): the same line the report would give, at once.
+    from hvd_vs_ddp.results_schema.files import load_manifest
+    for run_dir in args.run_dirs:
+        load_manifest(Path(run_dir))
     from hvd_vs_ddp.reports import build_report
 
     paths = build_report([Path(p) for p in args.run_dirs], Path(args.output), args.margin,

@@ -166,3 +166,19 @@ def test_suites_refuse_unknown_backend(tmp_path):
                            "-p", "no:cacheprovider", "-q"], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 4 and "unknown backend 'hvd'" in proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("given", ["no-such-dir", "not-a-run"])
+def test_report_refuses_a_non_run_before_loading_the_plotting_stack(tmp_path, given):
+    """`report` on a path that is no run: one line, exit 2, and none of the report's heavy
+    libraries imported (the refusal came first, in a fraction of a second)."""
+    (tmp_path / "not-a-run").mkdir()
+    code = ("import sys; from hvd_vs_ddp.cli.app import main; "
+            f"rc = main(['report', {given!r}, '-o', 'out/r.html']); "
+            "print(rc, sorted(m for m in ('pandas', 'seaborn', 'matplotlib', 'scipy') "
+            "if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=120, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert proc.stdout.split("\n")[0] == "2 []", proc.stdout + proc.stderr
+    assert_one_line_exit_2(2, proc.stderr, given)
+    assert not (tmp_path / "out").exists()
