@@ -182,6 +182,10 @@ CASES: list[Case] = [
        "manifest.json is not a directory"),
     _c(run("--backends", "ddp-mpi", "--world-sizes", "2", "--launchers", "torchrun"),
        "--backends ddp-mpi", "no cell", "--launchers torchrun"),
+    # a library named with only launchers that cannot start it above one rank: before,
+    # its one-rank cell ran alone, as if it had been compared
+    _c(run("--backends", "horovod", "--launchers", "torchrun"), "--backends horovod",
+       "no cell at world size 2", "runs under horovodrun"),
     _c(["run", "--resume", "runs/earlier", "--launchers", "torchrun"], "--launchers",
        "cannot change a resumed run"),
     _c(run("--name", "x" * 300), "run name xxxxxxxxxxxxxxxxxxxx...", "300 characters",

@@ -203,6 +203,12 @@ def cells(preset: Preset, backends: list[str] | None = None,
                 continue  # the quick preset: only the reference at one rank
             launchers_ = ("single",) if n == 1 else () if backend in BASELINES \
                 else matrix_launchers(backend, caps.requires)
+            if backends and preset.launchers and n > 1 and launchers_ \
+                    and not set(launchers_) & set(preset.launchers):
+                raise MatrixError(  # asked for by name: never left out without a word
+                    f"--backends {backend}: no cell at world size {n} under --launchers "
+                    f"{','.join(preset.launchers)} ({backend} runs under "
+                    f"{', '.join(launchers_)})")
             for launcher in (la for la in launchers_ if la not in preset.without_launchers):
                 if preset.launchers and n > 1 and launcher not in preset.launchers:
                     continue
