@@ -180,6 +180,9 @@ CASES: list[Case] = [
     # after the "N cells ->" line)
     _c(["run", "--runs-dir", "runs/earlier/manifest.json/more"], "--runs-dir",
        "manifest.json is not a directory"),
+    # a place no folder can be made in, though os.access lets root write there: it was an
+    # error after the "N cells ->" line
+    _c(["run", "--runs-dir", "/proc/hvd-vs-ddp-runs"], "--runs-dir", "/proc is not writable"),
     _c(run("--backends", "ddp-mpi", "--world-sizes", "2", "--launchers", "torchrun"),
        "--backends ddp-mpi", "no cell", "--launchers torchrun"),
     # a library named with only launchers that cannot start it above one rank: before,
