@@ -77,7 +77,7 @@ def _run(args) -> int:
                     repeat=req.repeat, order_seed=req.order_seed, pythonpath=req.pythonpath)
     if req.run_dir.exists():  # a resumed run: another runner of it is refused up front
         runner.lock.claim()
-    log.info(f"{len(req.cells)} cells -> {req.run_dir}")
+    log.info(f"{len(req.cells)} cell{'' if len(req.cells) == 1 else 's'} -> {req.run_dir}")
     try:
         manifest = runner.run(Progress())
     except interrupt.Interrupted as stop:
