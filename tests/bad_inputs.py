@@ -183,6 +183,12 @@ CASES: list[Case] = [
     # a place no folder can be made in, though os.access lets root write there: it was an
     # error after the "N cells ->" line
     _c(["run", "--runs-dir", "/proc/hvd-vs-ddp-runs"], "--runs-dir", "/proc is not writable"),
+    # the same for the report's and the projection's outputs (the output gate): they were
+    # a write error after the work (the projection's after its "projecting" line)
+    _c(["report", "runs/earlier", "-o", "/proc/hvd-vs-ddp-report.html"],
+       "cannot write in folder /proc"),
+    _c(["project", "--compute-ms", "40", "--model", "resnet50", "--devices", "8", "-o",
+        "/proc/hvd-vs-ddp-projection.json"], "--output", "cannot write in folder /proc"),
     _c(run("--backends", "ddp-mpi", "--world-sizes", "2", "--launchers", "torchrun"),
        "--backends ddp-mpi", "no cell", "--launchers torchrun"),
     # a library named with only launchers that cannot start it above one rank: before,

@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -171,11 +170,11 @@ def _check_runs_dir(runs_dir: str) -> None:
         raise RunRequestError(f"--runs-dir {runs_dir}: {place} is not a directory")
     if not os.access(place, os.W_OK | os.X_OK):
         raise RunRequestError(f"--runs-dir {runs_dir}: {place} is not writable")
-    try:  # root passes os.access everywhere; /proc, sysfs and the like still refuse
-        os.rmdir(tempfile.mkdtemp(prefix=".hvd-vs-ddp-probe-", dir=place))
-    except OSError as exc:
-        raise RunRequestError(f"--runs-dir {runs_dir}: {place} is not writable "
-                              f"({exc.strerror or exc})") from None
+    from hvd_vs_ddp.common import outputs
+
+    why = outputs.cannot_make_folders_in(place)
+    if why:
+        raise RunRequestError(f"--runs-dir {runs_dir}: {place} is not writable ({why})")
 
 
 def _check_place(run_dir: Path) -> None:

@@ -41,6 +41,7 @@ import os
 import re
 import struct
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -229,6 +230,16 @@ def check_name(path: Path) -> None:
                                 f"a file name may have at most {NAME_MAX}")
 
 
+def cannot_make_folders_in(folder: Path) -> str | None:
+    """Why no folder can be made in `folder` (a probe made and removed at once), or None.
+    os.access lets root through everywhere; /proc, sysfs and the like still refuse."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".hvd-vs-ddp-probe-", dir=folder))
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    return None
+
+
 def check_one(out: Output, owner: Path | None = None) -> None:
     """OutputRefused if writing `out` could replace anything but its own earlier self."""
     given = Path(out.path).expanduser()
@@ -243,6 +254,9 @@ def check_one(out: Output, owner: Path | None = None) -> None:
         raise _refuse(out, f"{folder} is a file, not a folder")
     if not os.access(folder, os.W_OK | os.X_OK):
         raise _refuse(out, f"cannot write in folder {folder} (permission denied)")
+    why = cannot_make_folders_in(folder)
+    if why:
+        raise _refuse(out, f"cannot write in folder {folder} ({why})")
     run = enclosing_run(path)
     if run is not None and not _own_place(out, path, run, owner):
         what = WHAT.get(out.kind, "this output")
