@@ -187,6 +187,8 @@ CASES: list[Case] = [
     # a write error after the work (the projection's after its "projecting" line)
     _c(["report", "runs/earlier", "-o", "/proc/hvd-vs-ddp-report.html"],
        "cannot write in folder /proc"),
+    _c(["project", "--compute-ms", "1e308", "--model", "resnet50", "--devices", "8"],
+       "--compute-ms", "at most 86400000 (a day)"),
     _c(["project", "--compute-ms", "40", "--model", "resnet50", "--devices", "8", "-o",
         "/proc/hvd-vs-ddp-projection.json"], "--output", "cannot write in folder /proc"),
     _c(run("--backends", "ddp-mpi", "--world-sizes", "2", "--launchers", "torchrun"),

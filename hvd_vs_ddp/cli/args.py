@@ -158,8 +158,15 @@ def _draws(text: str) -> int:
     return value
 
 
+MAX_STEP_MS = 86_400_000.0  # a day: one device's step time beyond it is a typo (1e308
+#                            overflowed the projection into a warning and a 0 exit)
+
+
 def _milliseconds(text: str) -> float:
-    return values.number(text, low=0, example="97")
+    value = values.number(text, low=0, example="97")
+    if value > MAX_STEP_MS:
+        raise ValueError(f"a number > 0 and at most {MAX_STEP_MS:.0f} (a day), e.g. 97")
+    return value
 
 
 devices = _typed(_devices, "devices")
