@@ -145,6 +145,12 @@ CASES: list[Case] = [
     _c(run("--suite-args", "--rounds 2 --bogus"), "--suite-args", "unrecognized arguments"),
     _c(run("--suite-args=-k"), "--suite-args", "-k", "expected one argument"),
     _c(run("--suite-args", "suites/other.py"), "--suite-args", "is not an option"),
+    # valid suite options the run chooses per cell: a later --backends on a cell's command
+    # line won (a cell "single" trained horovod, "ddp-gloo" nothing)
+    _c(run("--suite-args", "--backends horovod"), "--suite-args", "--backends is chosen "
+       "per cell", "run --backends"),
+    _c(run("--suite-args", "--knob-set compile-all"), "--knob-set is chosen per cell",
+       "--preset"),
     _c(run("--suite-args", '"unbalanced'), "--suite-args", "quotation"),
     _c(run("--suite-args", "--rounds '3"), "--suite-args", "quotation"),
     # -- run: the parser

@@ -218,6 +218,7 @@ def _suite_extra(args: Any, preset: Preset) -> tuple[tuple[str, ...], Any]:
     from hvd_vs_ddp.harness import options
 
     given, rest = options.parse_argv(args.suite_args or "")
+    options.refuse_per_cell(given)
     if args.data_dir:
         given["data_dir"] = str(Path(args.data_dir).expanduser().resolve())
     if args.profile:  # --suite-args "--profile-steps N" says how many

@@ -71,13 +71,14 @@ class SuiteOptions:
     """Every option of the suites; defaults are the suites' own (also `pytest suites/`)."""
 
     backends: tuple[str, ...] = _opt((), "comma-separated backends to run (default: all)",
-                                     csv="backend")
+                                     csv="backend", per_cell="run --backends")
     workloads: tuple[str, ...] = _opt(DEFAULT_WORKLOADS, "comma-separated workloads for "
                                       "throughput", csv="workload")
     workload_param: tuple[str, ...] = _opt((), "NAME:KEY=VALUE, e.g. "
                                            "resnet50:image_size=224 (repeatable)", append=True)
     knob_set: str = _opt("default", "knob sets for the throughput suite: 'default', "
-                         "'full', 'tune', 'tune-all', or one set's name", names="knob set")
+                         "'full', 'tune', 'tune-all', or one set's name", names="knob set",
+                         per_cell="run --preset (its knob sets)")
     rounds: int = _opt(5, "timed rounds per throughput cell", minimum=1,
                        maximum=100_000)
     steps_per_round: int = _opt(2, "optimizer steps per round", minimum=1,
@@ -355,6 +356,17 @@ def parse_argv(argv: Sequence[str] | str) -> tuple[dict[str, Any], list[str]]:
 
     pytest_args.check(rest, add_to_pytest)  # the rest goes to pytest: its parser checks it
     return {name: getattr(full, name) for name in given}, rest
+
+
+def refuse_per_cell(given: dict[str, Any]) -> None:
+    """`hvd-vs-ddp run --suite-args`: options valid for the suites, but chosen by the run
+    for each cell, which is named by them (a later --backends on a cell's command line
+    won: a cell "ddp-gloo" trained horovod) are one InputError line."""
+    for name in given:
+        chooser = SuiteOptions.__dataclass_fields__[name].metadata.get("per_cell")
+        if chooser:
+            raise InputError(f"--suite-args: {flag_of(name)} is chosen per cell by hvd-vs-ddp "
+                             f"run (each cell is named by it); use hvd-vs-ddp {chooser}")
 
 
 def _pytest_default(name: str) -> Any:
