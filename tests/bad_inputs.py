@@ -151,6 +151,12 @@ CASES: list[Case] = [
        "per cell", "run --backends"),
     _c(run("--suite-args", "--knob-set compile-all"), "--knob-set is chosen per cell",
        "--preset"),
+    # pytest's parser checked with the plugins a cell loads: every cell failed at start-up
+    _c(run("--suite-args", "-x --lf"), "--suite-args", "unrecognized arguments: --lf"),
+    _c(run("--suite-args", "-n 2"), "--suite-args", "unrecognized arguments: -n"),
+    _c(run("--suite-args", "-p no:pytest_benchmark.plugin"), "--suite-args",
+       "unloads pytest-benchmark"),
+    _c(run("--suite-args", "-p no_such_plugin"), "--suite-args", "no_such_plugin"),
     _c(run("--suite-args", '"unbalanced'), "--suite-args", "quotation"),
     _c(run("--suite-args", "--rounds '3"), "--suite-args", "quotation"),
     # -- run: the parser

@@ -2,11 +2,14 @@
 
 `hvd_vs_ddp.harness.options.parse_argv` takes the suites' own options out of `--suite-args`; what
 is left goes to pytest in every cell. `check(rest)` parses it with pytest's own parser
-(pytest's options, its installed plugins' such as pytest-benchmark, the suites'
-options and the collective plugin's `--test-time-limit`), in this process and
-without collecting or running anything, so an unknown option, a missing or bad value
-or a stray file name is one InputError line before any cell starts, not a failure of
-every cell later. File names are refused: every cell chooses its suites' files. So are
+loaded as a cell's pytest is (pytest's options without its cache provider, the plugins a
+cell loads: pytest-benchmark and any the user's own `-p` names, the suites' options and
+the collective plugin's `--test-time-limit`), in this process and without collecting or
+running anything, so an unknown option (`--lf`, xdist's `-n`: a cell loads neither), a
+missing or bad value, a plugin that cannot be imported, `-p no:` unloading
+pytest-benchmark or a stray file name is one InputError line before any cell starts,
+not a failure of every cell later. File names are refused: every cell chooses its
+suites' files. So are
 pytest's options that write or delete files (`--junitxml`, `--basetemp`, `--log-file`,
 `--debug`, `--benchmark-json`, `--benchmark-save`, ..., and `-o log_file=` / `-o
 cache_dir=`): a cell writes only into its run directory, which the runner owns
@@ -23,18 +26,31 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.common.errors import InputError, one_line
+
+BENCHMARK_PLUGIN = "pytest_benchmark.plugin"  # as CELL_PLUGINS loads it
 
 
-def _parser(add_options: Callable[[Any], None] | None):
-    """pytest's parser with every option a cell's pytest knows (pytest internals: the
-    same calls pytest.main makes before it parses; constraints.txt pins pytest)."""
+def _parser(rest: Sequence[str], add_options: Callable[[Any], None] | None):
+    """pytest's parser with every option a cell's pytest knows, its plugins loaded as a
+    cell's are (hvd_vs_ddp/cli/matrix.py pytest_argv: pytest-benchmark alone, no cache
+    provider, then the user's own `-p`); pytest internals: the same calls pytest.main
+    makes before it parses; constraints.txt pins pytest."""
+    import pytest
     from _pytest.config import get_config
 
     from hvd_vs_ddp.harness import collective_pytest
+    from hvd_vs_ddp.harness.options import CELL_PLUGINS
 
-    config = get_config()
-    config.pluginmanager.load_setuptools_entrypoints("pytest11")  # pytest-benchmark & co
+    as_a_cell = [*CELL_PLUGINS, "-p", "no:cacheprovider", *rest]
+    config = get_config(as_a_cell)  # "-p no:NAME" blocks NAME before pytest's own load
+    try:
+        config.pluginmanager.consider_preparse(as_a_cell)  # "-p NAME" loads, in order
+    except (ImportError, pytest.UsageError) as err:
+        raise InputError(f"--suite-args: {one_line(err)}") from None
+    if config.pluginmanager.get_plugin(BENCHMARK_PLUGIN) is None:
+        raise InputError("--suite-args: that -p no:... unloads pytest-benchmark, which "
+                         "records every cell's results")
     parser = config._parser
     collective_pytest.addoption(parser)  # as suites/conftest.py does
     if add_options is not None:
@@ -49,7 +65,7 @@ def check(rest: Sequence[str], add_options: Callable[[Any], None] | None = None)
 
     if not rest:
         return
-    parser = _parser(add_options)
+    parser = _parser(rest, add_options)
     try:
         ns = parser.parse(list(rest))
     except pytest.UsageError as err:
