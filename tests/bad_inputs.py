@@ -170,6 +170,8 @@ CASES: list[Case] = [
     _c(["report", "runs/newer", "-o", "out/report.html"], "manifest.json", "newer"),
     _c(["report", "runs/live", "-o", "out/report.html"], "'running'", "--resume"),
     _c(["report", "runs/earlier", "-o", "out/report.pdf"], ".html"),
+    _c(["report", "runs/earlier", "runs/../runs/earlier", "-o", "out/report.html"],
+       "is given twice (also as runs/earlier)"),  # it was a report of one run, exit 0
     _c(["report", "runs/earlier", "-o", "runs/earlier/report.html"], "inside"),
     _c(["report", "runs/earlier", "-o", "runs/earlier/cells/x.html"], "inside"),
     _c(["report", "runs/earlier", "-o", ""], "--output", "empty"),

@@ -202,6 +202,12 @@ def build_report(run_dirs: list[Path], out: Path,
     if not run_dirs:
         raise ReportError("no run directory given; pass one or more directories written by "
                           "`hvd-vs-ddp run`.")
+    first: dict[Path, Path] = {}
+    for d in run_dirs:  # a run against itself: a before/after of nothing
+        if first.setdefault(d.resolve(), d) is not d:
+            raise ReportError(f"{d}: this run directory is given twice (also as "
+                              f"{first[d.resolve()]}); give each run once (two runs make a "
+                              "before/after comparison)")
     html_path, md_path, figdir, vjson = output_paths(run_dirs, out)
     runs = [load_run(d, n) for d, n in zip(run_dirs, _names(run_dirs))]
     for r in runs:
