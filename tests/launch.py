@@ -15,7 +15,7 @@ import pytest
 
 from hvd_vs_ddp.backends import launchers
 from hvd_vs_ddp.common.processes import marked
-from hvd_vs_ddp.harness.options import CELL_PLUGINS
+from hvd_vs_ddp.harness.pytest_args import CELL_PLUGINS
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -36,7 +36,8 @@ from hvd_vs_ddp.backends import catalog, compile_support, registry
 from hvd_vs_ddp.backends.launchers import matrix_launchers
 from hvd_vs_ddp.common.errors import InputError, UnknownName
 from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
-from hvd_vs_ddp.harness.options import CELL_PLUGINS, SUITES, SuiteOptions
+from hvd_vs_ddp.harness.options import SUITES, SuiteOptions
+from hvd_vs_ddp.harness.pytest_args import CELL_PLUGINS
 from hvd_vs_ddp.workloads.external import slug as workload_slug
 
 BASELINES = tuple(catalog.names(distributed=False))  # one process: world size 1 only

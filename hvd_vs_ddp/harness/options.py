@@ -39,11 +39,7 @@ SUITES = {
     # a worker SIGKILLed under each elastic path (one process: it launches the job itself)
     "recovery": "suites/test_recovery.py",
 }
-# The plugins a cell's pytest loads: pytest-benchmark alone, not whatever else the
-# environment installed (pytest-cov or a property-testing plugin would hook into every
-# measured test; loading them also cost each rank 1-1.5 s of CPU at start-up here).
-# `hvd-vs-ddp run` puts these first in every cell's command line (pytest >= 8.4).
-CELL_PLUGINS = ("--disable-plugin-autoload", "-p", "pytest_benchmark.plugin")
+# The plugins a cell's pytest loads (CELL_PLUGINS): hvd_vs_ddp/harness/pytest_args.py.
 DEFAULT_WORKLOADS = ("resnet50", "gpt")
 CONVERGENCE_WORKLOADS = ("mlp", "gpt")  # the convergence suite's, unless given
 COLLECTIVE_OPS = ("allreduce", "broadcast", "allgather")  # the collectives suite's ops

@@ -28,7 +28,12 @@ from typing import Any, Callable, Sequence
 
 from hvd_vs_ddp.common.errors import InputError, one_line
 
-BENCHMARK_PLUGIN = "pytest_benchmark.plugin"  # as CELL_PLUGINS loads it
+BENCHMARK_PLUGIN = "pytest_benchmark.plugin"
+# The plugins a cell's pytest loads: pytest-benchmark alone, not whatever else the
+# environment installed (pytest-cov or a property-testing plugin would hook into every
+# measured test; loading them also cost each rank 1-1.5 s of CPU at start-up here).
+# `hvd-vs-ddp run` puts these first in every cell's command line (pytest >= 8.4).
+CELL_PLUGINS = ("--disable-plugin-autoload", "-p", BENCHMARK_PLUGIN)
 
 
 def _parser(rest: Sequence[str], add_options: Callable[[Any], None] | None):
@@ -40,7 +45,6 @@ def _parser(rest: Sequence[str], add_options: Callable[[Any], None] | None):
     from _pytest.config import get_config
 
     from hvd_vs_ddp.harness import collective_pytest
-    from hvd_vs_ddp.harness.options import CELL_PLUGINS
 
     as_a_cell = [*CELL_PLUGINS, "-p", "no:cacheprovider", *rest]
     config = get_config(as_a_cell)  # "-p no:NAME" blocks NAME before pytest's own load
