@@ -162,6 +162,9 @@ CASES: list[Case] = [
     # -- run: the parser
     _c(run("--bogus-option"), "unrecognized arguments"),
     _c(run("--repeat"), "--repeat", "expected one argument"),
+    # accepted before: 100000 repetitions of every cell; a limit Python's waits overflow on
+    _c(run("--repeat", "100000"), "--repeat", "at most 1000"),
+    _c(run("--cell-time-limit", "1e12"), "--cell-time-limit", "at most 604800 seconds"),
     # -- report
     _c(["report", "runs/nothing-here", "-o", "out/report.html"], "not a directory"),
     _c(["report", "afile", "-o", "out/report.html"], "not a directory"),

@@ -177,8 +177,9 @@ def _add_run(sub) -> None:
                      "preset to run, e.g. throughput,compute (default: all of them; "
                      "'compute' brings the compute-only reference cells, 'timeline' the "
                      "instrumented Horovod twins)")
-    run.add_argument("--repeat", type=argtypes.count, help="repetitions per cell, each a fresh "
-                     "process, interleaved across cells (default: the preset's; quick: 3)")
+    run.add_argument("--repeat", type=argtypes.repetitions, help="repetitions per cell, each "
+                     "a fresh process, interleaved across cells (default: the preset's; "
+                     "quick: 3; at most 1000)")
     run.add_argument("--order-seed", type=argtypes.integer, help="seed of the shuffled order of "
                      "repetitions (default: random; recorded in the manifest)")
     run.add_argument("--allow-failures", action="store_true",

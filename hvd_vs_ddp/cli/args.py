@@ -42,13 +42,29 @@ def _seconds(text: str) -> float:
     except ValueError:
         raise ValueError(f"{text!r} is not a number of seconds") from None
     try:
-        return values.seconds(text)
+        value = values.seconds(text)
     except ValueError:
         raise ValueError(f"{text!r}: must be a number of seconds > 0") from None
+    if value > MAX_SECONDS:  # 1e12 overflows the waits of Python's locks (about 292 years)
+        raise ValueError(f"{text!r}: at most {MAX_SECONDS} seconds (a week)")
+    return value
+
+
+MAX_SECONDS = 604_800
+MAX_REPEAT = 1000  # each repetition runs every cell again: 100000 was a typo's manifest
+
+
+def _repetitions(text: str) -> int:
+    value = values.positive_int(text, example="3")
+    if value > MAX_REPEAT:
+        raise ValueError(f"at most {MAX_REPEAT} (each repetition runs every cell again), "
+                         "e.g. 3")
+    return value
 
 
 seconds = _typed(_seconds, "seconds", number=True)
 count = _typed(lambda t: values.positive_int(t, example="3"), "count", number=True)  # >= 1
+repetitions = _typed(_repetitions, "repetitions", number=True)
 integer = _typed(values.integer, "integer", number=True)
 fraction = _typed(lambda t: values.fraction(t, example="0.05 for ±5%"), "fraction", number=True)
 
