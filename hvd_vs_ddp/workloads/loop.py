@@ -187,13 +187,19 @@ class Trainer:
     def step(self) -> float:
         """One optimizer step (accum micro-batches), the device drained before and after;
         returns its wall time in seconds."""
+        return self._round(1)
+
+    def _round(self, steps: int) -> float:
+        """`steps` steps back to back, the device drained before the first and after the
+        last; each is charged (and recorded with) the round's mean, which is returned."""
         self.backend.synchronize()
         start = time.perf_counter()
-        self._work()
+        for _ in range(steps):
+            self._work()
         self.backend.synchronize()
-        elapsed = time.perf_counter() - start
-        self.step_times.append(elapsed)
-        return elapsed
+        each = (time.perf_counter() - start) / steps
+        self.step_times.extend([each] * steps)
+        return each
 
     def _work(self) -> None:
         """One optimizer step's work as the CPU issues it; on a GPU it may still be
@@ -246,14 +252,7 @@ class Trainer:
         CPU nothing runs ahead, and each step is timed alone."""
         if steps < 2 or not self.pipelined:
             return [self.step() for _ in range(steps)]
-        self.backend.synchronize()
-        start = time.perf_counter()
-        for _ in range(steps):
-            self._work()
-        self.backend.synchronize()
-        each = (time.perf_counter() - start) / steps
-        self.step_times.extend([each] * steps)
-        return [each] * steps
+        return [self._round(steps)] * steps
 
     def global_losses(self) -> list[float]:
         """Mean loss over all ranks for every step so far (one collective)."""
