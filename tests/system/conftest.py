@@ -4,7 +4,9 @@ workers.
 
 The shared jobs launch once per worker, so every file reading one (its readers, listed
 in jobs.py) runs on the same worker; the two-host tests (network namespaces of fixed
-names) run there too. Every other test may go to either worker. Tests marked `serial`
+names) run there too. The tests of one file that share a module-scoped fixture also run
+on one worker, each such file on either (WHOLE_FILE, checked at collection). Every other
+test may go to either worker. Tests marked `serial`
 measure throughput to judge a prediction: scripts/test.sh runs them alone, afterwards.
 (pytest-xdist's own `--dist loadgroup` marks nothing under pytest 9: it renames
 `item._nodeid`, which pytest 9 no longer reads; so the grouping is a scheduler here.)
@@ -32,6 +34,12 @@ launchers.forget_xdist_worker(os.environ)
 # The files run on one worker: the shared jobs' readers, and what shares their hosts.
 ONE_WORKER = frozenset({*(r.split()[0] + ".py" for j in all_jobs() for r in j.readers),
                         "test_two_hosts.py", "test_projection_nodes.py"})
+# The files whose tests share a module-scoped fixture that launches or builds something
+# (a mutation job, a reference run, a wheel, a Slurm cluster, an inductor cache): each
+# file's tests go to one worker, or the fixture runs once on each (the mutation job ran
+# twice). The shared jobs' readers are on one worker anyway.
+WHOLE_FILE = frozenset({"test_compile.py", "test_install.py", "test_mutations.py",
+                        "test_recovery.py", "test_slurm.py"})
 
 
 @pytest.fixture(scope="session")
@@ -46,11 +54,26 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "(parallel), or the `serial` ones (scripts/test.sh runs both)")
 
 
+def _module_fixtures(item: pytest.Item) -> list[str]:
+    """The module-scoped fixtures of item's own file that item uses."""
+    info = getattr(item, "_fixtureinfo", None)
+    defs = info.name2fixturedefs if info is not None else {}
+    return [name for name, fds in defs.items() for fd in fds
+            if fd.scope == "module" and fd.baseid.split("::")[0] == item.nodeid.split("::")[0]]
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    users: dict[tuple[str, str], int] = {}
     for item in items:
         if "jobs" in getattr(item, "fixturenames", ()) and item.path.name not in ONE_WORKER:
             raise pytest.UsageError(f"{item.nodeid} reads a shared job: name its module in "
                                     "the job's readers (tests/system/jobs.py)")
+        for name in _module_fixtures(item):
+            users[item.path.name, name] = users.get((item.path.name, name), 0) + 1
+    for (file, name), n in sorted(users.items()):
+        if n > 1 and file not in WHOLE_FILE | ONE_WORKER:
+            raise pytest.UsageError(f"{n} tests of {file} share the module-scoped fixture "
+                                    f"{name}: add {file} to WHOLE_FILE (tests/system/conftest.py)")
     part = config.getoption("--system-part")
     if part != "all":
         keep = [i for i in items if (i.get_closest_marker("serial") is not None)
@@ -61,12 +84,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's, where it is loaded
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """Each test is a unit of its own, except the files of ONE_WORKER: one unit."""
+    """Each test is a unit of its own, except the files of ONE_WORKER (together one
+    unit) and of WHOLE_FILE (a unit each)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class OneWorkerForSharedJobs(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return "shared-jobs" if PurePosixPath(path).name in ONE_WORKER else nodeid
+            name = PurePosixPath(path).name
+            if name in ONE_WORKER:
+                return "shared-jobs"
+            return path if name in WHOLE_FILE else nodeid
 
     return OneWorkerForSharedJobs(config, log)
