@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from tests.launch import TINY_SIZES, TINY_SUITE_ARGS, horovod_available, launched
+from tests.launch import TINY_SIZES, TINY_SUITE_ARGS, explain, horovod_available, launched
 
 EQUIVALENCE = "tests/ranks/train_equivalence.py"
 
@@ -137,18 +137,44 @@ TIMELINE = {
 }
 
 
-def equivalence(backend: str, launcher: str, accumulation: int = 1, run: int = 1) -> Job:
-    """tests/ranks/train_equivalence.py: 10 steps of mlp against `single`, rank 0's
-    weights saved to {out}/weights.pt and its losses to {out}/losses.json. `run` > 1:
-    another run of the same job (for the same-seed, same-losses test)."""
-    return Job(f"equivalence-{backend}-{launcher}-accum{accumulation}-run{run}", launcher,
+# The gradient accumulations each equivalence job trains, one after the other in the same
+# ranks (a backend set up and closed per value, as the suites open one per test): one
+# launch for both where test_ddp_multiproc and test_horovod_multiproc compare both.
+ACCUMULATIONS = {("ddp-gloo", "torchrun"): (1, 3), ("ddp-gloo", "mpirun"): (1, 3),
+                 ("horovod", "horovodrun-gloo"): (1, 3), ("horovod", "horovodrun-mpi"): (1, 3)}
+
+
+def equivalence(backend: str, launcher: str, run: int = 1) -> Job:
+    """tests/ranks/train_equivalence.py: 10 steps of mlp against `single` at each of the
+    job's accumulations (ACCUMULATIONS, else 1), rank 0's weights saved to
+    {out}/weights-accum{N}.pt, its losses to {out}/losses-accum{N}.json and each
+    accumulation's verdict to {out}/accum{N}.json (read them with `trained`). `run` > 1:
+    another run of the same job at accumulation 1 (for the same-seed, same-losses test)."""
+    accumulations = ACCUMULATIONS.get((backend, launcher), (1,)) if run == 1 else (1,)
+    return Job(f"equivalence-{backend}-{launcher}-run{run}", launcher,
                1 if launcher == "single" else 2,
-               (EQUIVALENCE, backend, "--accumulation", str(accumulation),
-                "--save", "{out}/weights.pt", "--losses", "{out}/losses.json"),
+               (EQUIVALENCE, backend, "--accumulation", ",".join(map(str, accumulations)),
+                "--save", "{out}/weights-accum{accumulation}.pt",
+                "--losses", "{out}/losses-accum{accumulation}.json", "--verdicts", "{out}"),
                timeout=300, needs_horovod=backend == "horovod" or launcher.startswith(
                    "horovodrun"),
                readers=("test_ddp_multiproc", "test_horovod_multiproc", "test_repeatable",
                         "test_two_hosts (the one-host weights)"))
+
+
+def trained(ran: Ran, accumulation: int = 1) -> Path:
+    """The equivalence job's training at `accumulation` passed its checks (else the test
+    fails with them, or with the job's output where it never got that far): its folder,
+    which holds weights-accum{N}.pt and losses-accum{N}.json."""
+    verdicts = {p.name: json.loads(p.read_text())["failures"]
+                for p in ran.folder.glob("accum*.json")}
+    mine = verdicts.get(f"accum{accumulation}.json")
+    assert mine is not None, f"no verdict for accumulation {accumulation}\n{explain(ran.proc)}"
+    assert not mine, "\n".join(mine)
+    # exit 1 only for a failed check (each test names its own); anything else is a crash
+    expected = 1 if any(verdicts.values()) else 0
+    assert ran.proc.returncode == expected, explain(ran.proc)
+    return ran.folder
 
 
 class SharedJobs:
@@ -189,11 +215,7 @@ class SharedJobs:
 
 
 def all_jobs() -> list[Job]:
-    eq = [equivalence(b, la, a) for b, la in (("ddp-gloo", "torchrun"),
-                                              ("ddp-gloo", "mpirun"),
-                                              ("horovod", "horovodrun-gloo"),
-                                              ("horovod", "horovodrun-mpi"))
-          for a in (1, 3)]
+    eq = [equivalence(b, la) for b, la in ACCUMULATIONS]
     return [*SUITES.values(), DDP_STATS_OFF, *TIMELINE.values(), *eq]
 
 

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from tests.launch import explain
-from tests.system.jobs import equivalence
+from tests.system.jobs import equivalence, trained
 
 pytestmark = [pytest.mark.multiproc, pytest.mark.horovod]
 
@@ -21,17 +21,15 @@ pytestmark = [pytest.mark.multiproc, pytest.mark.horovod]
 @pytest.mark.parametrize("launcher", ["horovodrun-gloo", "horovodrun-mpi"])
 @pytest.mark.parametrize("accumulation", [1, 3])
 def test_horovod_matches_single_and_ddp(jobs, launcher, accumulation):
-    hvd = jobs.get(equivalence("horovod", launcher, accumulation))
-    assert hvd.proc.returncode == 0, explain(hvd.proc)
-    ddp = jobs.get(equivalence("ddp-gloo", "torchrun", accumulation))
-    assert ddp.proc.returncode == 0, explain(ddp.proc)
-    diff = (torch.load(hvd.folder / "weights.pt")
-            - torch.load(ddp.folder / "weights.pt")).abs().max().item()
+    hvd = trained(jobs.get(equivalence("horovod", launcher)), accumulation)
+    ddp = trained(jobs.get(equivalence("ddp-gloo", "torchrun")), accumulation)
+    weights = f"weights-accum{accumulation}.pt"
+    diff = (torch.load(hvd / weights) - torch.load(ddp / weights)).abs().max().item()
     assert diff <= 1e-5, f"horovod and ddp-gloo weights differ by {diff:.3e} after 10 steps"
 
 
 def test_ddp_runs_inside_horovodrun(jobs):
     """horovodrun sets no MASTER_ADDR: DDP bootstraps from Horovod's rendezvous."""
-    proc = jobs.get(equivalence("ddp-gloo", "horovodrun-gloo")).proc
-    assert proc.returncode == 0, explain(proc)
-    assert "ddp-gloo on horovodrun-gloo x2" in proc.stdout, explain(proc)
+    ran = jobs.get(equivalence("ddp-gloo", "horovodrun-gloo"))
+    trained(ran)
+    assert "ddp-gloo on horovodrun-gloo x2" in ran.proc.stdout, explain(ran.proc)

@@ -48,8 +48,8 @@ from pathlib import Path
 import pytest
 
 from hvd_vs_ddp.backends import launchers
-from tests.launch import ROOT, explain, horovod_available
-from tests.system.jobs import equivalence
+from tests.launch import ROOT, horovod_available
+from tests.system.jobs import equivalence, trained
 
 pytestmark = pytest.mark.multiproc
 
@@ -224,9 +224,7 @@ def _tail(text: str, chars: int = 8000) -> str:
 def _one_host_weights(jobs, launcher: str, backend: str):
     """Rank 0's weights of the same job on one host: the shared equivalence run
     (tests/system/jobs.py; its default is STEPS steps)."""
-    ran = jobs.get(equivalence(backend, launcher))
-    assert ran.proc.returncode == 0, explain(ran.proc)
-    return _load(ran.folder / "weights.pt")
+    return _load(trained(jobs.get(equivalence(backend, launcher))) / "weights-accum1.pt")
 
 
 def _load(path: Path):
