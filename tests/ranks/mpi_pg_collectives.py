@@ -17,7 +17,7 @@ OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1):
     HVD_VS_DDP_MPI_PG_PROGRESS=nonblocking mpirun -np 2 python tests/ranks/mpi_pg_collectives.py
 --reverse-ranks gives torch rank = size-1-MPI rank, to check the rank mapping.
 Exit status 1 (on every rank) if any case failed; each failure is printed.
-tests/system/test_mpi_pg.py runs it.
+tests/system/test_mpi_pg.py runs it (through tests/ranks/mpi_pg_parts.py).
 """
 from __future__ import annotations
 

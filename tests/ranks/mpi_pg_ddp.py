@@ -16,7 +16,7 @@ OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1):
     mpirun -np 2 python tests/ranks/mpi_pg_ddp.py
     mpirun -np 3 --oversubscribe python tests/ranks/mpi_pg_ddp.py
     HVD_VS_DDP_MPI_PG_PROGRESS=nonblocking mpirun -np 2 python tests/ranks/mpi_pg_ddp.py
-tests/system/test_mpi_pg.py runs it.
+tests/system/test_mpi_pg.py runs it (through tests/ranks/mpi_pg_parts.py).
 """
 from __future__ import annotations
 

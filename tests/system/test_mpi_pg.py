@@ -1,10 +1,12 @@
 """Real-process tests of hvd_vs_ddp/backends/mpi_pg/ (the mpi4py torch.distributed backend).
 
-Each test launches `mpirun` on a rank script in tests/ranks/ and asserts its exit
-status (the scripts compare against numpy / a single-process model and exit 1 on
-any mismatch, printing the failed case); the output is shown on failure. Skipped
-when mpirun or mpi4py is missing. Every progress mode runs (default "inline",
-"thread", "nonblocking", "sync"). About 2-3 minutes in all on 2 busy cores.
+The rank scripts in tests/ranks/ compare against numpy / a single-process model and
+exit 1 on any mismatch, printing the failed case. One `mpirun` per world size and
+progress mode runs both scripts one after the other (tests/ranks/mpi_pg_parts.py, each
+with a process group of its own); each test judges its own script's `PART` line, and
+the output is shown on failure. Skipped when mpirun or mpi4py is missing. Every
+progress mode runs (default "inline", "thread", "nonblocking", "sync"). About 40 s in
+all on 2 cores.
 
 Run from the repo root:
     python -m pytest tests/system/test_mpi_pg.py -v
@@ -16,9 +18,11 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -38,14 +42,31 @@ def _skip_reason() -> str | None:
     return None
 
 
-def _mpirun(np_: int, script: str, *args: str, progress: str | None = None) -> None:
-    reason = _skip_reason()
-    if reason:
-        pytest.skip(reason)
+@dataclass
+class Launch:
+    """One mpirun of tests/ranks/mpi_pg_parts.py: its command, exit status and output."""
+    cmd: str
+    returncode: int | None  # None: it did not finish in TIMEOUT_S
+    output: str
+
+    def part(self, part: str) -> None:
+        """Fail unless `part` ran and passed every check (its `PART ...: exit 0` line)."""
+        where = f"{self.cmd}\n{self.output[-8000:]}"
+        if self.returncode is None:
+            pytest.fail(f"did not finish in {TIMEOUT_S} s: {where}")
+        status = {m[0]: int(m[1]) for m in re.findall(r"^PART (\S+): exit (\d+)$",
+                                                       self.output, re.M)}
+        assert part in status, f"part {part} never finished: exit {self.returncode}, {where}"
+        assert status[part] == 0, f"part {part} failed (exit {status[part]}): {where}"
+        # exit with the worst part's status, or the processes crashed after the parts
+        assert self.returncode == max(status.values()), f"exit {self.returncode}: {where}"
+
+
+def _mpirun(np_: int, parts: tuple[str, ...], progress: str | None) -> Launch:
     cmd = ["mpirun", "-np", str(np_), "--bind-to", "none"]
     if np_ > (os.cpu_count() or 1):
         cmd.append("--oversubscribe")
-    cmd += [sys.executable, str(RANKS / script), *args]
+    cmd += [sys.executable, str(RANKS / "mpi_pg_parts.py"), *parts]
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1",
                PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH"))
@@ -53,32 +74,57 @@ def _mpirun(np_: int, script: str, *args: str, progress: str | None = None) -> N
     env.pop("HVD_VS_DDP_MPI_PG_PROGRESS", None)
     if progress:
         env["HVD_VS_DDP_MPI_PG_PROGRESS"] = progress
+    shown = f"{'HVD_VS_DDP_MPI_PG_PROGRESS=' + progress + ' ' if progress else ''}{' '.join(cmd)}"
     try:
         proc = subprocess.run(cmd, check=False, cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired as exc:
-        out = (exc.stdout or b"").decode(errors="replace") if isinstance(exc.stdout, bytes) \
+        out = exc.stdout.decode(errors="replace") if isinstance(exc.stdout, bytes) \
             else (exc.stdout or "")
-        pytest.fail(f"{' '.join(cmd)} did not finish in {TIMEOUT_S} s\n{out[-6000:]}")
-    output = proc.stdout + proc.stderr
-    assert proc.returncode == 0, (f"{' '.join(cmd)} exited {proc.returncode}"
-                                  f" (progress={progress or 'default'})\n{output[-8000:]}")
+        return Launch(shown, None, out)
+    return Launch(shown, proc.returncode, proc.stdout + proc.stderr)
 
 
-@pytest.mark.parametrize("np_,args,progress", [
-    (2, (), None),
-    (3, ("--reverse-ranks",), None),
-    (2, (), "thread"),
-    (2, (), "nonblocking"),
-    (2, (), "sync"),
+# One launch per world size and progress mode runs every part that needs it (default
+# "inline" progress is None here).
+PARTS = {
+    (2, None): ("collectives", "ddp"),
+    (3, None): ("collectives:--reverse-ranks", "ddp"),
+    (2, "thread"): ("collectives", "ddp"),
+    (2, "nonblocking"): ("collectives", "ddp"),
+    (2, "sync"): ("collectives",),
+}
+
+
+@pytest.fixture(scope="module")
+def launches():
+    """launches(ranks, progress): that launch of PARTS, run once for the module."""
+    reason = _skip_reason()
+    if reason:
+        pytest.skip(reason)
+    done: dict[tuple[int, str | None], Launch] = {}
+
+    def get(np_: int, progress: str | None) -> Launch:
+        if (np_, progress) not in done:
+            done[np_, progress] = _mpirun(np_, PARTS[np_, progress], progress)
+        return done[np_, progress]
+    return get
+
+
+@pytest.mark.parametrize("np_,part,progress", [
+    (2, "collectives", None),
+    (3, "collectives:--reverse-ranks", None),
+    (2, "collectives", "thread"),
+    (2, "collectives", "nonblocking"),
+    (2, "collectives", "sync"),
 ], ids=["np2-inline", "np3-reversed-ranks-inline", "np2-thread", "np2-nonblocking",
         "np2-sync"])
-def test_collectives_match_numpy(np_, args, progress):
-    _mpirun(np_, "mpi_pg_collectives.py", *args, progress=progress)
+def test_collectives_match_numpy(launches, np_, part, progress):
+    launches(np_, progress).part(part)
 
 
 @pytest.mark.parametrize("np_,progress", [(2, None), (3, None), (2, "thread"),
                                           (2, "nonblocking")],
                          ids=["np2-inline", "np3-inline", "np2-thread", "np2-nonblocking"])
-def test_ddp_matches_single_process(np_, progress):
-    _mpirun(np_, "mpi_pg_ddp.py", progress=progress)
+def test_ddp_matches_single_process(launches, np_, progress):
+    launches(np_, progress).part("ddp")
