@@ -30,6 +30,13 @@ from tests.system.jobs import SharedJobs, all_jobs
 # the worker for the ranks the project starts; tox's, Slurm's and the tests' own commands
 # inherit this process's environment).
 launchers.forget_xdist_worker(os.environ)
+# Open MPI's ranks busy-poll while they wait for a peer, unless told to yield the core:
+# with two tests at a time on two cores a waiting rank took the core from the other
+# test's ranks (test_mpi_pg on two workers: 41 s and 73 CPU-s busy-polling, 37 s and 70
+# yielding). What these tests check does not depend on how MPI waits; the suites' timings
+# on a user's machine are taken without it (the runner records every OMPI_MCA_ variable
+# with a cell's results, this one included).
+os.environ.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
 
 # The files run on one worker: the shared jobs' readers, and what shares their hosts.
 ONE_WORKER = frozenset({*(r.split()[0] + ".py" for j in all_jobs() for r in j.readers),
