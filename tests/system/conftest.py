@@ -42,11 +42,11 @@ os.environ.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
 ONE_WORKER = frozenset({*(r.split()[0] + ".py" for j in all_jobs() for r in j.readers),
                         "test_two_hosts.py", "test_projection_nodes.py"})
 # The files whose tests share a module-scoped fixture that launches or builds something
-# (a mutation job, a reference run, a wheel, a Slurm cluster, an inductor cache, mpirun
-# launches): each file's tests go to one worker, or the fixture runs once on each (the
-# mutation job ran twice). The shared jobs' readers are on one worker anyway.
-WHOLE_FILE = frozenset({"test_compile.py", "test_install.py", "test_mpi_pg.py",
-                        "test_mutations.py", "test_recovery.py", "test_slurm.py"})
+# (a mutation job, a reference run, a wheel, a Slurm cluster, mpirun launches): each
+# file's tests go to one worker, or the fixture runs once on each (the mutation job ran
+# twice). The shared jobs' readers are on one worker anyway.
+WHOLE_FILE = frozenset({"test_install.py", "test_mpi_pg.py", "test_mutations.py",
+                        "test_recovery.py", "test_slurm.py"})
 
 
 @pytest.fixture(scope="session")
