@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 from hvd_vs_ddp.common.errors import InputError
-from hvd_vs_ddp.projection import interconnects, rows_file
+from hvd_vs_ddp.projection import interconnects, row_cache, rows_file
 from hvd_vs_ddp.projection.errors import Residual, band, components, model_error
 from hvd_vs_ddp.projection.layout import Layout, model_layout
 from hvd_vs_ddp.projection.model import Inputs, Library, Links, ModelError, project
@@ -205,8 +205,10 @@ def _pair(row: dict, draws: int) -> Row:
 
 @cache
 def project_all(draws: int = DRAWS) -> tuple[Row, ...]:
-    """Every published row projected once (inputs' draws only, no model error)."""
-    return tuple([_single(r, draws) for r in rows()] + [_pair(r, draws) for r in h2h_rows()])
+    """Every published row projected once (inputs' draws only, no model error); kept on
+    disk between processes (hvd_vs_ddp/projection/row_cache.py)."""
+    return row_cache.cached("project_all", (draws,), lambda: tuple(
+        [_single(r, draws) for r in rows()] + [_pair(r, draws) for r in h2h_rows()]))
 
 
 def residuals(projected: tuple[Row, ...]) -> list[Residual]:
