@@ -6,8 +6,8 @@ The shared jobs launch once per worker, so every file reading one (its readers, 
 in jobs.py) runs on the same worker; the two-host tests (network namespaces of fixed
 names) run there too. The tests of one file that share a module-scoped fixture also run
 on one worker, each such file on either (WHOLE_FILE, checked at collection). Every other
-test may go to either worker. Tests marked `serial`
-measure throughput to judge a prediction: scripts/test.sh runs them alone, afterwards.
+test may go to either worker. Tests marked `serial` measure throughput to judge a
+prediction: scripts/test.sh runs them alone, afterwards.
 (pytest-xdist's own `--dist loadgroup` marks nothing under pytest 9: it renames
 `item._nodeid`, which pytest 9 no longer reads; so the grouping is a scheduler here.)
 
