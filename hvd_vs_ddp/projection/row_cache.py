@@ -25,16 +25,17 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
+from hvd_vs_ddp.common.cache import cache_root
+
 T = TypeVar("T")
 PACKAGE = Path(__file__).resolve().parents[1]  # hvd_vs_ddp/
 DEPENDENCIES = ("numpy", "scipy", "torch", "torchvision")
-OFF = "off"
 
 
 def folder() -> Path | None:
     """Where results are kept, or None where keeping is off."""
-    root = os.environ.get("HVD_VS_DDP_CACHE") or str(Path.home() / ".cache" / "hvd-vs-ddp")
-    return None if root == OFF else Path(root) / "projection"
+    root = cache_root()
+    return None if root is None else root / "projection"
 
 
 @functools.cache

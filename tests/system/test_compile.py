@@ -16,18 +16,19 @@ inductor's cache keys hold torch's version and the graph.
 """
 from __future__ import annotations
 
-import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
 
+from hvd_vs_ddp.common.cache import cache_root
 from tests.launch import LEAN_PLUGINS, explain, horovod_available, launched
 
 pytestmark = [pytest.mark.multiproc]
-# The project's cache folder (scripts/build_horovod.sh's HVD_VS_DDP_CACHE)
-CACHE = Path(os.environ.get("HVD_VS_DDP_CACHE") or Path.home() / ".cache" / "hvd-vs-ddp") \
-    / "inductor-tests"
+# The project's cache folder (hvd_vs_ddp/common/cache.py); with keeping off, a folder of
+# this session's (the compiles are then cold)
+CACHE = (cache_root() or Path(tempfile.mkdtemp(prefix="hvd-vs-ddp-inductor-"))) / "inductor-tests"
 SUITE = ["-m", "pytest", *LEAN_PLUGINS, "suites/test_convergence.py::test_compiled_matches_eager",
          "--knob-set", "compile-all", "--workloads", "mlp", "--convergence-steps", "5",
          "--test-time-limit", "600", "--compile-cache", str(CACHE), "-p", "no:cacheprovider",
