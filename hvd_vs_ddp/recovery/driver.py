@@ -5,11 +5,14 @@
 marker variable, tails the workers' event logs (events.py), and when a worker on the
 victim host (127.0.0.1) has completed the plan's kill step, SIGKILLs that host's
 highest-ranked worker, recording when, which process and which rank. The job then
-recovers or fails on its own; past the time limit every process is killed and the
-trial is a hang. When the launchers have exited, any process still carrying the
-marker 5 s later is a leftover: counted, then ended. The figures are computed from
-the event logs by hvd_vs_ddp/recovery/metrics.py; `trial.json` in the trial directory
-keeps the kill and the outcome, so `load_trial(dir)` computes them again later.
+recovers or fails on its own; past the time limit the trial is a hang: each worker
+still running is asked for its Python stacks (events.py STACKS_SIGNAL; they go to the
+launchers' logs), the processes still running are recorded (`stuck`: pid, state,
+command), and then every process is killed. When the launchers have exited, any
+process still carrying the marker 5 s later is a leftover: counted, then ended. The
+figures are computed from the event logs by hvd_vs_ddp/recovery/metrics.py;
+`trial.json` in the trial directory keeps the kill and the outcome, so
+`load_trial(dir)` computes them again later.
 
 The trial directory is an output: before anything starts it passes the output gate
 (hvd_vs_ddp/common/outputs.py; `claim`), so a trial never writes into a folder that is
@@ -42,7 +45,7 @@ from hvd_vs_ddp.common import outputs
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.processes import end_marked, marked
 from hvd_vs_ddp.recovery import launch, metrics
-from hvd_vs_ddp.recovery.events import Tail, read_events
+from hvd_vs_ddp.recovery.events import STACKS_SIGNAL, Tail, last_events, read_events
 from hvd_vs_ddp.recovery.plan import PATHS, Plan, default_kill_step
 
 MARKER = "HVD_VS_DDP_RECOVERY_TRIAL"
@@ -50,6 +53,7 @@ PLAN_FILE = "plan.json"    # the plan the workers read (its marker: a trial's fo
 TRIAL_FILE = "trial.json"  # t0, the kill, exit statuses, hang, leftovers
 POLL_S = 0.005      # how often the event logs are read while waiting for the kill step
 LEFTOVER_GRACE_S = 5.0
+STACKS_WAIT_S = 1.0  # for the stuck workers' stack dumps to reach the launchers' logs
 
 
 @dataclass
@@ -63,13 +67,21 @@ class Trial:
     hang: bool
     leftovers: list[int] = field(default_factory=list)
     seconds: float = 0.0
+    stuck: list[dict[str, Any]] = field(default_factory=list)  # at a hang: pid, state, cmd
 
     def figures(self) -> dict[str, Any]:
         return metrics.compute(self.events, self.kill, self.plan, self.t0)
 
     def log_tail(self, chars: int = 3000) -> str:
-        return "\n".join(p.read_text(errors="replace")[-chars:]
-                         for p in sorted(self.directory.glob("launcher-*.log")))
+        """The launchers' logs' ends, each process's last event and, after a hang, the
+        processes that were still running: what a failure message needs."""
+        parts = [p.read_text(errors="replace")[-chars:]
+                 for p in sorted(self.directory.glob("launcher-*.log"))]
+        parts.append("last event of each process:\n" + last_events(self.events, self.t0))
+        if self.stuck:
+            parts.append("still running at the time limit:\n" + "\n".join(
+                f"pid {s['pid']} ({s['state']}): {s['cmd']}" for s in self.stuck))
+        return "\n".join(parts)
 
 
 def _victim(events: list[dict[str, Any]], plan: Plan, dead: set[int]) -> dict | None:
@@ -80,6 +92,32 @@ def _victim(events: list[dict[str, Any]], plan: Plan, dead: set[int]) -> dict | 
     ready = [e for e in latest.values() if e["host"] == plan.victim_host and e["ev"] == "step"
              and e["pid"] not in dead and e["step"] >= (plan.kill_step or 0)]
     return max(ready, key=lambda e: e["rank"]) if ready else None
+
+
+def _stuck(tag: str, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """At a hang: every process of the job still running (pid, state, command), after
+    asking each worker among them (a process that logged events) for its stacks."""
+    pids = marked(MARKER, tag)
+    workers = {e["pid"] for e in events}
+    for pid in pids:
+        if pid in workers:
+            try:
+                os.kill(pid, STACKS_SIGNAL)
+            except ProcessLookupError:
+                pass
+    if workers & set(pids):
+        time.sleep(STACKS_WAIT_S)
+    out = []
+    for pid in pids:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+                errors="replace").strip()
+        except OSError:
+            continue
+        out.append({"pid": pid, "state": stat.rsplit(")", 1)[1].split()[0],
+                    "cmd": cmd[:200], "worker": pid in workers})
+    return out
 
 
 def _end(procs: list[subprocess.Popen]) -> None:
@@ -129,6 +167,7 @@ def run_trial(plan: Plan, trial_dir: Path, time_limit: float = 300.0,
     tail = Tail(plan.event_dir)
     kill: dict[str, Any] | None = None
     hang = False
+    stuck: list[dict[str, Any]] = []
     try:
         for i, (cmd, extra, service) in enumerate(launch.commands(plan, trial_dir)):
             env = launch.environment(plan_file, PATHS[plan.path].launcher,
@@ -143,6 +182,8 @@ def run_trial(plan: Plan, trial_dir: Path, time_limit: float = 300.0,
         while any(p.poll() is None for p in procs):
             if time.monotonic() - start > time_limit:
                 hang = True
+                tail.poll()
+                stuck = _stuck(tag, tail.events)
                 break
             tail.poll()
             if plan.kill_step is not None and kill is None:
@@ -164,11 +205,11 @@ def run_trial(plan: Plan, trial_dir: Path, time_limit: float = 300.0,
             end_marked(MARKER, tag, grace=2.0)
     tail.poll()
     trial = Trial(plan, trial_dir, t0, sorted(tail.events, key=lambda e: e["t"]), kill,
-                  [p.returncode for p in procs], hang, left, time.monotonic() - start)
+                  [p.returncode for p in procs], hang, left, time.monotonic() - start, stuck)
     outputs.write_json(outputs.Output(trial_dir / TRIAL_FILE, outputs.RECOVERY_TRIAL),
                        {"format": outputs.RECOVERY_TRIAL, "t0": t0, "kill": kill,
                         "returncodes": trial.returncodes, "hang": hang, "leftovers": left,
-                        "seconds": trial.seconds}, owner=owner)
+                        "seconds": trial.seconds, "stuck": stuck}, owner=owner)
     return trial
 
 
@@ -177,7 +218,8 @@ def load_trial(trial_dir: Path) -> Trial:
     plan = Plan.load(trial_dir / PLAN_FILE)
     info = json.loads((trial_dir / TRIAL_FILE).read_text())
     return Trial(plan, trial_dir, info["t0"], read_events(trial_dir / "events"), info["kill"],
-                 info["returncodes"], info["hang"], info["leftovers"], info["seconds"])
+                 info["returncodes"], info["hang"], info["leftovers"], info["seconds"],
+                 info.get("stuck", []))
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:

@@ -17,19 +17,33 @@ processes), `pid`, `host`, `rank` and `world` (as the worker saw them then). Kin
 - reset:   Horovod Elastic's reset callback ran (a rendezvous of the new world);
 - done:    the plan finished at `step`.
 
+Every worker also answers SIGUSR1 (`answer_stack_requests`) with every thread's Python stack on
+its stderr (the launcher's log; faulthandler), so a trial that hangs shows where each
+worker was stuck: the driver asks before it ends them.
+
     log = EventLog("trial/events"); log.write("step", step=3, loss=0.9)
     events = read_events("trial/events")      # every process's events, by time
     python -m hvd_vs_ddp.recovery.events DIR  # prints them
 """
 from __future__ import annotations
 
+import faulthandler
 import json
 import os
+import signal
 import socket
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+STACKS_SIGNAL = signal.SIGUSR1  # asks a worker for its threads' stacks (on its stderr)
+
+
+def answer_stack_requests() -> None:
+    """From now on this process writes every thread's Python stack to its stderr on
+    STACKS_SIGNAL (faulthandler), and goes on running. Each worker calls it at start."""
+    faulthandler.register(STACKS_SIGNAL, all_threads=True, chain=False)
 
 
 class EventLog:
@@ -77,6 +91,17 @@ class Tail:
                     continue
         self.events.extend(new)
         return new
+
+
+def last_events(events: list[dict[str, Any]], t0: float) -> str:
+    """One line per process: its last event (seconds after t0), for a failure message."""
+    latest: dict[int, dict[str, Any]] = {}
+    for e in sorted(events, key=lambda e: e["t"]):
+        latest[e["pid"]] = e
+    return "\n".join(
+        f"pid {e['pid']} {e['host']} r{e['rank']}/{e['world']}: {e['ev']}"
+        f"{' ' + str(e['step']) if 'step' in e else ''} at {e['t'] - t0:.1f} s"
+        for e in sorted(latest.values(), key=lambda e: e["t"]))
 
 
 def read_events(event_dir: str | Path) -> list[dict[str, Any]]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from hvd_vs_ddp.backends import registry
 from hvd_vs_ddp.backends.base import BackendOptions
 from hvd_vs_ddp.backends.env import detect
-from hvd_vs_ddp.recovery.events import EventLog
+from hvd_vs_ddp.recovery.events import EventLog, answer_stack_requests
 from hvd_vs_ddp.recovery.plan import PLAN_ENV, Plan
 from hvd_vs_ddp.recovery.training import PlanRun
 
@@ -32,6 +32,7 @@ def main() -> None:
     import horovod.torch as hvd
     from horovod.torch.elastic import TorchState
 
+    answer_stack_requests()
     plan = Plan.load(os.environ[PLAN_ENV])
     log = EventLog(plan.event_dir, host=os.environ.get("HOROVOD_HOSTNAME"))
     log.write("start")

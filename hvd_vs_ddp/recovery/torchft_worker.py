@@ -37,7 +37,7 @@ from hvd_vs_ddp.backends.base import BackendOptions
 from hvd_vs_ddp.backends.env import SINGLE
 from hvd_vs_ddp.backends.local import SingleBackend
 from hvd_vs_ddp.recovery.batches import PlanBatches
-from hvd_vs_ddp.recovery.events import EventLog, read_events
+from hvd_vs_ddp.recovery.events import EventLog, answer_stack_requests, read_events
 from hvd_vs_ddp.recovery.plan import HOST_ENV, PLAN_ENV, Plan
 from hvd_vs_ddp.recovery.training import PlanRun
 
@@ -98,6 +98,7 @@ def main() -> None:
     from torchft.optim import OptimizerWrapper
 
     plan = Plan.load(os.environ[PLAN_ENV])
+    answer_stack_requests()
     log = EventLog(plan.event_dir, host=os.environ.get(HOST_ENV))
     restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
     log.write("start", restart=restart)

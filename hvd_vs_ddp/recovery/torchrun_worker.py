@@ -21,12 +21,13 @@ from hvd_vs_ddp.backends import registry
 from hvd_vs_ddp.backends.base import BackendOptions
 from hvd_vs_ddp.backends.env import detect
 from hvd_vs_ddp.recovery import checkpoints
-from hvd_vs_ddp.recovery.events import EventLog
+from hvd_vs_ddp.recovery.events import EventLog, answer_stack_requests
 from hvd_vs_ddp.recovery.plan import HOST_ENV, PLAN_ENV, Plan
 from hvd_vs_ddp.recovery.training import PlanRun
 
 
 def main() -> None:
+    answer_stack_requests()
     plan = Plan.load(os.environ[PLAN_ENV])
     log = EventLog(plan.event_dir, host=os.environ.get(HOST_ENV))
     env = detect()

@@ -2,19 +2,24 @@
 definitions on hand-made logs, and on the logs of real trials recorded in
 tests/fixtures/recovery/ (Horovod Elastic at 3 ranks, torchrun with torch.save at 2,
 torchft at 3; first repetitions of the run in tests/fixtures/runs/cpu-recovery), read
-back through the driver's own loader. Torch-free, no process launched.
+back through the driver's own loader; and what a hung trial records (one plain Python
+process, the only one launched). Torch-free.
 
     python -m pytest tests/unit/test_recovery_metrics.py -q
 """
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from hvd_vs_ddp.recovery.driver import load_trial
+from hvd_vs_ddp.recovery.driver import MARKER, Trial, _stuck, load_trial
 from hvd_vs_ddp.recovery.events import EventLog, Tail, read_events
 from hvd_vs_ddp.recovery.metrics import compute
 from hvd_vs_ddp.recovery.plan import Plan
@@ -175,3 +180,38 @@ def test_a_trial_never_writes_into_another_run(tmp_path):
     claim(trial, owner=run)  # the run's own cell may
     with pytest.raises(outputs.OutputRefused, match="inside the run directory"):
         claim(run / "logs" / "trial", owner=run)  # cells/ only
+
+
+def test_a_hung_worker_is_named_with_its_stacks(tmp_path):
+    """At a hang the driver records the job's processes still running and each worker
+    among them writes its Python stacks to its log (what the next hang's message shows)."""
+    tag = "stuck-test"
+    code = ("import sys, time\n"
+            "from hvd_vs_ddp.recovery.events import EventLog, answer_stack_requests\n"
+            "answer_stack_requests()\n"
+            f"log = EventLog({str(tmp_path / 'events')!r}, host='127.0.0.1')\n"
+            "log.write('step', step=3)\n"
+            "def waiting_for_a_peer():\n"
+            "    time.sleep(60)\n"
+            "waiting_for_a_peer()\n")
+    err = tmp_path / "launcher-0.log"
+    with open(err, "w") as out:
+        proc = subprocess.Popen([sys.executable, "-c", code], stderr=out,
+                                env={**os.environ, MARKER: tag})
+    try:
+        tail = Tail(tmp_path / "events")
+        deadline = time.monotonic() + 30
+        while not tail.events and time.monotonic() < deadline:
+            time.sleep(0.05)
+            if (tmp_path / "events").is_dir():
+                tail.poll()
+        [stuck] = _stuck(tag, tail.events)
+        assert stuck["pid"] == proc.pid and stuck["worker"] and "python" in stuck["cmd"]
+        assert "in waiting_for_a_peer" in err.read_text()  # its stack, from faulthandler
+    finally:
+        proc.kill()
+        proc.wait()
+    trial = Trial(PLAN, tmp_path, 0.0, tail.events, None, [None], True, [], 1.0, [stuck])
+    message = trial.log_tail()
+    assert f"pid {proc.pid} 127.0.0.1 r-1/-1: step 3" in message
+    assert f"pid {proc.pid} ({stuck['state']})" in message
