@@ -4,7 +4,8 @@
 (hvd_vs_ddp/recovery/launch.py) each in a session of its own and all carrying one
 marker variable, tails the workers' event logs (events.py), and when a worker on the
 victim host (127.0.0.1) has completed the plan's kill step, SIGKILLs that host's
-highest-ranked worker, recording when, which process and which rank. The job then
+highest-ranked worker, recording when, which process and which rank (the victim host's
+workers hold after the kill step until then: events.py `hold_for_the_kill`). The job then
 recovers or fails on its own; past the time limit the trial is a hang: each worker
 still running is asked for its Python stacks (events.py STACKS_SIGNAL; they go to the
 launchers' logs), the processes still running are recorded (`stuck`: pid, state,
@@ -45,7 +46,13 @@ from hvd_vs_ddp.common import outputs
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.processes import end_marked, marked
 from hvd_vs_ddp.recovery import launch, metrics
-from hvd_vs_ddp.recovery.events import STACKS_SIGNAL, Tail, last_events, read_events
+from hvd_vs_ddp.recovery.events import (
+    KILLED,
+    STACKS_SIGNAL,
+    Tail,
+    last_events,
+    read_events,
+)
 from hvd_vs_ddp.recovery.plan import PATHS, Plan, default_kill_step
 
 MARKER = "HVD_VS_DDP_RECOVERY_TRIAL"
@@ -193,6 +200,8 @@ def run_trial(plan: Plan, trial_dir: Path, time_limit: float = 300.0,
                     kill = {"t": time.time(), "pid": victim["pid"], "rank": victim["rank"],
                             "host": victim["host"], "step": victim["step"],
                             "world": victim["world"]}
+                    # the victim host's other workers hold until this note (events.py)
+                    (Path(plan.event_dir) / KILLED).touch()
             time.sleep(POLL_S if kill is None and plan.kill_step is not None else 0.05)
     finally:
         _end(procs + services)

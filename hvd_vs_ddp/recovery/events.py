@@ -21,6 +21,13 @@ Every worker also answers SIGUSR1 (`answer_stack_requests`) with every thread's 
 its stderr (the launcher's log; faulthandler), so a trial that hangs shows where each
 worker was stuck: the driver asks before it ends them.
 
+The driver's kill must land after the kill step however slow it is to read the logs (a
+loaded host, tiny steps: a trial once finished all its steps before the driver read the
+kill step's line): each worker on the victim host holds after logging the kill step
+(`hold_for_the_kill`) until it is killed or the driver's `killed` file is in the event
+folder (then it goes on: it was not the one killed, or it is the restarted group
+redoing the step).
+
     log = EventLog("trial/events"); log.write("step", step=3, loss=0.9)
     events = read_events("trial/events")      # every process's events, by time
     python -m hvd_vs_ddp.recovery.events DIR  # prints them
@@ -55,6 +62,7 @@ class EventLog:
         self.pid = os.getpid()
         self.host = host or socket.gethostname()
         self.rank, self.world = -1, -1
+        self.held = False  # hold_for_the_kill held this process once
         self._f = open(self.dir / f"{self.pid}.jsonl", "a", buffering=1)
 
     def write(self, ev: str, **fields: Any) -> dict[str, Any]:
@@ -66,6 +74,25 @@ class EventLog:
 
     def close(self) -> None:
         self._f.close()
+
+
+KILLED = "killed"  # in the event folder: the driver's note that its kill is done
+HOLD_S = 120.0     # the longest a victim host's worker waits for the kill
+
+
+def hold_for_the_kill(log: EventLog, step: int, kill_step: int | None, victim_host: str,
+                      limit_s: float = HOLD_S) -> None:
+    """After `log` wrote step `step`: on the victim host, at the first step >= kill_step
+    before the kill, wait until SIGKILL ends this process or the driver's KILLED note
+    appears (or limit_s passes). Returns at once everywhere else."""
+    if kill_step is None or step < kill_step or log.host != victim_host:
+        return
+    note, deadline = log.dir / KILLED, time.monotonic() + limit_s
+    if note.exists() or log.held:
+        return
+    log.held = True
+    while not note.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 class Tail:

@@ -37,7 +37,12 @@ from hvd_vs_ddp.backends.base import BackendOptions
 from hvd_vs_ddp.backends.env import SINGLE
 from hvd_vs_ddp.backends.local import SingleBackend
 from hvd_vs_ddp.recovery.batches import PlanBatches
-from hvd_vs_ddp.recovery.events import EventLog, answer_stack_requests, read_events
+from hvd_vs_ddp.recovery.events import (
+    EventLog,
+    answer_stack_requests,
+    hold_for_the_kill,
+    read_events,
+)
 from hvd_vs_ddp.recovery.plan import HOST_ENV, PLAN_ENV, Plan
 from hvd_vs_ddp.recovery.training import PlanRun
 
@@ -147,6 +152,7 @@ def main() -> None:
         if done > before:
             log.write("step", step=manager.current_step(),
                       loss=float(run.trainer.local_losses[-1]))
+            hold_for_the_kill(log, manager.current_step(), plan.kill_step, plan.victim_host)
     log.write("done", step=manager.current_step())
     if manager.participating_rank() == 0:
         run.save_final(Path(plan.event_dir).parent)

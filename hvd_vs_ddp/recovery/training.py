@@ -19,7 +19,7 @@ import torch
 
 from hvd_vs_ddp.backends.base import Backend
 from hvd_vs_ddp.recovery.batches import PlanBatches
-from hvd_vs_ddp.recovery.events import EventLog
+from hvd_vs_ddp.recovery.events import EventLog, hold_for_the_kill
 from hvd_vs_ddp.recovery.plan import Plan
 from hvd_vs_ddp.workloads import registry
 from hvd_vs_ddp.workloads.loop import TrainConfig, Trainer
@@ -72,6 +72,7 @@ class PlanRun:
         self.trainer.step()
         loss = float(self.trainer.local_losses[-1])
         self.log.write("step", step=step, loss=loss)
+        hold_for_the_kill(self.log, step, self.plan.kill_step, self.plan.victim_host)
         return loss
 
     def save_final(self, trial_dir: Path) -> None:

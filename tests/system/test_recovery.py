@@ -95,3 +95,28 @@ def test_killed_worker_recovers(tmp_path, reference, path, checkpoint, backend):
     print(f"\n{path} ({checkpoint}): recovered in {f['recovery_s']:.2f}s, "
           f"{f['steps_lost']} steps lost, world {f['world_before']} -> {f['world_after']}, "
           f"loss diff {ldiff:.1e}, weights diff {wdiff:.1e}")
+
+
+def test_the_kill_lands_at_the_kill_step_however_late_the_driver_reads(tmp_path, monkeypatch):
+    """A driver slower than the training still kills right after the kill step (a fresh
+    clone's run beside a busy process once failed: Horovod's trial finished all 24 steps
+    before the driver read step 10's line): the victim host's workers hold there until
+    the kill (hvd_vs_ddp/recovery/events.py hold_for_the_kill). Here the driver reads the
+    logs once a second, far slower than the steps."""
+    import time
+
+    from hvd_vs_ddp.recovery import driver
+
+    class LateTail(driver.Tail):
+        def poll(self):
+            time.sleep(1.0)
+            return super().poll()
+
+    monkeypatch.setattr(driver, "Tail", LateTail)
+    plan = Plan(path="torchrun-elastic", checkpoint="torch-save", backend="ddp-gloo",
+                **SHORT).check()
+    trial = run_trial(plan, tmp_path / "trial", time_limit=240)
+    where = trial.log_tail()
+    assert trial.kill is not None and trial.kill["step"] == plan.kill_step, where
+    f = trial.figures()
+    assert f["completed"] and f["killed_after_step"] == plan.kill_step, where
