@@ -9,12 +9,12 @@ torchrun agent per replica, a lighthouse; skipped where torchft is not installed
 workers' own event logs (hvd_vs_ddp/recovery/metrics.py): the kill happened, no hang,
 no process outlived the job, the plan completed, the job resumed at the last commit
 rank 0 completed and redid the steps since, the world after is what the library does
-(Horovod Elastic drops the failed host: 1 rank; torchrun restarts the group: 2), and
-the final loss and weights equal the in-process reference of the plan bitwise where
-the steps were replayed at the same world size (torchrun) and within the stated
-tolerance where the world shrank (Horovod) or the quorum changed (torchft, which
-loses no committed step: it drops the step in flight). Every bound is the plan's own (steps,
-commits), never a measured speed.
+(Horovod Elastic drops the failed host: 1 rank; torchrun restarts the group, pinned at
+both agents: 2), and the final loss and weights equal the in-process reference of the
+plan bitwise where the steps were replayed at the same world size (torchrun) and within
+the stated tolerance where the world shrank (Horovod) or the quorum changed (torchft,
+which loses no committed step: it drops the step in flight). Every bound is the plan's
+own (steps, commits), never a measured speed.
 
     python -m pytest tests/system/test_recovery.py -q
 """
@@ -40,6 +40,19 @@ pytestmark = pytest.mark.multiproc
 # (it polls every 5 ms); 14 more steps of a 384-sample batch leave it ample room.
 SHORT = dict(world_size=2, global_batch=384, steps=24, commit_every=4, kill_step=10,
              timeout_s=30.0)
+# The fewest ranks each path may go on with. torchrun's group is pinned at both agents
+# (`--nnodes 2:2`): with 1:2 the survivor's agent closes the next rendezvous round alone
+# when the victim's agent is late to it (a loaded host: its agent stopped for 45 s after
+# the kill, the job finished at 1 rank and the late agent failed on the gone store; a
+# fresh-clone run once hung there), which is torchrun's documented elastic behaviour
+# (docs/recovery.md), not the restart of the whole group this test is about. With 2:2 the
+# round waits for the late agent (the same 45 s stop: both restarted, done at 2 ranks).
+MIN_WORLD = {"torchrun-elastic": 2}
+
+
+def short(path: str, checkpoint: str, backend: str) -> Plan:
+    return Plan(path=path, checkpoint=checkpoint, backend=backend,
+                min_world=MIN_WORLD.get(path, 1), **SHORT).check()
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +73,7 @@ def test_killed_worker_recovers(tmp_path, reference, path, checkpoint, backend):
             pytest.skip(f"{path}: {avail.reason}")
     if backend == "horovod" and not horovod_available()[0]:
         pytest.skip(f"Horovod: {horovod_available()[1]}")
-    plan = Plan(path=path, checkpoint=checkpoint, backend=backend, **SHORT).check()
+    plan = short(path, checkpoint, backend)
     trial = run_trial(plan, tmp_path / "trial", time_limit=240)
     f = trial.figures()
     where = f"{path} ({checkpoint})\n{trial.log_tail()}"
@@ -113,8 +126,7 @@ def test_the_kill_lands_at_the_kill_step_however_late_the_driver_reads(tmp_path,
             return super().poll()
 
     monkeypatch.setattr(driver, "Tail", LateTail)
-    plan = Plan(path="torchrun-elastic", checkpoint="torch-save", backend="ddp-gloo",
-                **SHORT).check()
+    plan = short("torchrun-elastic", "torch-save", "ddp-gloo")
     trial = run_trial(plan, tmp_path / "trial", time_limit=240)
     where = trial.log_tail()
     assert trial.kill is not None and trial.kill["step"] == plan.kill_step, where
