@@ -17,9 +17,9 @@ processes), `pid`, `host`, `rank` and `world` (as the worker saw them then). Kin
 - reset:   Horovod Elastic's reset callback ran (a rendezvous of the new world);
 - done:    the plan finished at `step`.
 
-Every worker also answers SIGUSR1 (`answer_stack_requests`) with every thread's Python stack on
-its stderr (the launcher's log; faulthandler), so a trial that hangs shows where each
-worker was stuck: the driver asks before it ends them.
+Every worker also answers SIGUSR1 (`answer_stack_requests`) with every thread's Python
+stack on its stderr (the launcher's log; faulthandler), so a trial that hangs shows
+where each worker was stuck: the driver asks before it ends them.
 
 The driver's kill must land after the kill step however slow it is to read the logs (a
 loaded host, tiny steps: a trial once finished all its steps before the driver read the
