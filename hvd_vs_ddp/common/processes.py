@@ -5,8 +5,9 @@ wherever its launcher put it (a new session, a daemon's child, a re-parented orp
 (or is timed out or interrupted) every local process still carrying it is ended, so no
 rank outlives its cell. Linux only (reads /proc/<pid>/environ of the same user).
 
-    from hvd_vs_ddp.common.processes import marked, end_marked
+    from hvd_vs_ddp.common.processes import marked, end_marked, described
     pids = marked("HVD_VS_DDP_CELL", "run-x/cell-1/3f2a")
+    described(pids)         # [{"pid": ..., "state": "sleeping", "cmd": "python -m ..."}]
     end_marked("HVD_VS_DDP_CELL", "run-x/cell-1/3f2a", grace=5.0)
 """
 from __future__ import annotations
@@ -15,6 +16,9 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
+
+import psutil
 
 
 def marked(name: str, value: str, prefix: bool = False) -> list[int]:
@@ -52,3 +56,20 @@ def end_marked(name: str, value: str, grace: float = 5.0, prefix: bool = False) 
         if not marked(name, value, prefix):
             break
     return pids
+
+
+def described(pids: list[int], cmd_chars: int = 200) -> list[dict[str, Any]]:
+    """For each of `pids` still present: its pid, state (psutil's: sleeping, running,
+    stopped, zombie, ...) and command line (cut to `cmd_chars`; empty for a zombie)."""
+    out = []
+    for pid in pids:
+        try:
+            proc = psutil.Process(pid)
+            state = proc.status()
+            cmd = " ".join(proc.cmdline())
+        except psutil.ZombieProcess:
+            state, cmd = psutil.STATUS_ZOMBIE, ""
+        except psutil.Error:  # gone, or not ours to read
+            continue
+        out.append({"pid": pid, "state": state, "cmd": cmd[:cmd_chars]})
+    return out

@@ -44,7 +44,7 @@ from typing import Any
 
 from hvd_vs_ddp.common import outputs
 from hvd_vs_ddp.common.errors import InputError
-from hvd_vs_ddp.common.processes import end_marked, marked
+from hvd_vs_ddp.common.processes import described, end_marked, marked
 from hvd_vs_ddp.recovery import launch, metrics
 from hvd_vs_ddp.recovery.events import (
     KILLED,
@@ -114,17 +114,7 @@ def _stuck(tag: str, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 pass
     if workers & set(pids):
         time.sleep(STACKS_WAIT_S)
-    out = []
-    for pid in pids:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
-                errors="replace").strip()
-        except OSError:
-            continue
-        out.append({"pid": pid, "state": stat.rsplit(")", 1)[1].split()[0],
-                    "cmd": cmd[:200], "worker": pid in workers})
-    return out
+    return [{**p, "worker": p["pid"] in workers} for p in described(pids)]
 
 
 def _end(procs: list[subprocess.Popen]) -> None:
