@@ -18,7 +18,8 @@
 # (horovod, torch, Python, MPI, GPU ops) install the cached wheel in seconds.
 #
 # Knobs (environment):
-#   HVD_VS_DDP_CACHE            wheel cache and build logs (default ~/.cache/hvd-vs-ddp)
+#   HVD_VS_DDP_CACHE            wheel cache and build logs (default ~/.cache/hvd-vs-ddp;
+#                               off: keep nothing, build in a temporary folder)
 #   HOROVOD_GPU_OPERATIONS      NCCL to build GPU ops, CPU (or none) to build without;
 #                               unset: NCCL when torch is a CUDA build with its NCCL
 #                               wheel and nvcc is here, GPU or not (one binary serves
@@ -40,6 +41,12 @@ START=$SECONDS
 HVD_VERSION=${HVD_VS_DDP_HOROVOD_VERSION:-0.28.1}
 PY_ARG=${1:-python}
 CACHE=${HVD_VS_DDP_CACHE:-$HOME/.cache/hvd-vs-ddp}
+DROP_CACHE=""
+if [[ $CACHE == off ]]; then  # keep nothing (hvd_vs_ddp/common/cache.py): removed on exit
+  CACHE=$(mktemp -d "${TMPDIR:-/tmp}/build_horovod_cache.XXXXXX")
+  DROP_CACHE=$CACHE
+  trap 'rm -rf "$DROP_CACHE"' EXIT
+fi
 
 say() { echo "build_horovod: $*"; }
 die() { echo "build_horovod: ERROR: $*" >&2; exit 1; }
@@ -225,6 +232,7 @@ cleanup() {
     kill -KILL -- "-$BUILD_PID" 2>/dev/null || true
   fi
   if [[ -n $WORK ]]; then rm -rf "$WORK"; fi
+  if [[ -n $DROP_CACHE ]]; then rm -rf "$DROP_CACHE"; fi
 }
 trap cleanup EXIT
 trap 'echo "build_horovod: interrupted" >&2; exit 130' INT TERM
