@@ -99,11 +99,11 @@ def _averager(manager, model):
 
 
 def main() -> None:
+    answer_stack_requests()  # first, as every worker: a hang in torchft's import says where
     from torchft import Manager, ProcessGroupGloo
     from torchft.optim import OptimizerWrapper
 
     plan = Plan.load(os.environ[PLAN_ENV])
-    answer_stack_requests()
     log = EventLog(plan.event_dir, host=os.environ.get(HOST_ENV))
     restart = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", "0"))
     log.write("start", restart=restart)
