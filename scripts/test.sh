@@ -54,8 +54,9 @@ if [[ "$SETUP" != 0 ]] && [[ -n "${CI:-}" || "${HVD_VS_DDP_TEST_SHELLCHECK:-}" =
     fi
 fi
 # tests/system/test_dead_rank.py also kills ranks under Open MPI 5's mpirun and MPICH's
-# mpiexec: their PyPI wheels, each in a virtualenv of its own under ~/.cache/hvd-vs-ddp/mpi
-# (seconds; never fails: without them those tests skip, saying why).
+# mpiexec: their PyPI wheels, each in a virtualenv of its own under the project's cache
+# (~/.cache/hvd-vs-ddp/mpi by default; scripts/install_mpis.sh says how it is chosen;
+# seconds; never fails: without them those tests skip, saying why).
 if [[ "$SETUP" != 0 ]]; then
     bash "$ROOT/scripts/install_mpis.sh"
 fi
