@@ -278,6 +278,8 @@ CASES: list[Case] = [
          ("--draws",)),
         (["runs/earlier", "--devices", "8", "--interconnect", "ib-hdr", "--draws",
           "99999999"], ("--draws", "at most")),
+        (["runs/earlier", "--devices", "8", "--interconnect", "ib-hdr", "--draws", "1"],
+         ("--draws", "at least 40")),
         (["no-classes", "--devices", "8", "--interconnect", "ib-hdr"],
          ("not a run directory", "manifest.json")),
         (["runs/corrupt", "--devices", "8", "--interconnect", "ib-hdr"], ("manifest.json",)),

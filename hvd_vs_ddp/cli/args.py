@@ -16,6 +16,7 @@ import argparse
 from typing import Any, Callable
 
 from hvd_vs_ddp.common import values
+from hvd_vs_ddp.projection import MIN_DRAWS
 
 PROFILE_STEPS = 3  # run --profile: steps per throughput test under torch.profiler
 
@@ -169,6 +170,9 @@ def _devices(text: str) -> tuple[int, ...]:
 
 def _draws(text: str) -> int:
     value = values.positive_int(text, example="400")
+    if value < MIN_DRAWS:
+        raise ValueError(f"at least {MIN_DRAWS}: a 95% band from fewer draws has no draw in "
+                         "its tails, and its verdict would look firmer than it is")
     if value > MAX_DRAWS:
         raise ValueError(f"at most {MAX_DRAWS} (400 gives a 95% band to about 1%)")
     return value

@@ -25,3 +25,5 @@ targets, the model's own error estimated out of sample (hvd_vs_ddp/projection/er
 head to head (data/head_to_head.csv) and one library each (data/published.csv), leave
 one source out, and prints every row and the goals; docs/projection.md records the table.
 """
+
+MIN_DRAWS = 40  # a 95% band needs draws in both of its 2.5% tails (1 in 40): fewer, refused

@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 
 from hvd_vs_ddp.common.errors import EXIT_BAD_INPUT
-from hvd_vs_ddp.projection import rows_file
+from hvd_vs_ddp.projection import MIN_DRAWS, rows_file
 from hvd_vs_ddp.projection.against_published import (
     DRAWS,
     GOAL,
@@ -157,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=Path, help="a CSV of further published rows "
                     "(head_to_head.csv's columns), judged with the repository's error")
     args = ap.parse_args(argv)
+    if args.draws < MIN_DRAWS:
+        ap.error(f"--draws: at least {MIN_DRAWS} (a 95% band needs draws in both tails)")
     if args.rows:
         try:
             judged = judge_file(args.rows, args.draws, args.margin)

@@ -34,7 +34,7 @@ from tests.launch import ROOT
 
 FIXTURES = ROOT / "tests" / "fixtures"
 ONE_CELL = "ddp-gloo-single-np1"
-PROJECT = ["--devices", "4", "--interconnect", "ib-hdr", "--draws", "20"]
+PROJECT = ["--devices", "4", "--interconnect", "ib-hdr", "--draws", "40"]
 
 # kind of input file -> where it lies in the working directory
 INPUTS = {

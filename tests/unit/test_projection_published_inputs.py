@@ -219,7 +219,7 @@ def test_the_fabrics_beyond_infiniband_and_ethernet_project_from_the_command_lin
                           ("Omni-Path", "opa-100g"), ("FDR InfiniBand", "ib-fdr")):
         rc = main(["project", "--compute-ms", "50", "--model", "resnet18", "--batch-size",
                    "32", "--devices", "8", "--devices-per-node", "4", "--interconnect",
-                   written, "--draws", "20"])
+                   written, "--draws", "40"])
         out = capsys.readouterr().out
         assert rc == 0 and "projected ratio" in out and f"x {name} between" in out, name
 

@@ -116,7 +116,7 @@ def near_valid(draw) -> list[str]:
         out = out if out.endswith(".html") else str(Path(out).with_suffix(".html"))
         return ["report", "runs/earlier", "-o", out]
     argv = ["project", "runs/earlier", "--devices", "8", "--interconnect", "ib-hdr",
-            "--draws", "20"]
+            "--draws", "40"]
     argv += draw(st.sampled_from([[], ["--workloads", "mlp"], ["--algorithm", "ring"],
                                   ["--devices-per-node", "4"], ["--workloads", "bert"]]))
     return argv + (["-o", out] if draw(st.booleans()) else [])
@@ -130,7 +130,7 @@ def command_line(draw) -> list[str]:
         return draw(near_valid())
     argv = [command]
     if command == "project":
-        argv += ["--draws", "20"]  # a drawn --draws comes later and wins
+        argv += ["--draws", "40"]  # a drawn --draws comes later and wins
         argv += draw(st.lists(st.sampled_from(["runs/earlier", "runs/no-cells", "runs/tuned",
                                                "runs/nothing", "afile", ""]),
                               min_size=0, max_size=1))
