@@ -99,7 +99,7 @@ CASES: list[Case] = [
     _c(run("--data-dir", "images-broken"), "--data-dir", "not a readable image"),
     _c(run("--data-dir", "cifar-partial"), "--data-dir", "lacks", "data_batch_2"),
     _c(run("--data-dir", "no-classes"), "--data-dir", "no class folders"),
-    _c(run("--data-dir", "afile"), "--data-dir"),
+    _c(run("--data-dir", "afile"), "--data-dir", "a file, not a directory"),
     _c(run("--data-dir", ""), "--data-dir", "empty"),
     # -- run: --cell-time-limit
     _c(run("--cell-time-limit", "0"), "--cell-time-limit", "> 0"),

@@ -110,7 +110,8 @@ def check_data_dir(root: str | Path, what: str = "--data-dir") -> Path:
 
     root = Path(root).expanduser()
     if not root.is_dir():
-        raise InputError(f"{what} {root}: no such directory")
+        raise InputError(f"{what} {root}: "
+                         f"{'a file, not a directory' if root.exists() else 'no such directory'}")
     cifar = root / "cifar-10-batches-py"
     if cifar.is_dir():
         missing = [f for f in CIFAR10_FILES if not (cifar / f).is_file()]

@@ -116,7 +116,8 @@ class Param:
 
             path = Path(value).expanduser()
             if not path.is_dir():
-                raise ValueError(f"{self.name} {_show(shown)}: no such directory")
+                raise ValueError(f"{self.name} {_show(shown)}: " + (
+                    "a file, not a directory" if path.exists() else "no such directory"))
             value = str(path.resolve())
         if self.validate is not None:
             try:
