@@ -177,8 +177,9 @@ def headlines(data: Data, cmp: pd.DataFrame, ba: pd.DataFrame | None = None,
     bad = int(st.get("failed", 0) + st.get("timeout", 0) + st.get("interrupted", 0))
     pending, unreadable = int(st.get("pending", 0)), int(st.get(UNREADABLE, 0))
     if bad or pending:
-        out.append(f"{bad} cell(s) failed, timed out or were interrupted and {pending} never "
-                   "ran (pending); they are left out of every comparison (see Failed cells).")
+        out.append(f"{bad} cell(s) failed, timed out or were interrupted and {pending} did "
+                   "not run every repetition (pending: resume the run); they are left out of "
+                   "every comparison (see Failed cells).")
     if unreadable:
         who = ", ".join(data.cells.loc[data.cells["status"] == UNREADABLE, "cell_id"])
         out.append(f"{unreadable} passed cell(s) have a results file that cannot be read "

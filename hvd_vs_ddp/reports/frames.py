@@ -108,6 +108,8 @@ def build_frames(runs: list[Run]) -> Data:
                 "world_size": e.world_size, "status": cell.status,
                 "error": cell.error, "seconds": e.seconds,
                 "log": e.log or "", "env": (machine.env if machine else None) or {},
+                "reps_done": sum(r.status == "passed" for r in e.repeats or []),
+                "reps": len(e.repeats or []),
                 "versions": (machine.versions if machine else None) or {},
                 "benchmarks": len(cell.benchmarks)})
             for b in cell.benchmarks:

@@ -218,13 +218,22 @@ def collectives_table(coll: pd.DataFrame, memcpy: pd.DataFrame) -> Table:
     return Table("Collectives: bus bandwidth", pd.DataFrame(rows), note)
 
 
+def _pending(cell: pd.Series) -> str:
+    """'not run', or how many of its repetitions ran (`run --repeat N`, interrupted)."""
+    done, total = int(cell.get("reps_done", 0) or 0), int(cell.get("reps", 0) or 0)
+    return f"{done} of {total} repetitions ran" if done else "not run"
+
+
 def failed_table(cells: pd.DataFrame) -> Table:
     bad = cells[cells["status"] != "passed"] if not cells.empty else cells
     rows = [{"run": r["run"], "cell": r["cell_id"], "status": r["status"],
-             "error": r["error"] or ("not run" if r["status"] == "pending" else "(no message)"),
+             "error": r["error"] or (_pending(r) if r["status"] == "pending"
+                                     else "(no message)"),
              "log": r["log"]} for _, r in bad.iterrows()]
     return Table("Cells that did not pass", pd.DataFrame(rows),
-                 "Not used in any comparison. 'pending' cells never ran (incomplete run); "
+                 "Not used in any comparison. 'pending' cells have not run every repetition "
+                 "(incomplete run: resume it, and a cell's repetitions are used once all have "
+                 "run); "
                  "'interrupted' cells were stopped by Ctrl-C or a signal (resume the run); "
                  "'unreadable' cells passed, but a results file of theirs cannot be used "
                  "(the error names the file and the field).")

@@ -559,6 +559,23 @@ def test_failed_cell_is_shown(built):
         assert "throughput-ddp-gloo-np8-torchrun" in text  # pending: not run
 
 
+def test_a_pending_cell_says_how_many_repetitions_ran():
+    """An interrupted `run --repeat 3`: a cell with one repetition done is not 'not run'."""
+    import pandas as pd
+
+    from hvd_vs_ddp.reports.tables import failed_table
+
+    cells = pd.DataFrame([
+        {"run": "r", "cell_id": "half", "status": "pending", "error": None, "log": "l1",
+         "reps_done": 1, "reps": 3},
+        {"run": "r", "cell_id": "none", "status": "pending", "error": None, "log": "",
+         "reps_done": 0, "reps": 3},
+        {"run": "r", "cell_id": "ok", "status": "passed", "error": None, "log": "",
+         "reps_done": 3, "reps": 3}])
+    rows = failed_table(cells).df.set_index("cell")["error"].to_dict()
+    assert rows == {"half": "1 of 3 repetitions ran", "none": "not run"}
+
+
 def test_html_is_self_contained(built):
     _, paths, _ = built
     html = paths.html.read_text()
