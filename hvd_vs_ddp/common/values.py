@@ -10,11 +10,13 @@ are never numbers here, and `" 3"` is 3 but `"3.0"` is not an integer.
     values.positive_int("4")             # 4
     values.int_list("1,2,4", minimum=1)  # [1, 2, 4]
     values.seconds("1e9")                # 1000000000.0
+    values.directory("~/images")         # Path('/root/images'), if it is a directory
 """
 from __future__ import annotations
 
 import math
 import re
+from pathlib import Path
 from typing import Iterable
 
 
@@ -105,6 +107,15 @@ def text(value: str) -> str:
     if "\x00" in value:
         raise ValueError("expected a value without a NUL character")
     return value
+
+
+def directory(value: str | Path) -> Path:
+    """An existing directory, `~` expanded (not resolved): 'no such directory' or 'a
+    file, not a directory' otherwise."""
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        raise ValueError("a file, not a directory" if path.exists() else "no such directory")
+    return path
 
 
 def _expected(what: str, minimum: int | None, maximum: int | None,

@@ -15,6 +15,7 @@ from typing import Any, Iterator
 import torch
 from torch.utils.data import DataLoader, Dataset, DistributedSampler, TensorDataset
 
+from hvd_vs_ddp.common import values
 from hvd_vs_ddp.common.errors import InputError
 
 
@@ -108,10 +109,10 @@ def check_data_dir(root: str | Path, what: str = "--data-dir") -> Path:
     from PIL import Image, UnidentifiedImageError
     from torchvision.datasets.folder import IMG_EXTENSIONS
 
-    root = Path(root).expanduser()
-    if not root.is_dir():
-        raise InputError(f"{what} {root}: "
-                         f"{'a file, not a directory' if root.exists() else 'no such directory'}")
+    try:
+        root = values.directory(root)
+    except ValueError as err:
+        raise InputError(f"{what} {Path(root).expanduser()}: {err}") from None
     cifar = root / "cifar-10-batches-py"
     if cifar.is_dir():
         missing = [f for f in CIFAR10_FILES if not (cifar / f).is_file()]

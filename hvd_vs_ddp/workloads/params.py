@@ -26,6 +26,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from hvd_vs_ddp.common import values
+
 TYPES = (int, float, str, bool)
 _TYPE_NAMES = {int: "an integer", float: "a number", str: "a text", bool: "true or false"}
 ATTRIBUTE = "__hvd_vs_ddp_params__"  # where declare() keeps a factory's declarations
@@ -112,13 +114,10 @@ class Param:
         if self.maximum is not None and value > self.maximum:
             raise bad
         if self.is_dir:
-            from pathlib import Path
-
-            path = Path(value).expanduser()
-            if not path.is_dir():
-                raise ValueError(f"{self.name} {_show(shown)}: " + (
-                    "a file, not a directory" if path.exists() else "no such directory"))
-            value = str(path.resolve())
+            try:
+                value = str(values.directory(value).resolve())
+            except ValueError as err:
+                raise ValueError(f"{self.name} {_show(shown)}: {err}") from None
         if self.validate is not None:
             try:
                 value = self.validate(value)
