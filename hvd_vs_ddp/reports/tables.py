@@ -220,8 +220,8 @@ def collectives_table(coll: pd.DataFrame, memcpy: pd.DataFrame) -> Table:
 
 def _pending(cell: pd.Series) -> str:
     """'not run', or how many of its repetitions ran (`run --repeat N`, interrupted)."""
-    done, total = int(cell.get("reps_done", 0) or 0), int(cell.get("reps", 0) or 0)
-    return f"{done} of {total} repetitions ran" if done else "not run"
+    done = int(cell["reps_done"])
+    return f"{done} of {int(cell['reps'])} repetitions ran" if done else "not run"
 
 
 def failed_table(cells: pd.DataFrame) -> Table:

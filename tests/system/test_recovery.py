@@ -128,4 +128,3 @@ def test_killed_worker_recovers(tmp_path, monkeypatch, reference, path, checkpoi
     print(f"\n{path} ({checkpoint}): recovered in {f['recovery_s']:.2f}s, "
           f"{f['steps_lost']} steps lost, world {f['world_before']} -> {f['world_after']}, "
           f"loss diff {ldiff:.1e}, weights diff {wdiff:.1e}")
-

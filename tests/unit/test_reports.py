@@ -22,13 +22,14 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.reports import ReportError, build_report
 from hvd_vs_ddp.reports.compare import add_scaling, exposed_comm, hvd_vs_ddp
 from hvd_vs_ddp.reports.frames import build_frames
-from hvd_vs_ddp.reports.tables import throughput_table
+from hvd_vs_ddp.reports.tables import failed_table, throughput_table
 from hvd_vs_ddp.reports.theme import backend_label, color
 from hvd_vs_ddp.reports.verdicts import (
     EQUIVALENT,
@@ -561,10 +562,6 @@ def test_failed_cell_is_shown(built):
 
 def test_a_pending_cell_says_how_many_repetitions_ran():
     """An interrupted `run --repeat 3`: a cell with one repetition done is not 'not run'."""
-    import pandas as pd
-
-    from hvd_vs_ddp.reports.tables import failed_table
-
     cells = pd.DataFrame([
         {"run": "r", "cell_id": "half", "status": "pending", "error": None, "log": "l1",
          "reps_done": 1, "reps": 3},
