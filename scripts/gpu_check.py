@@ -1,0 +1,253 @@
+"""The one prepared GPU check: every GPU line of the project on one machine, one table.
+
+Run it on a machine with a GPU (a lent one, or a user's node) before trusting a GPU
+comparison; on a machine without one every line is skipped with its reason (exit 0):
+
+    bash scripts/gpu_check.sh                       # set-up's virtualenv, then this
+    python scripts/gpu_check.py --out gpu-check     # the table, gpu-check/gpu_check.json
+    python scripts/gpu_check.py --horovod-benchmark PATH/pytorch_synthetic_benchmark.py
+
+Lines (each real processes under the real launcher, hvd_vs_ddp/backends/launchers.py):
+- every GPU line of `hvd-vs-ddp doctor --selftest` (hvd_vs_ddp/cli/selftest.py): ddp-nccl
+  and Horovod's NCCL operations at 1 GPU and at all GPUs, every GPU pair's NCCL
+  allreduce, fp16 (with accumulation) and bf16 AMP, channels_last, NVML on the right GPU,
+  DataParallel over 2+ GPUs, CUDA-aware MPI (the lines that need 2+ GPUs skip on one);
+- torch.compile on the GPU's inductor path: the throughput suite's `inductor` knob set
+  (docs/compile.md) for ddp-nccl (torchrun) and Horovod (horovodrun), at one rank;
+- ResNet-50 at 224 px, batch 64 per GPU, fp32: the throughput suite's samples/s for single,
+  ddp-nccl and horovod at one rank, against Horovod's own synthetic benchmark
+  (examples/pytorch/pytorch_synthetic_benchmark.py of Horovod's repository, run as it is
+  published, unmodified; not shipped here: give its path) on the same GPU;
+- NVML energy: the suite's GPU energy over the timed rounds (hvd_vs_ddp/harness/monitor.py),
+  in joules per sample, from the ResNet-50 cells.
+Exit 1 when a line that could run failed. About 4-6 minutes on one H100/H200 (a cold
+inductor compile is most of it).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from hvd_vs_ddp.backends import launchers  # noqa: E402
+from hvd_vs_ddp.cli import selftest  # noqa: E402
+
+CPU_LINES = {"single", "dp", "ddp-gloo", "ddp-mpi", "horovod-gloo", "horovod-mpi"}
+RESNET = ["--workloads", "resnet50", "--workload-param", "resnet50:image_size=224",
+          "--workload-param", "resnet50:batch_size=64"]
+BATCH = 64
+
+
+@dataclass
+class Line:
+    id: str
+    what: str
+    where: str = "-"
+    status: str = "skip"     # pass | fail | skip
+    seconds: float = 0.0
+    figure: str = ""         # the measured figure, or why it was skipped / failed
+
+
+def _run(cmd: list[str], limit: float, env: dict[str, str] | None = None) -> tuple[int, str]:
+    try:
+        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                              timeout=limit, start_new_session=True)
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout or ""
+        return 124, out if isinstance(out, str) else out.decode(errors="replace")
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def _last_error(output: str) -> str:
+    return selftest._reason(output)
+
+
+def _suite(launcher: str, backend: str, extra: list[str], json_path: Path,
+           limit: float) -> tuple[int, str, dict | None]:
+    """The throughput suite at one rank; (exit, output, the first throughput record)."""
+    argv = ["-m", "pytest", "-p", "no:cacheprovider", "-q",
+            "suites/test_throughput.py::test_throughput", "--backends", backend, *extra,
+            "--benchmark-json", str(json_path)]
+    cmd = launchers.command(launcher, 1, argv)
+    rc, out = _run(cmd, limit, launchers.env(launcher=launcher))
+    rec = None
+    if json_path.exists():
+        doc = json.loads(json_path.read_text())
+        recs = [b.get("extra_info", {}) for b in doc.get("benchmarks", [])]
+        rec = next((r for r in recs if r.get("kind") == "throughput"), None)
+    return rc, out, rec
+
+
+def _from_record(line: Line, rc: int, out: str, rec: dict | None, secs: float) -> None:
+    line.seconds = secs
+    if rc != 0 or rec is None:
+        line.status, line.figure = "fail", f"exit {rc}: {_last_error(out)}"
+        return
+    line.status = "pass"
+    line.figure = f"{rec['samples_per_s_median']:.4g} samples/s"
+
+
+def check(horovod_benchmark: str | None, out_dir: Path, limit: float) -> list[Line]:
+    facts = selftest._facts()
+    lines: list[Line] = []
+    no_gpu = None if facts["gpus"] else (f"no CUDA device visible (torch {facts['torch']}, "
+                                         f"CUDA build {facts['cuda'] or 'none'})")
+    hvd_ctl = "gloo" if facts["horovod"] and "gloo" in facts["horovod"]["controllers"] else "mpi"
+    no_hvd = selftest._horovod_skip(facts, hvd_ctl)
+    hvd_launcher = f"horovodrun-{hvd_ctl}"
+    no_torchrun = selftest._launcher_skip(facts, "torchrun")
+
+    # 1. every GPU line of the self-test
+    for c in selftest.plan(facts):
+        if c.id in CPU_LINES:
+            continue
+        say(f"selftest {c.id}")
+        o = selftest.run_check(c, limit)
+        where = f"{c.launcher} x{c.nprocs}" if o.status != "skip" else "-"
+        lines.append(Line(f"selftest:{c.id}", c.title, where, o.status, o.seconds, o.detail))
+
+    # 2. torch.compile on the GPU (inductor), both libraries, one rank
+    compile_args = ["--workloads", "gpt", "--knob-set", "inductor", "--rounds", "3",
+                    "--steps-per-round", "5", "--warmup-steps", "3"]
+    for backend, launcher, skip in (("ddp-nccl", "torchrun", no_gpu or no_torchrun),
+                                    ("horovod", hvd_launcher, no_gpu or no_hvd)):
+        line = Line(f"compile:{backend}", f"torch.compile (inductor) gpt, {backend}",
+                    f"{launcher} x1")
+        lines.append(line)
+        if skip:
+            line.where, line.figure = "-", skip
+            continue
+        say(f"compile {backend}")
+        t0 = time.monotonic()
+        rc, out, rec = _suite(launcher, backend, compile_args,
+                              out_dir / f"compile-{backend}.json", limit)
+        _from_record(line, rc, out, rec, time.monotonic() - t0)
+        if line.status == "pass" and rec is not None:
+            if rec.get("compile_mode") != "inductor":
+                line.status, line.figure = "fail", f"compile_mode {rec.get('compile_mode')!r}"
+            else:
+                line.figure += f", compile {rec.get('compile_s') or 0:.1f} s"
+
+    # 3. ResNet-50 224 px batch 64: the suite at one rank, against Horovod's own benchmark
+    resnet_args = [*RESNET, "--rounds", "5", "--steps-per-round", "10", "--warmup-steps", "10"]
+    measured: dict[str, float] = {}
+    energy: dict[str, float] = {}
+    for backend, launcher, skip in (("single", "single", no_gpu),
+                                    ("ddp-nccl", "torchrun", no_gpu or no_torchrun),
+                                    ("horovod", hvd_launcher, no_gpu or no_hvd)):
+        line = Line(f"resnet50:{backend}", f"suite ResNet-50 224px b{BATCH}, {backend}",
+                    f"{launcher} x1")
+        lines.append(line)
+        if skip:
+            line.where, line.figure = "-", skip
+            continue
+        say(f"resnet50 {backend}")
+        t0 = time.monotonic()
+        rc, out, rec = _suite(launcher, backend, resnet_args,
+                              out_dir / f"resnet50-{backend}.json", limit)
+        _from_record(line, rc, out, rec, time.monotonic() - t0)
+        if line.status == "pass" and rec is not None:
+            measured[backend] = float(rec["samples_per_s_median"])
+            joules = [r.get("gpu_energy_j") for r in (rec.get("monitor") or {}).get("ranks", [])]
+            steps = len(rec.get("step_times") or [])
+            if joules and all(j is not None for j in joules) and steps:
+                energy[backend] = sum(joules) / (steps * BATCH)
+
+    bench = Line("resnet50:horovod-synthetic", "Horovod's pytorch_synthetic_benchmark.py "
+                 f"b{BATCH}", f"{hvd_launcher} x1")
+    lines.append(bench)
+    path = horovod_benchmark or os.environ.get("HOROVOD_SYNTHETIC_BENCHMARK")
+    skip = no_gpu or no_hvd or (None if path and Path(path).is_file() else
+                                "Horovod's examples/pytorch/pytorch_synthetic_benchmark.py "
+                                "not given (--horovod-benchmark PATH)")
+    if skip:
+        bench.where, bench.figure = "-", skip
+    else:
+        say("horovod synthetic benchmark")
+        t0 = time.monotonic()
+        cmd = launchers.command(hvd_launcher, 1, [str(Path(path).resolve()), "--batch-size",
+                                                  str(BATCH)])
+        rc, out = _run(cmd, limit, launchers.env(launcher=hvd_launcher))
+        bench.seconds = time.monotonic() - t0
+        m = re.search(r"Img/sec per GPU: ([\d.]+) \+-([\d.]+)", out)
+        if rc == 0 and m:
+            measured["horovod-synthetic"] = float(m.group(1))
+            bench.status, bench.figure = "pass", f"{m.group(1)} +-{m.group(2)} img/s"
+        else:
+            bench.status, bench.figure = "fail", f"exit {rc}: {_last_error(out)}"
+    ratio = Line("resnet50:suite/synthetic", "suite horovod / Horovod's benchmark, same GPU")
+    lines.append(ratio)
+    if "horovod" in measured and "horovod-synthetic" in measured:
+        ratio.status = "pass"
+        ratio.figure = f"{measured['horovod'] / measured['horovod-synthetic']:.3f}"
+        if "single" in measured:
+            ratio.figure += (f" (single / synthetic "
+                             f"{measured['single'] / measured['horovod-synthetic']:.3f})")
+    else:
+        ratio.figure = "needs both the suite's horovod line and Horovod's benchmark"
+
+    # 4. NVML energy over the timed rounds, joules per sample
+    nvml = Line("nvml:energy", "GPU energy per sample (NVML, suite ResNet-50 cells)")
+    lines.append(nvml)
+    if energy:
+        nvml.status = "pass"
+        nvml.figure = ", ".join(f"{b} {j:.3f} J/sample" for b, j in energy.items())
+    elif measured:
+        nvml.status, nvml.figure = "fail", "the suite's records carry no GPU energy"
+    else:
+        nvml.figure = no_gpu or "no ResNet-50 line ran"
+    return lines
+
+
+def say(what: str) -> None:
+    print(f"gpu_check: {what}", file=sys.stderr, flush=True)
+
+
+def table(lines: list[Line]) -> str:
+    w = max(len(x.id) for x in lines)
+    rows = [f"| {'line':{w}s} | where | result | secs | figure / reason |",
+            f"| {'-' * w} | --- | --- | ---: | --- |"]
+    for x in lines:
+        secs = f"{x.seconds:.0f}" if x.status != "skip" else "-"
+        rows.append(f"| {x.id:{w}s} | {x.where} | {x.status.upper()} | {secs} | {x.figure} |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--horovod-benchmark", help="path to Horovod's "
+                    "examples/pytorch/pytorch_synthetic_benchmark.py (else "
+                    "$HOROVOD_SYNTHETIC_BENCHMARK; without it that line skips)")
+    ap.add_argument("--out", help="folder for the suites' JSON and gpu_check.json "
+                    "(default: a temporary folder)")
+    ap.add_argument("--time-limit", type=float, default=240.0,
+                    help="seconds per line before its processes are killed (default 240)")
+    args = ap.parse_args(argv)
+    if args.horovod_benchmark and not Path(args.horovod_benchmark).is_file():
+        print(f"gpu_check: error: --horovod-benchmark {args.horovod_benchmark}: no such file",
+              file=sys.stderr)
+        return 2
+    out_dir = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="gpu-check-"))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    start = time.monotonic()
+    lines = check(args.horovod_benchmark, out_dir, args.time_limit)
+    print(table(lines))
+    count = {s: sum(x.status == s for x in lines) for s in ("pass", "fail", "skip")}
+    print(f"gpu_check: {count['pass']} passed, {count['fail']} failed, {count['skip']} "
+          f"skipped in {time.monotonic() - start:.0f}s; JSON: {out_dir / 'gpu_check.json'}")
+    (out_dir / "gpu_check.json").write_text(json.dumps([asdict(x) for x in lines], indent=1))
+    return 1 if count["fail"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
