@@ -67,6 +67,13 @@ class Placement:
         return cls(**json.loads(text))
 
 
+# Several "hosts" that are one machine (the recovery trials' localhost and 127.0.0.1):
+# "localhost=0,1;127.0.0.1=2" gives each host name its own CUDA ordinals of this machine,
+# and a rank takes its host's (its name: HOROVOD_HOSTNAME, or HOST_NAME_ENV).
+HOST_GPUS_ENV = "HVD_VS_DDP_HOST_GPUS"
+HOST_NAME_ENV = "HVD_VS_DDP_RECOVERY_HOST"
+
+
 def visible_devices(environ: Mapping[str, str], count: int) -> tuple[str, ...]:
     """The names of the GPUs this process sees, in CUDA's order (at most `count`)."""
     raw = environ.get("CUDA_VISIBLE_DEVICES")
@@ -78,6 +85,34 @@ def visible_devices(environ: Mapping[str, str], count: int) -> tuple[str, ...]:
             break  # CUDA stops at the first invalid entry ("-1" hides every GPU)
         names.append(name)
     return tuple(names[:count])
+
+
+def host_share(environ: Mapping[str, str]) -> tuple[str, list[int]] | None:
+    """(this rank's host name, its CUDA ordinals) where HOST_GPUS_ENV splits this machine
+    between host names; None where it does not."""
+    spec = environ.get(HOST_GPUS_ENV)
+    if not spec:
+        return None
+    name = environ.get("HOROVOD_HOSTNAME") or environ.get(HOST_NAME_ENV)
+    table = {h: [int(i) for i in gpus.split(",") if i]
+             for h, _, gpus in (part.partition("=") for part in spec.split(";") if part)}
+    if name not in table:
+        raise PlacementError(f"{HOST_GPUS_ENV}={spec!r} gives no GPUs to host {name!r}")
+    return name, table[name]
+
+
+def split_hosts(hosts: Sequence[tuple[str, int]], gpus: int) -> str:
+    """HOST_GPUS_ENV's value giving each of `hosts` (all on this machine) its own GPUs,
+    in order; PlacementError where the machine has fewer GPUs than the hosts' slots."""
+    need = sum(n for _, n in hosts)
+    if need > gpus:
+        raise PlacementError(f"{need} ranks on the hosts {', '.join(h for h, _ in hosts)} "
+                             f"(all this machine) but {gpus} GPU(s): one GPU per rank")
+    parts, start = [], 0
+    for host, n in hosts:
+        parts.append(f"{host}={','.join(str(i) for i in range(start, start + n))}")
+        start += n
+    return ";".join(parts)
 
 
 def place(env: LauncherEnv, visible: Sequence[str], host: str | None = None,
@@ -101,8 +136,9 @@ def refusal(env: LauncherEnv, visible: Sequence[str], environ: Mapping[str, str]
         return None
     if not shared_visibility(environ, visible):
         return None
-    what = "NCCL needs one GPU per rank" if nccl else \
-        "a rank on a GPU another rank uses would share it (use --device cpu)"
+    what = "NCCL needs one GPU per rank" if nccl else (
+        "a rank on a GPU another rank uses would share it (CUDA_VISIBLE_DEVICES= trains "
+        "on the CPU)")
     return (f"{env.local_size} ranks on this host but {len(visible)} GPU(s) visible to "
             f"each: {what}")
 
@@ -129,7 +165,8 @@ def conflicts(placements: Iterable[Placement]) -> str | None:
             ranks = ", ".join(str(p.rank) for p in sorted(ps, key=lambda p: p.rank))
             why = "NCCL needs one GPU per rank ('Duplicate GPU detected')" \
                 if any(p.nccl for p in ps) else \
-                "two ranks would share it and its time and energy (use --device cpu)"
+                "two ranks would share it and its time and energy (CUDA_VISIBLE_DEVICES= " \
+                "trains on the CPU)"
             return f"ranks {ranks} on {host} would all train on GPU {gpu}: {why}"
     return None
 
@@ -217,13 +254,27 @@ def here(env: LauncherEnv, on_gpu: bool, nccl: bool = False,
         return place(env, ())
     import torch
 
-    visible = visible_devices(environ, torch.cuda.device_count())
-    why = refusal(env, visible, environ, nccl)
-    if why:
-        raise PlacementError(why)
-    p = place(env, visible, nccl=nccl)
+    p = place_in(env, environ, torch.cuda.device_count(), nccl)
     uuid = gpu_uuid(p.ordinal) if p.ordinal is not None else None
     return _replace(p, gpu=uuid) if uuid else p
+
+
+def place_in(env: LauncherEnv, environ: Mapping[str, str], count: int, nccl: bool,
+             host: str | None = None) -> Placement:
+    """`place` for a process that sees `count` CUDA devices under `environ` (its
+    CUDA_VISIBLE_DEVICES, and its host's share of the machine: HOST_GPUS_ENV); the
+    ordinal is the process's own cuda:N. PlacementError where it alone can refuse."""
+    everything = visible_devices(environ, count)
+    visible, ordinals = everything, list(range(len(everything)))
+    share = host_share(environ)
+    if share:  # this "host" is a share of this machine's GPUs
+        ordinals = [i for i in share[1] if i < len(everything)]
+        visible = tuple(everything[i] for i in ordinals)
+    why = refusal(env, visible, environ if not share else {}, nccl)
+    if why:
+        raise PlacementError(why)
+    p = place(env, visible, host, nccl)
+    return p if p.ordinal is None else _replace(p, ordinal=ordinals[p.ordinal])
 
 
 def device_for(env: LauncherEnv, device: str, needs_gpu: bool, nccl: bool,

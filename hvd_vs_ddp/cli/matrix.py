@@ -262,7 +262,7 @@ def recovery_cells(preset: Preset, backends: tuple[str, ...],
                    sizes: tuple[int, ...]) -> list[Cell]:
     """One cell per backend with an elastic path and world size >= 2, under that path's
     launcher; a backend or launcher without one is refused (hvd_vs_ddp/recovery/plan.py)."""
-    from hvd_vs_ddp.recovery.plan import path_for
+    from hvd_vs_ddp.recovery.plan import gpu_refusal, path_for
 
     if not any(n >= 2 for n in sizes):
         raise MatrixError(f"recovery at world size {','.join(map(str, sizes))}: a recovery "
@@ -272,7 +272,11 @@ def recovery_cells(preset: Preset, backends: tuple[str, ...],
         path = path_for(backend)  # InputError: no elastic path, and which exist
         if preset.launchers and path.launcher not in preset.launchers:
             path_for(backend, next(iter(preset.launchers)))  # says why not there
-        out += [Cell(backend, path.launcher, n, preset.suites) for n in sizes if n >= 2]
+        for n in (n for n in sizes if n >= 2):
+            why = None if path.per_step else gpu_refusal(n, _gpus())  # torchft: on the CPU
+            if why:  # its workers would share GPUs: refused before any process starts
+                raise MatrixError(f"{backend}: {why}")
+            out.append(Cell(backend, path.launcher, n, preset.suites))
     return out
 
 
