@@ -89,10 +89,11 @@ def _timed(benchmark, trainer, backend, suite, stats=None, watch=None) -> Timed:
 
     start = stats.mark() if stats is not None else 0
     gpu = backend.device.index if backend.device.type == "cuda" else None
-    if gpu is not None:
-        torch.cuda.reset_peak_memory_stats(backend.device)
+    if gpu is not None:  # every GPU's peak over the same window (dp: all of them)
+        for index in backend.devices_in_use() or [gpu]:
+            torch.cuda.reset_peak_memory_stats(index)
     watch.start_timed()
-    with Monitor(backend.rank, gpu) as mon:
+    with Monitor(backend.rank, backend.devices_in_use() or gpu) as mon:
         benchmark.pedantic(one_round, rounds=rounds, warmup_rounds=0, iterations=1)
     watch.end_timed()
     window = (start, stats.mark()) if stats is not None else None
@@ -140,9 +141,7 @@ def test_throughput(benchmark, suite, plugin, open_backend, make_workload, throu
     workload = make_workload(workload_name)
     trainer = Trainer(workload, backend, knobs.train_config(steps=1))
     watch = compile_stats.CompileWatch(knobs.compile)
-    per_gpu = backend.devices_in_use()
-    for index in per_gpu:
-        torch.cuda.reset_peak_memory_stats(index)
+    per_gpu = backend.devices_in_use()  # their peaks are reset after warm-up (_timed)
     stats = DDPStats(trainer.net, suite.options.ddp_sample_rate)
     timed = _timed(benchmark, trainer, backend, suite, stats, watch)
     stats.close()
