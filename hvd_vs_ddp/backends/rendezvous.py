@@ -234,8 +234,9 @@ def _make_store(env: LauncherEnv, timeout: datetime.timedelta) -> TCPStore:
         endpoint = exchange([addresses(env, toward), store.port])
     else:
         endpoint = exchange(None)
-    candidates, port = endpoint  # type: ignore[misc]
+    candidates: list[str] = list(endpoint[0])  # type: ignore[index]
+    port = endpoint[1]  # type: ignore[index]
     if store is None:
-        host = reachable(list(candidates), int(port))
+        host = reachable(candidates, int(port))
         store = TCPStore(host, int(port), env.world_size, is_master=False, timeout=timeout)
     return store
