@@ -225,6 +225,10 @@ def parse_hosts(spec: str) -> list[tuple[str, int]]:
     return out
 
 
+# Launchers that start every rank on this host whatever --hosts says (the runner's
+# torchrun is --standalone): their cells never spread over hosts.
+ONE_HOST_LAUNCHERS = ("single", "torchrun", "spawn")
+
 # What a rank on another host needs from the launching shell. Open MPI's mpirun starts
 # remote ranks through ssh with the remote shell's environment: only `-x NAME` carries a
 # variable there (Hydra's mpiexec and horovodrun forward the environment themselves).

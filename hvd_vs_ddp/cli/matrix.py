@@ -33,7 +33,7 @@ from typing import Iterable
 import torch
 
 from hvd_vs_ddp.backends import catalog, compile_support, registry
-from hvd_vs_ddp.backends.launchers import matrix_launchers
+from hvd_vs_ddp.backends.launchers import ONE_HOST_LAUNCHERS, matrix_launchers
 from hvd_vs_ddp.common.errors import InputError, UnknownName
 from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
 from hvd_vs_ddp.harness.options import SUITES, SuiteOptions
@@ -166,8 +166,6 @@ def _gpus_short(backend: str, n: int, gpus: int) -> bool:
     return (caps.needs_gpu or (caps.gpu_per_rank and gpus > 0)) and n > max(gpus, 1)
 
 
-# Launchers that start every rank on this host whatever --hosts says.
-ONE_HOST_LAUNCHERS = ("single", "torchrun", "spawn")
 
 
 def ranks_per_host(launcher: str, n: int, hosts: str | None) -> int:
