@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 import torch
 
-from hvd_vs_ddp.backends import catalog, registry
+from hvd_vs_ddp.backends import catalog, placement, registry
 from hvd_vs_ddp.backends.compile_support import refusal as compile_refusal
 from hvd_vs_ddp.backends.env import SINGLE
 from hvd_vs_ddp.backends.held_bytes import held_bytes
@@ -243,8 +243,8 @@ def test_compute_only(benchmark, suite, plugin, make_workload, compute_cell):
     from hvd_vs_ddp.backends.local import SingleBackend
 
     backend = SingleBackend(knobs.backend_options(), env=SINGLE).setup()
-    if torch.cuda.is_available():  # one GPU per rank, as the distributed backends use
-        backend.device = torch.device("cuda", plugin.env.local_rank % torch.cuda.device_count())
+    if torch.cuda.is_available():  # one GPU per rank, placed as the distributed backends are
+        backend.device = torch.device("cuda", placement.here(plugin.env, on_gpu=True).ordinal)
         torch.cuda.set_device(backend.device)  # else every rank's context lands on GPU 0
     workload = make_workload(workload_name)
     trainer = Trainer(workload, backend, knobs.train_config(steps=1))

@@ -3,8 +3,8 @@
 Every row of tests/unit/topology.py is a job (launcher x GPUs per node x visible devices x
 ranks per node x nodes): each rank's real launcher variables go through env.detect and the
 placement module, and the outcome must be the row's (each rank's host and physical GPU) or
-a refusal. On 56a4867, 10 of its 33 rows were wrong (srun --mpi=pmi2, CUDA_VISIBLE_DEVICES
-set for all ranks, Gloo/MPI ranks sharing a GPU).
+a refusal. On 56a4867, 11 of its 33 rows were wrong (srun --mpi=pmi2, CUDA_VISIBLE_DEVICES
+set for all ranks, Gloo/MPI ranks sharing a GPU, horovodrun with no GPU check).
 
     python -m pytest -p no:cacheprovider tests/unit/test_placement.py -q
 """
