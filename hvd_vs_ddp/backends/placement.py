@@ -202,15 +202,13 @@ def plan(hosts: Sequence[tuple[str, int]], world_size: int, gpus_per_host: int,
             if on_gpu and not visible:
                 raise PlacementError(f"{host}: rank {rank} (local {local}) would see no GPU "
                                      f"({gpus_per_host} on the host, {visibility})")
-            why = refusal(env, visible, {} if visibility == "all" else
-                          {"CUDA_VISIBLE_DEVICES": ",".join(visible)}, nccl) \
-                if visibility != "per-task" else None
+            # a rank alone refuses only all GPUs shown to all; a subset or one GPU per
+            # task is judged by `conflicts` over every rank, as `agree` does at run time
+            shown = {} if visibility == "all" else {"CUDA_VISIBLE_DEVICES": ",".join(visible)}
+            why = refusal(env, visible, shown, nccl)
             if why:
                 raise PlacementError(f"{host}: {why}")
-            p = place(env, visible, host, nccl)
-            if visibility == "per-task" and p.gpu is not None:
-                p = _replace(p, gpu=visible[p.ordinal or 0])
-            out.append(p)
+            out.append(place(env, visible, host, nccl))
             rank += 1
     why = conflicts(out)
     if why:
@@ -325,10 +323,13 @@ def agree(store: Any, mine: Placement, world_size: int, timeout_s: float = 300.0
 
 
 def _main(argv: list[str]) -> int:
+    import sys
+
     if argv[:1] == ["plan"]:
         import argparse
 
         from hvd_vs_ddp.backends.launchers import parse_hosts
+        from hvd_vs_ddp.common.errors import InputError
 
         ap = argparse.ArgumentParser(prog="python -m hvd_vs_ddp.backends.placement plan")
         ap.add_argument("hosts")
@@ -341,8 +342,8 @@ def _main(argv: list[str]) -> int:
             for p in plan(parse_hosts(a.hosts), a.world_size, a.gpus, a.visible,
                           on_gpu=a.gpus > 0, nccl=a.nccl):
                 print(p.describe())
-        except PlacementError as exc:
-            print(f"refused: {exc}")
+        except (PlacementError, InputError) as exc:
+            print(f"placement: refused: {exc}", file=sys.stderr)
             return 2
         return 0
     import torch
