@@ -127,8 +127,8 @@ def plan(f: dict) -> list[Check]:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     last_gpu = (visible.split(",")[-1].strip() if visible else str(max(n - 1, 0)))
     many = f"{n} GPUs" if n > 1 else "all GPUs"
-    # one GPU shown to two ranks: all of them on a 1-GPU machine (each rank can tell), else
-    # the last one (each rank sees 1 of 1: the GPU UUIDs, gathered, tell)
+    # one GPU shown to two ranks: all of them on a 1-GPU machine (each rank can tell, unless
+    # CUDA_VISIBLE_DEVICES is set), else the last one (the GPU UUIDs, gathered, tell)
     one_gpu = {"CUDA_VISIBLE_DEVICES": last_gpu} if n > 1 else {}
     checks += [
         Check("nccl-pairs", "nccl allreduce, every GPU pair", "torchrun", n,
@@ -169,7 +169,7 @@ def plan(f: dict) -> list[Check]:
         Check("refuse-two-nccl-one-gpu", "refused: 2 NCCL ranks, 1 GPU visible to both",
               "torchrun", 2, ddp, nccl, one_gpu, expect=(
                   r"2 ranks on this host but 1 GPU\(s\) visible to each: NCCL needs one GPU"
-                  if n == 1 else r"ranks 0, 1 on \S+ would all train on GPU GPU-.*NCCL")),
+                  r"|ranks 0, 1 on \S+ would all train on GPU GPU-.*NCCL")),
         Check("refuse-same-gpu-by-uuid", "refused: 2 NCCL ranks given one GPU each, the same",
               "torchrun", 2, [*ddp, "--gpu-per-task", "--same-gpu"], nccl,
               expect=r"ranks 0, 1 on \S+ would all train on GPU GPU-"),
@@ -177,7 +177,7 @@ def plan(f: dict) -> list[Check]:
               "torchrun", 2, ["train", "--backend", "ddp-gloo"],
               no_gpu or _launcher_skip(f, "torchrun"), one_gpu, expect=(
                   r"2 ranks on this host but 1 GPU\(s\) visible to each: a rank on a GPU"
-                  if n == 1 else r"ranks 0, 1 on \S+ would all train on GPU GPU-.*share")),
+                  r"|ranks 0, 1 on \S+ would all train on GPU GPU-.*share")),
         Check("srun", "srun across nodes", skip=no_gpu or "needs a Slurm cluster: "
               "deploy/slurm/compare.sbatch (its pmi2/pmix placement: "
               "tests/unit/test_placement.py)"),
