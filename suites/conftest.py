@@ -89,7 +89,8 @@ def pytest_configure(config: pytest.Config) -> None:
         horovod_timeline.enable(timeline[0])
     plugin = collective_pytest.register(config)
     # Every rank the same intra-op threads, whatever the launcher set (harness/threads.py).
-    plan = threads.decide(plugin.env.local_size, opts.threads)
+    plan = threads.decide(plugin.env.local_size, opts.threads,
+                          threads.loader_workers(opts.knob_set), torch.cuda.is_available())
     threads.apply(plan)
     suite_run.store(config, SuiteRun(
         options=opts, plugin=plugin, results_json=json_path,  # autotune logs go beside it

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 
-from hvd_vs_ddp.backends import catalog, registry
+from hvd_vs_ddp.backends import catalog, placement, registry
 from hvd_vs_ddp.backends.env import detect
 from hvd_vs_ddp.backends.launchers import mpi_ranks
 from hvd_vs_ddp.backends.options import BackendOptions
@@ -148,7 +148,7 @@ def test_memcpy(benchmark, suite):
     """Host (or device) memcpy bandwidth: the limit no collective can beat."""
     nbytes = min(suite.options.max_bytes, 256 * 2**20)
     env = detect()  # each rank copies on its own GPU, not all of them on GPU 0
-    dev = torch.device("cuda", env.local_rank % torch.cuda.device_count()) \
+    dev = torch.device("cuda", placement.here(env, on_gpu=True).ordinal) \
         if torch.cuda.is_available() else torch.device("cpu")
     src = torch.ones(nbytes // 4, device=dev)
     dst = torch.empty_like(src)

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 import torch
 
-from hvd_vs_ddp.backends import catalog, registry
+from hvd_vs_ddp.backends import catalog, placement, registry
 from hvd_vs_ddp.backends.compile_support import refusal as compile_refusal
 from hvd_vs_ddp.backends.env import SINGLE
 from hvd_vs_ddp.backends.held_bytes import held_bytes
@@ -89,10 +89,11 @@ def _timed(benchmark, trainer, backend, suite, stats=None, watch=None) -> Timed:
 
     start = stats.mark() if stats is not None else 0
     gpu = backend.device.index if backend.device.type == "cuda" else None
-    if gpu is not None:
-        torch.cuda.reset_peak_memory_stats(backend.device)
+    if gpu is not None:  # every GPU's peak over the same window (dp: all of them)
+        for index in backend.devices_in_use() or [gpu]:
+            torch.cuda.reset_peak_memory_stats(index)
     watch.start_timed()
-    with Monitor(backend.rank, gpu) as mon:
+    with Monitor(backend.rank, backend.devices_in_use() or gpu) as mon:
         benchmark.pedantic(one_round, rounds=rounds, warmup_rounds=0, iterations=1)
     watch.end_timed()
     window = (start, stats.mark()) if stats is not None else None
@@ -140,9 +141,7 @@ def test_throughput(benchmark, suite, plugin, open_backend, make_workload, throu
     workload = make_workload(workload_name)
     trainer = Trainer(workload, backend, knobs.train_config(steps=1))
     watch = compile_stats.CompileWatch(knobs.compile)
-    per_gpu = backend.devices_in_use()
-    for index in per_gpu:
-        torch.cuda.reset_peak_memory_stats(index)
+    per_gpu = backend.devices_in_use()  # their peaks are reset after warm-up (_timed)
     stats = DDPStats(trainer.net, suite.options.ddp_sample_rate)
     timed = _timed(benchmark, trainer, backend, suite, stats, watch)
     stats.close()
@@ -244,8 +243,8 @@ def test_compute_only(benchmark, suite, plugin, make_workload, compute_cell):
     from hvd_vs_ddp.backends.local import SingleBackend
 
     backend = SingleBackend(knobs.backend_options(), env=SINGLE).setup()
-    if torch.cuda.is_available():  # one GPU per rank, as the distributed backends use
-        backend.device = torch.device("cuda", plugin.env.local_rank % torch.cuda.device_count())
+    if torch.cuda.is_available():  # one GPU per rank, placed as the distributed backends are
+        backend.device = torch.device("cuda", placement.here(plugin.env, on_gpu=True).ordinal)
         torch.cuda.set_device(backend.device)  # else every rank's context lands on GPU 0
     workload = make_workload(workload_name)
     trainer = Trainer(workload, backend, knobs.train_config(steps=1))

@@ -20,7 +20,7 @@ from typing import Any, Callable, ClassVar, Iterator
 
 import torch
 
-from hvd_vs_ddp.backends import catalog, launchers
+from hvd_vs_ddp.backends import catalog, launchers, placement
 from hvd_vs_ddp.backends.catalog import Capabilities
 from hvd_vs_ddp.backends.env import LauncherEnv, detect
 from hvd_vs_ddp.backends.options import COMPRESSIONS, BackendOptions
@@ -54,6 +54,7 @@ class Backend(abc.ABC):
         self.options = options or BackendOptions()
         self.env = env or detect()
         self.device = torch.device("cpu")
+        self.placement: placement.Placement | None = None  # set by setup (_pick_device)
         self._ready = False
 
     # -- can it run here? ------------------------------------------------
@@ -140,11 +141,17 @@ class Backend(abc.ABC):
         self.close()
 
     def _pick_device(self) -> torch.device:
-        if self.options.device == "cpu" or not torch.cuda.is_available():
-            if self.capabilities.needs_gpu:
-                raise BackendUnavailable(f"{self.name}: no CUDA device visible")
-            return torch.device("cpu")
-        return torch.device("cuda", self.env.local_rank % torch.cuda.device_count())
+        """This rank's device, decided where every placement is (backends/placement.py):
+        one GPU per rank, refused in one line where a GPU would be shared."""
+        caps = self.capabilities
+        try:
+            device, self.placement = placement.device_for(
+                self.env, self.options.device, caps.needs_gpu, caps.gpu_per_rank, self.name)
+        except placement.PlacementError as exc:
+            msg = str(exc)
+            raise BackendUnavailable(msg if msg.startswith(self.name) else
+                                     f"{self.name}: {msg}") from None
+        return device
 
     # -- who am I --------------------------------------------------------
     @property

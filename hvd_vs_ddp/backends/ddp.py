@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
-from hvd_vs_ddp.backends.base import Availability, Backend, check_op
+from hvd_vs_ddp.backends import placement
+from hvd_vs_ddp.backends.base import Availability, Backend, BackendUnavailable, check_op
 from hvd_vs_ddp.backends.compile_support import COMPILED_AUTOGRAD, DDP_FIRST_BUCKET_MB, INDUCTOR
-from hvd_vs_ddp.backends.rendezvous import store_for
+from hvd_vs_ddp.backends.env import LauncherEnv
+from hvd_vs_ddp.backends.rendezvous import job_store, store_for
 
 _OPS = {
     "sum": dist.ReduceOp.SUM, "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX,
@@ -64,6 +66,13 @@ class _DDPBackend(Backend):
                                "exists in this process; close the previous backend first")
         if self.device.type == "cuda":
             torch.cuda.set_device(self.device)
+        if self.world_size > 1 and self.placement is not None:
+            # every rank's GPU (by UUID) before NCCL sees a duplicate: one line, all ranks
+            try:
+                placement.agree_in_store(job_store(self.env, self.timeout), self.placement,
+                                         self.world_size, self.options.timeout_s)
+            except placement.PlacementError as exc:
+                raise BackendUnavailable(f"{self.name}: {exc}") from None
         dist.init_process_group(self._pg_name(), store=store_for(self.env, self.timeout),
                                 rank=self.rank, world_size=self.world_size,
                                 timeout=self.timeout)
@@ -183,15 +192,22 @@ def comm_hook(compression: str, powersgd_rank: int = 1) -> tuple[Any, Any] | Non
     return None
 
 
-def gpus_fit(local_size: int, gpus: int, visible: str | None) -> Availability:
-    """NCCL needs one GPU per rank. A scheduler that binds GPUs per rank (Slurm
-    --gpus-per-task, a CUDA_VISIBLE_DEVICES per rank) shows each rank fewer GPUs than
-    there are ranks on the host: that fits; only all GPUs shown to all ranks and still
-    too few does not."""
-    if local_size <= gpus or (visible is not None and gpus >= 1):
-        return Availability(True)
-    return Availability(False, f"{local_size} ranks on this host but {gpus} GPU(s); "
-                               "NCCL needs one GPU per rank")
+def gpus_fit(local_size: int, gpus: int, visible: str | None,
+             environ: Mapping[str, str] | None = None) -> Availability:
+    """NCCL needs one GPU per rank (backends/placement.py decides): a scheduler that binds
+    GPUs per rank (Slurm --gpus-per-task, a CUDA_VISIBLE_DEVICES per rank) shows each rank
+    fewer GPUs than there are ranks on the host: that fits, and the ranks' GPU UUIDs are
+    compared at setup (placement.agree); the same GPUs shown to every rank (nothing
+    hidden, or Slurm's whole SLURM_STEP_GPUS) and fewer than the ranks does not."""
+    environ = dict(environ or {})
+    if visible is not None:
+        environ["CUDA_VISIBLE_DEVICES"] = visible
+    names = placement.visible_devices(environ, gpus)
+    if not names:
+        return Availability(False, "no CUDA device visible; NCCL needs one GPU per rank")
+    why = placement.refusal(LauncherEnv("plan", 0, local_size, 0, local_size, 0), names,
+                            environ, nccl=True)
+    return Availability(False, why) if why else Availability(True)
 
 
 class DDPGlooBackend(_DDPBackend):
@@ -222,7 +238,7 @@ class DDPNCCLBackend(_DDPBackend):
     @classmethod
     def launch_fit(cls, env) -> Availability:
         fit = gpus_fit(env.local_size, torch.cuda.device_count(),
-                       os.environ.get("CUDA_VISIBLE_DEVICES"))
+                       os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ)
         return fit if not fit else super().launch_fit(env)
 
 

@@ -170,11 +170,16 @@ class OpenMPIDetector(Detector):
 
 
 class PMIDetector(Detector):
-    """MPICH's and Intel MPI's mpiexec (Hydra), also srun --mpi=pmi2."""
+    """MPICH's and Intel MPI's mpiexec (Hydra). Not srun --mpi=pmi2: Slurm's PMI-2 plugin
+    sets PMI_FD, PMI_JOBID, PMI_RANK and PMI_SIZE but no local rank; that task is srun's
+    (SlurmDetector: SLURM_LOCALID, SLURM_NODEID), or it would read as one node."""
 
     name = "mpiexec"
     rank, size = "PMI_RANK", "PMI_SIZE"
     local_rank, local_size = "MPI_LOCALRANKID", "MPI_LOCALNRANKS"
+
+    def matches(self, env):
+        return super().matches(env) and not started_by_srun(env)
 
     def launcher_name(self, env):
         return "horovodrun-mpi" if is_under_horovodrun(env) else self.name
@@ -206,6 +211,19 @@ class SlurmDetector(Detector):
                 f"srun: SLURM_LOCALID={local_rank} is out of range for {local_size_n} "
                 "tasks on this node")
         return local_rank, local_size_n
+
+
+def started_by_srun(env: Mapping[str, str]) -> bool:
+    """Whether srun started this task itself (--mpi=pmi2, pmix or none), rather than an
+    mpirun / mpiexec whose daemons srun started inside the allocation: then Slurm's task id
+    is the MPI rank (under Hydra or Open MPI it is the node's proxy: SLURM_PROCID differs
+    from PMI_RANK, and Hydra sets MPI_LOCALRANKID)."""
+    if "SLURM_STEP_ID" not in env or "SLURM_PROCID" not in env:
+        return False
+    if "MPI_LOCALRANKID" in env or "OMPI_COMM_WORLD_RANK" in env:
+        return False
+    rank = env.get("PMI_RANK", env.get("PMIX_RANK"))
+    return rank is None or rank == env["SLURM_PROCID"]
 
 
 def _expand_tasks_per_node(spec: str) -> list[int]:

@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 import torch
 
+from hvd_vs_ddp.backends import placement
 from hvd_vs_ddp.backends.base import Availability, Backend, BackendUnavailable, check_op
 from hvd_vs_ddp.backends.horovod_layout import ChannelsLastSafe, dense_view
 from hvd_vs_ddp.backends.horovod_wait import oversubscribed, settle
@@ -141,6 +142,11 @@ class HorovodBackend(Backend):
         fit = super().launch_fit(env)  # the launcher table: can it start horovod at all?
         if not fit or env.world_size == 1:
             return fit
+        if torch.cuda.is_available():  # NCCL underneath: one GPU per rank, as ddp-nccl
+            why = placement.refusal(env, placement.visible_devices(
+                os.environ, torch.cuda.device_count()), os.environ, nccl=True)
+            if why:
+                return Availability(False, why)
         try:
             controllers = build_info()["controllers"]
         except Exception:  # not installed: availability() says so
@@ -184,10 +190,19 @@ class HorovodBackend(Backend):
                 f"horovod: hvd.init() gave rank {hvd.rank()}/{hvd.size()} but the launcher "
                 f"says {self.rank}/{self.world_size}")
         if self.device.type == "cuda":
-            # Modulo: a scheduler may give each rank one GPU (CUDA_VISIBLE_DEVICES per
-            # rank), and local rank 1 then has only device 0.
-            self.device = torch.device("cuda", hvd.local_rank() % torch.cuda.device_count())
+            # the device backends/placement.py chose from the launcher's local rank
+            # (Horovod's own must agree: its NCCL communicator is built per local rank)
+            if hvd.local_rank() != self.env.local_rank:
+                raise BackendUnavailable(
+                    f"horovod: hvd.local_rank() is {hvd.local_rank()} but the launcher "
+                    f"says local rank {self.env.local_rank}")
             torch.cuda.set_device(self.device)
+        if self.world_size > 1 and self.placement is not None:
+            everyone = [placement.Placement.from_json(p) for p in
+                        hvd.allgather_object(self.placement.as_json(), name="placement")]
+            why = placement.conflicts(everyone)
+            if why:
+                raise BackendUnavailable(f"horovod: {why}")
 
     def _close(self) -> None:
         # Horovod stays initialised until the process ends: a second hvd.init() after

@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import time
 
-from hvd_vs_ddp.common.cores import usable_cores
+from hvd_vs_ddp.common.cores import node_cores, usable_cores
 
 
-def oversubscribed(local_size: int) -> bool:
-    """More ranks on this host than cores this process may run on."""
-    return local_size > usable_cores()
+def oversubscribed(local_size: int, usable: int | None = None,
+                   cores: int | None = None) -> bool:
+    """More ranks on this host than cores they share. Ranks bound to cores of their own
+    (srun -c 4: each sees 4 of the node's cores) do not compete with each other: there
+    Horovod waits its own way, as DDP does (they were sent to sleep-polling before,
+    a penalty DDP does not pay)."""
+    usable = usable_cores() if usable is None else usable
+    cores = node_cores() if cores is None else cores
+    if usable < cores and usable * max(local_size, 1) <= cores:
+        return False  # bound per rank: each on its own cores
+    return local_size > usable
 
 
 def settle(handles) -> None:

@@ -225,14 +225,37 @@ def parse_hosts(spec: str) -> list[tuple[str, int]]:
     return out
 
 
+# Launchers that start every rank on this host whatever --hosts says (the runner's
+# torchrun is --standalone): their cells never spread over hosts.
+ONE_HOST_LAUNCHERS = ("single", "torchrun", "spawn")
+
+# What a rank on another host needs from the launching shell. Open MPI's mpirun starts
+# remote ranks through ssh with the remote shell's environment: only `-x NAME` carries a
+# variable there (Hydra's mpiexec and horovodrun forward the environment themselves).
+EXPORT_PREFIXES = ("HVD_VS_DDP_", "NCCL_", "CUDA_", "HOROVOD_", "GLOO_", "TORCH_",
+                   "PYTORCH_", "OMP_", "MKL_", "UCX_")
+EXPORT_NAMES = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "PYTHONUNBUFFERED", "VIRTUAL_ENV",
+                "MASTER_ADDR", "MASTER_PORT", "TORCHINDUCTOR_CACHE_DIR")
+
+
+def exports(environ: Mapping[str, str]) -> list[str]:
+    """`-x NAME` for each of `environ`'s variables a remote rank needs (sorted)."""
+    names = sorted(n for n in environ if n in EXPORT_NAMES or n.startswith(EXPORT_PREFIXES))
+    return [arg for n in names for arg in ("-x", n)]
+
+
 def command(launcher: str, nprocs: int, argv: list[str], python: str | None = None,
-            hosts: str | None = None) -> list[str]:
-    """argv is what follows `python` (e.g. ["-m", "pytest", ...])."""
+            hosts: str | None = None, environ: Mapping[str, str] | None = None) -> list[str]:
+    """argv is what follows `python` (e.g. ["-m", "pytest", ...]); `environ`: the
+    environment the command will run with (mpirun across --hosts exports from it)."""
     row = TABLE.get(launcher)
     if row is None or row.build is None:
         why = row.how if row else f"unknown launcher {launcher!r}; known: {', '.join(NAMES)}"
         raise LauncherUnavailable(why)
-    return row.build(nprocs, argv, python or sys.executable, hosts)
+    cmd = row.build(nprocs, argv, python or sys.executable, hosts)
+    if hosts and launcher == "mpirun":
+        cmd[1:1] = exports(env(launcher=launcher) if environ is None else environ)
+    return cmd
 
 
 def forget_xdist_worker(environ: MutableMapping[str, str]) -> None:

@@ -9,8 +9,9 @@ it runs exactly as `single` and says so in its metadata.
 """
 from __future__ import annotations
 
+import contextlib
 import copy
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -54,6 +55,36 @@ class SingleBackend(Backend):
         pass
 
 
+@contextlib.contextmanager
+def replicas_keep_autocast_dtype(replicas, device_type: str = "cuda") -> Iterator[None]:
+    """Run `replicas` under the caller's autocast dtype. torch's parallel_apply re-enters
+    autocast in each replica's thread without a dtype (torch/nn/parallel/parallel_apply.py:
+    `autocast(device_type, enabled=...)`), and a thread's default is fp16: with the bf16
+    knob set, dp's replicas ran fp16. A pre-hook sets the caller's dtype in the thread."""
+    if not torch.is_autocast_enabled(device_type):
+        yield
+        return
+    dtype = torch.get_autocast_dtype(device_type)
+
+    def same_dtype(module, args) -> None:
+        torch.set_autocast_dtype(device_type, dtype)
+
+    handles = [r.register_forward_pre_hook(same_dtype) for r in replicas]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
+class _DataParallel(torch.nn.DataParallel):
+    """nn.DataParallel whose replicas compute in the caller's autocast dtype (bf16 too)."""
+
+    def parallel_apply(self, replicas, inputs, kwargs):
+        with replicas_keep_autocast_dtype(replicas, "cuda"):
+            return super().parallel_apply(replicas, inputs, kwargs)
+
+
 class DataParallelBackend(SingleBackend):
     name = "dp"
 
@@ -68,7 +99,7 @@ class DataParallelBackend(SingleBackend):
     def prepare(self, model, optimizer):
         model = model.to(self.device)
         if self.device.type == "cuda" and torch.cuda.device_count() > 1:
-            model = torch.nn.DataParallel(model)
+            model = _DataParallel(model)
         return model, optimizer
 
     def devices_in_use(self) -> list[int]:

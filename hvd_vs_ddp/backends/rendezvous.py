@@ -40,17 +40,69 @@ class RendezvousError(RuntimeError):
 
 
 def _local_address(env: LauncherEnv, toward: str | None = None) -> str:
-    """Rank 0's address as the other ranks should dial it."""
+    """Rank 0's address as the other ranks should dial it (the first of `addresses`)."""
+    return addresses(env, toward)[0]
+
+
+def addresses(env: LauncherEnv, toward: str | None = None, resolved: str | None = None,
+              interfaces: list[str] | None = None) -> list[str]:
+    """Rank 0's candidate addresses, best first: HVD_VS_DDP_MASTER_ADDR; 127.0.0.1 when
+    every rank is on this host; the interface that routes toward a known peer; else the
+    hostname's address unless it is a loopback one (Debian's /etc/hosts maps the hostname
+    to 127.0.1.1: a remote rank would dial its own machine), then every non-loopback
+    IPv4 address of this host's interfaces. The other ranks take the first they reach."""
     override = os.environ.get("HVD_VS_DDP_MASTER_ADDR")
     if override:
-        return override
+        return [override]
     if env.local_size == env.world_size:
-        return "127.0.0.1"  # every rank on this host
+        return ["127.0.0.1"]  # every rank on this host
     if toward:  # the interface that routes toward a known peer
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
             s.connect((toward, 1))
-            return s.getsockname()[0]
-    return socket.gethostbyname(socket.gethostname())
+            return [s.getsockname()[0]]
+    if resolved is None:
+        try:
+            resolved = socket.gethostbyname(socket.gethostname())
+        except OSError:
+            resolved = ""
+    found = [a for a in ([resolved] + (interface_addresses() if interfaces is None
+                                       else interfaces)) if a and not a.startswith("127.")]
+    if not found:
+        raise RendezvousError(
+            f"rank 0 of {env.world_size} ranks on several hosts has no address but loopback "
+            f"(its hostname gives {resolved or 'nothing'}); set HVD_VS_DDP_MASTER_ADDR")
+    return list(dict.fromkeys(found))
+
+
+def interface_addresses() -> list[str]:
+    """The IPv4 address of every interface of this host (Linux: SIOCGIFADDR)."""
+    import fcntl
+    import struct
+
+    out = []
+    for _, name in socket.if_nameindex():
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            try:
+                packed = fcntl.ioctl(s.fileno(), 0x8915,  # SIOCGIFADDR
+                                     struct.pack("256s", name[:15].encode()))
+            except OSError:
+                continue  # no IPv4 address on it
+        out.append(socket.inet_ntoa(packed[20:24]))
+    return out
+
+
+def reachable(candidates: list[str], port: int, timeout_s: float = 3.0) -> str:
+    """The first of rank 0's `candidates` this rank can open a TCP connection to."""
+    if len(candidates) == 1:
+        return candidates[0]
+    for addr in candidates:
+        try:
+            with socket.create_connection((addr, port), timeout=timeout_s):
+                return addr
+        except OSError:
+            continue
+    raise RendezvousError(f"none of rank 0's addresses {', '.join(candidates)} answers on "
+                          f"port {port}; set HVD_VS_DDP_MASTER_ADDR")
 
 
 def _mpi_exchange(value: object) -> object:
@@ -179,10 +231,12 @@ def _make_store(env: LauncherEnv, timeout: datetime.timedelta) -> TCPStore:
         toward = os.environ.get("HOROVOD_GLOO_RENDEZVOUS_ADDR")
         store = TCPStore("0.0.0.0", 0, env.world_size, is_master=True, timeout=timeout,
                          wait_for_workers=False)
-        endpoint = exchange([_local_address(env, toward), store.port])
+        endpoint = exchange([addresses(env, toward), store.port])
     else:
         endpoint = exchange(None)
-    host, port = endpoint  # type: ignore[misc]
+    candidates: list[str] = list(endpoint[0])  # type: ignore[index]
+    port = endpoint[1]  # type: ignore[index]
     if store is None:
+        host = reachable(candidates, int(port))
         store = TCPStore(host, int(port), env.world_size, is_master=False, timeout=timeout)
     return store

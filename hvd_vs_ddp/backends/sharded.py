@@ -42,7 +42,7 @@ class _ShardedBase(_DDPBackend):
     def launch_fit(cls, env) -> Availability:
         if torch.cuda.is_available():
             fit = gpus_fit(env.local_size, torch.cuda.device_count(),
-                           os.environ.get("CUDA_VISIBLE_DEVICES"))
+                           os.environ.get("CUDA_VISIBLE_DEVICES"), os.environ)
             if not fit:
                 return fit
         return super().launch_fit(env)

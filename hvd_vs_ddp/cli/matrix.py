@@ -33,7 +33,7 @@ from typing import Iterable
 import torch
 
 from hvd_vs_ddp.backends import catalog, compile_support, registry
-from hvd_vs_ddp.backends.launchers import matrix_launchers
+from hvd_vs_ddp.backends.launchers import ONE_HOST_LAUNCHERS, matrix_launchers
 from hvd_vs_ddp.common.errors import InputError, UnknownName
 from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
 from hvd_vs_ddp.harness.options import SUITES, SuiteOptions
@@ -166,8 +166,47 @@ def _gpus_short(backend: str, n: int, gpus: int) -> bool:
     return (caps.needs_gpu or (caps.gpu_per_rank and gpus > 0)) and n > max(gpus, 1)
 
 
+
+
+def ranks_per_host(launcher: str, n: int, hosts: str | None) -> int:
+    """The most ranks one host gets when `launcher` starts `n` over `hosts` (filled in
+    order, as backends/placement.py plans it); all `n` on this host without --hosts."""
+    if not hosts or launcher in ONE_HOST_LAUNCHERS:
+        return n
+    from hvd_vs_ddp.backends import placement
+    from hvd_vs_ddp.backends.launchers import parse_hosts
+
+    try:
+        return max(p.local_size for p in placement.plan(parse_hosts(hosts), n, 0,
+                                                        on_gpu=False))
+    except placement.PlacementError:
+        return n  # fewer slots than ranks: the run request refuses that (its --hosts check)
+
+
+def gpu_refusal(backend: str, launcher: str, n: int, gpus: int,
+                hosts: str | None = None) -> str | None:
+    """Why a cell would put two ranks on one GPU (every host taken to have this host's
+    GPU count): on a GPU machine every rank trains on a GPU of its own, whatever the
+    transport (NCCL refuses a shared GPU; Gloo and MPI would share its time and energy);
+    None where it fits, or where it runs on the CPU (no GPU here)."""
+    caps = catalog.get(backend) if backend != COMPUTE_ONLY else None
+    if gpus < 1 or n < 2 or (caps is not None and not caps.distributed):
+        return None
+    per_host = ranks_per_host(launcher, n, hosts)
+    if per_host <= gpus:
+        return None
+    where = "on this host" if per_host == n else f"on one of {hosts}"
+    more = "" if hosts and launcher not in ONE_HOST_LAUNCHERS else \
+        " (use --hosts for more machines)" if launcher not in ONE_HOST_LAUNCHERS else \
+        f" ({launcher} starts every rank on this host)"
+    return (f"{backend} at world size {n} needs {per_host} GPUs {where}; {gpus} visible: "
+            f"one GPU per rank{more}")
+
+
 def cells(preset: Preset, backends: list[str] | None = None,
-          world_sizes: list[int] | None = None) -> list[Cell]:
+          world_sizes: list[int] | None = None, hosts: str | None = None) -> list[Cell]:
+    """The preset's cells; `hosts` (--hosts): where launchers that take hosts place their
+    ranks, so that a GPU cell is judged by the ranks each host gets."""
     gpus = _gpus()
     # A preset's GPU backend is left out where there is no GPU; asked for by name, it errors.
     chosen = tuple(backends or (b for b in preset.backends if _fits_here(b, gpus)))
@@ -195,7 +234,7 @@ def cells(preset: Preset, backends: list[str] | None = None,
             raise MatrixError(f"world size must be >= 1, got {n}")
         for backend in chosen:
             caps = catalog.get(backend)
-            if _gpus_short(backend, n, gpus):
+            if gpus == 0 and _gpus_short(backend, n, gpus):
                 if backends:  # asked for by name
                     raise MatrixError(f"{backend} at world size {n} needs {n} GPUs on this "
                                       f"host; {gpus} visible (use --hosts for more machines)")
@@ -213,6 +252,11 @@ def cells(preset: Preset, backends: list[str] | None = None,
             for launcher in (la for la in launchers_ if la not in preset.without_launchers):
                 if preset.launchers and n > 1 and launcher not in preset.launchers:
                     continue
+                short = gpu_refusal(backend, launcher, n, gpus, hosts)
+                if short:  # backends/placement.py's rule, judged before any process starts
+                    if backends:  # asked for by name
+                        raise MatrixError(short)
+                    continue  # a preset goes as far as the hosts' GPUs
                 for suites, knob in groups:
                     if backend in BASELINES and knob in comm_only:
                         continue  # one process: nothing to compress or bucket
@@ -231,7 +275,8 @@ def cells(preset: Preset, backends: list[str] | None = None,
                                 knob == knob_names[0] or by_name(knob).compile != "eager"):
                         out.append(Cell(backend, launcher, n, ("timeline",),
                                         knob_set=knob))
-        if "compute" in preset.suites and n > 1:
+        if "compute" in preset.suites and n > 1 and not gpu_refusal(
+                COMPUTE_ONLY, "torchrun", n, gpus):  # its ranks share no GPU either
             for knob in (k for k in knob_names if k not in comm_only):
                 out.append(Cell(COMPUTE_ONLY, "single" if n == 1 else "torchrun", n,
                                 ("compute",), knob_set=knob))
@@ -262,7 +307,7 @@ def recovery_cells(preset: Preset, backends: tuple[str, ...],
                    sizes: tuple[int, ...]) -> list[Cell]:
     """One cell per backend with an elastic path and world size >= 2, under that path's
     launcher; a backend or launcher without one is refused (hvd_vs_ddp/recovery/plan.py)."""
-    from hvd_vs_ddp.recovery.plan import path_for
+    from hvd_vs_ddp.recovery.plan import gpu_refusal, path_for
 
     if not any(n >= 2 for n in sizes):
         raise MatrixError(f"recovery at world size {','.join(map(str, sizes))}: a recovery "
@@ -272,7 +317,11 @@ def recovery_cells(preset: Preset, backends: tuple[str, ...],
         path = path_for(backend)  # InputError: no elastic path, and which exist
         if preset.launchers and path.launcher not in preset.launchers:
             path_for(backend, next(iter(preset.launchers)))  # says why not there
-        out += [Cell(backend, path.launcher, n, preset.suites) for n in sizes if n >= 2]
+        for n in (n for n in sizes if n >= 2):
+            why = None if path.per_step else gpu_refusal(n, _gpus())  # torchft: on the CPU
+            if why:  # its workers would share GPUs: refused before any process starts
+                raise MatrixError(f"{backend}: {why}")
+            out.append(Cell(backend, path.launcher, n, preset.suites))
     return out
 
 

@@ -259,7 +259,7 @@ def _cells(args: Any, preset: Preset, extra: tuple[str, ...]) -> tuple[Cell, ...
     sizes = list(args.world_sizes) if args.world_sizes else None
     sized = dataclasses.replace(preset, workloads=args.workloads) if args.workloads \
         else preset  # per-workload cells (Horovod autotune) follow --workloads
-    cells = matrix.cells(sized, backends, sizes)
+    cells = matrix.cells(sized, backends, sizes, getattr(args, "hosts", None))
     under = f" under --launchers {','.join(args.launchers)}" if args.launchers else ""
     _check_launchers(args.launchers or ())
     shown = ",".join(map(str, sizes or preset.world_sizes))

@@ -279,7 +279,6 @@ class Runner:
         argv = pytest_argv(cell, self.preset, str(results.resolve()), self.workloads,
                            run_dir=str(self.run_dir.resolve()))
         launcher, nprocs = launch_as(cell)  # a recovery cell starts its own elastic job
-        cmd = launchers.command(launcher, nprocs, argv, hosts=self.hosts)
         env = launchers.env(launcher=launcher)
         if self.pythonpath:  # the ranks import external workloads as the parent did
             env["PYTHONPATH"] = os.pathsep.join(
@@ -287,6 +286,8 @@ class Runner:
         outputs.check_one(outputs.Output(log_path, outputs.CELL_LOG), owner=self.run_dir)
         self.marker = f"{marker_root(self.run_dir)}{stem}/{uuid.uuid4().hex}"
         env[CELL_MARKER] = self.marker
+        # mpirun across --hosts exports the cell's variables to remote ranks (-x)
+        cmd = launchers.command(launcher, nprocs, argv, hosts=self.hosts, environ=env)
         start = time.monotonic()
         meter = cpu_load.Meter()
         meter.start()

@@ -7,9 +7,14 @@ A check passes when every rank exits 0 and rank 0 prints "SELFTEST OK"; it is sk
 with the reason, when the machine lacks what it needs (a launcher, a library, GPUs).
 CPU paths: single, dp, ddp-gloo (torchrun), ddp-mpi (mpirun), horovod (horovodrun
 --gloo and --mpi), 2 ranks each. GPU paths: a NCCL allreduce in every GPU pair,
-ddp-nccl and Horovod NCCL at 1 and all local GPUs, fp16 (with accumulation) and
-bf16 AMP, channels_last, NVML sampling of the right GPU, DataParallel over 2+ GPUs,
-CUDA-aware MPI detection. About a minute on 2 CPU cores; exit 1 if any check failed.
+ddp-nccl and Horovod NCCL at 1 and all local GPUs, fsdp and zero over NCCL, one GPU
+visible per rank, ddp-nccl under mpirun, fp16 (with accumulation) and bf16 AMP,
+channels_last, NVML sampling of the right GPU, DataParallel over 2+ GPUs (every GPU's
+output seen, bf16 replicas), CUDA-aware MPI detection. Every training check gathers each
+rank's GPU UUID and fails if two ranks share one. Refusal checks pass only when the job
+stops with backends/placement.py's one-line refusal: two NCCL ranks on one GPU (each rank
+sees it alone, or the UUIDs tell), two ranks each given "their own" GPU that is the same
+one, two Gloo ranks on one GPU. About a minute on 2 CPU cores; exit 1 if any check failed.
 A check asked for by name (--only) that cannot run here fails instead of skipping.
 
     hvd-vs-ddp doctor --selftest
@@ -47,6 +52,7 @@ class Check:
     args: list[str] = field(default_factory=list)  # selftest_rank's arguments
     skip: str | None = None                         # why this machine cannot run it
     env: dict[str, str] = field(default_factory=dict)
+    expect: str | None = None  # a refusal check: exit non-zero with output matching this
 
 
 @dataclass
@@ -121,6 +127,9 @@ def plan(f: dict) -> list[Check]:
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     last_gpu = (visible.split(",")[-1].strip() if visible else str(max(n - 1, 0)))
     many = f"{n} GPUs" if n > 1 else "all GPUs"
+    # one GPU shown to two ranks: all of them on a 1-GPU machine (each rank can tell, unless
+    # CUDA_VISIBLE_DEVICES is set), else the last one (the GPU UUIDs, gathered, tell)
+    one_gpu = {"CUDA_VISIBLE_DEVICES": last_gpu} if n > 1 else {}
     checks += [
         Check("nccl-pairs", "nccl allreduce, every GPU pair", "torchrun", n,
               ["nccl-pairs"], few or nccl),
@@ -142,6 +151,36 @@ def plan(f: dict) -> list[Check]:
         Check("nvml", f"NVML samples the right GPU (CUDA_VISIBLE_DEVICES={last_gpu})",
               args=["nvml"], skip=no_gpu, env={"CUDA_VISIBLE_DEVICES": last_gpu}),
         Check("dp-gpus", f"DataParallel over {many}", args=["train", "--backend", "dp"], skip=few),
+        Check("dp-bf16", f"DataParallel over {many}, bf16 replicas", args=[
+            "train", "--backend", "dp", "--precision", "bf16"], skip=few),
+        Check("fsdp-nccl-1", "fsdp over NCCL 1 GPU", "torchrun", 1,
+              ["train", "--backend", "fsdp"], nccl),
+        Check("zero-nccl-1", "zero over NCCL 1 GPU", "torchrun", 1,
+              ["train", "--backend", "zero"], nccl),
+        Check("fsdp-nccl-all", f"fsdp over NCCL {many}", "torchrun", n,
+              ["train", "--backend", "fsdp"], few or nccl),
+        Check("zero-nccl-all", f"zero over NCCL {many}", "torchrun", n,
+              ["train", "--backend", "zero"], few or nccl),
+        Check("gpu-per-task", f"ddp-nccl {many}, one GPU visible per rank", "torchrun", n,
+              [*ddp, "--gpu-per-task"], few or nccl),
+        Check("ddp-nccl-mpirun", f"ddp-nccl {many} under mpirun", "mpirun", n, ddp,
+              few or nccl or _launcher_skip(f, "mpirun")),
+        # refusals (backends/placement.py): one line, before NCCL ever sees a duplicate
+        Check("refuse-two-nccl-one-gpu", "refused: 2 NCCL ranks, 1 GPU visible to both",
+              "torchrun", 2, ddp, nccl, one_gpu, expect=(
+                  r"2 ranks on this host but 1 GPU\(s\) visible to each: NCCL needs one GPU"
+                  r"|ranks 0, 1 on \S+ would all train on GPU GPU-.*NCCL")),
+        Check("refuse-same-gpu-by-uuid", "refused: 2 NCCL ranks given one GPU each, the same",
+              "torchrun", 2, [*ddp, "--gpu-per-task", "--same-gpu"], nccl,
+              expect=r"ranks 0, 1 on \S+ would all train on GPU GPU-"),
+        Check("refuse-gloo-sharing-gpu", "refused: 2 Gloo ranks on 1 GPU",
+              "torchrun", 2, ["train", "--backend", "ddp-gloo"],
+              no_gpu or _launcher_skip(f, "torchrun"), one_gpu, expect=(
+                  r"2 ranks on this host but 1 GPU\(s\) visible to each: a rank on a GPU"
+                  r"|ranks 0, 1 on \S+ would all train on GPU GPU-.*share")),
+        Check("srun", "srun across nodes", skip=no_gpu or "needs a Slurm cluster: "
+              "deploy/slurm/compare.sbatch (its pmi2/pmix placement: "
+              "tests/unit/test_placement.py)"),
         Check("cuda-aware-mpi", "CUDA-aware MPI (detection)", "ompi_info",
               skip=no_gpu or _launcher_skip(f, "mpirun")),
     ]
@@ -200,11 +239,21 @@ def run_check(check: Check, time_limit: float) -> Outcome:
         return Outcome(check, "fail", time.monotonic() - start,
                        f"no result within {time_limit:.0f}s (killed); last: {_reason(output)}",
                        output)
-    secs = time.monotonic() - start
+    return judge(check, proc.returncode, output, time.monotonic() - start)
+
+
+def judge(check: Check, code: int, output: str, secs: float = 0.0) -> Outcome:
+    """A finished check's outcome from its exit status and output."""
+    if check.expect:  # a refusal: it must stop, saying why
+        said = re.search(check.expect, output)
+        if code != 0 and said:
+            return Outcome(check, "pass", secs, f"refused: ...{said.group(0)}")
+        return Outcome(check, "fail", secs, f"exit {code}, expected a refusal "
+                       f"matching {check.expect!r}: {_reason(output)}", output)
     ok = re.search(r"SELFTEST OK (.*)", output)
-    if proc.returncode == 0 and ok:
+    if code == 0 and ok:
         return Outcome(check, "pass", secs, ok.group(1).strip())
-    return Outcome(check, "fail", secs, f"exit {proc.returncode}: {_reason(output)}", output)
+    return Outcome(check, "fail", secs, f"exit {code}: {_reason(output)}", output)
 
 
 def table(outcomes: list[Outcome]) -> list[str]:
@@ -218,7 +267,8 @@ def table(outcomes: list[Outcome]) -> list[str]:
     return lines
 
 
-def run(only: list[str] | None = None, time_limit: float = 120.0, out=sys.stdout) -> int:
+def run(only: list[str] | None = None, time_limit: float = 120.0, out=sys.stdout,
+        where_possible: bool = False) -> int:
     start = time.monotonic()
     checks = plan(_facts())
     known = [c.id for c in checks]
@@ -229,7 +279,7 @@ def run(only: list[str] | None = None, time_limit: float = 120.0, out=sys.stdout
     outcomes = []
     for check in chosen:
         outcome = run_check(check, time_limit)
-        if only and outcome.status == "skip":  # asked for by name: it must run
+        if only and outcome.status == "skip" and not where_possible:  # named: must run
             outcome = Outcome(check, "fail", detail=f"asked for, but cannot run: {outcome.detail}")
         outcomes.append(outcome)
         print(f"selftest: {check.id}: {outcome.status}", file=sys.stderr, flush=True)
@@ -256,10 +306,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", help="comma-separated check ids (default: all)")
     ap.add_argument("--time-limit", type=float, default=120.0,
                     help="seconds per check before its processes are killed (default 120)")
+    ap.add_argument("--where-possible", action="store_true",
+                    help="with --only: a named check this machine cannot run is skipped "
+                         "with its reason instead of failing (one command for several "
+                         "machines)")
     args = ap.parse_args(argv)
     only = [x.strip() for x in args.only.split(",") if x.strip()] if args.only else None
     try:
-        return run(only, args.time_limit)
+        return run(only, args.time_limit, where_possible=args.where_possible)
     except InputError as exc:
         print(f"hvd-vs-ddp: error: {one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT

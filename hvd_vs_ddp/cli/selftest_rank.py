@@ -12,7 +12,9 @@ an exception and a non-zero exit, which fails the check).
     CUDA_VISIBLE_DEVICES=3 python -m hvd_vs_ddp.cli.selftest_rank nvml
 
 `train` checks, beyond a clean exit: finite losses, every rank holding the same weights
-afterwards, the model on the device asked for (the rank's own GPU), channels_last
+afterwards, the model on the device asked for, every rank on a GPU of its own (their
+UUIDs gathered and compared: the placement's proof, not the local rank it came from),
+DataParallel's outputs coming from every GPU in the precision asked for, channels_last
 weights when asked for, and a finite GradScaler scale with fp16.
 """
 from __future__ import annotations
@@ -33,7 +35,12 @@ def _train(args) -> str:
 
     options = BackendOptions(accumulation_steps=args.accumulation, timeout_s=args.timeout,
                              device=args.device, compression=args.compression)
-    backend = registry.create(args.backend, options, env=detect()).setup()
+    env = detect()
+    if args.gpu_per_task:  # as Slurm's --gpus-per-task: each rank sees its own GPU only
+        import os
+
+        os.environ["CUDA_VISIBLE_DEVICES"] = "0" if args.same_gpu else str(env.local_rank)
+    backend = registry.create(args.backend, options, env=env).setup()
     try:
         if args.workload == "resnet50":  # the smallest ResNet-50 step (channels_last)
             workload = workloads.get("resnet50", batch_size=4, image_size=32, classes=10,
@@ -43,6 +50,7 @@ def _train(args) -> str:
         config = TrainConfig(steps=args.steps, precision=args.precision,
                              channels_last=args.channels_last)
         trainer = Trainer(workload, backend, config)
+        replicas = _watch_replicas(trainer.model)
         trainer.run(args.steps)
         losses = trainer.global_losses()
         if not all(math.isfinite(x) for x in losses):
@@ -61,13 +69,59 @@ def _train(args) -> str:
         sums = backend.all_gather_object(checksum)
         if max(sums) - min(sums) > 1e-6 * max(1.0, abs(checksum)):
             raise AssertionError(f"ranks hold different weights: checksums {sums}")
+        gpus = _placement_proof(backend)
+        worked = _replicas_worked(replicas, args.precision)
         meta = backend.metadata()
         extra = "".join(f" {k}={meta[k]}" for k in ("tensor_ops", "controller", "dp_devices",
                                                       "process_group") if k in meta)
         return (f"{args.backend} x{backend.world_size} on {backend.device}, {args.precision}, "
-                f"loss {losses[0]:.3f}->{losses[-1]:.3f}{extra}")
+                f"loss {losses[0]:.3f}->{losses[-1]:.3f}{extra}{gpus}{worked}")
     finally:
         backend.close()
+
+
+def _placement_proof(backend) -> str:
+    """Every rank's physical GPU by UUID (not the local rank it was derived from), and
+    its host: two ranks on one GPU of one host fail the check."""
+    import socket
+
+    from hvd_vs_ddp.backends.placement import gpu_uuid
+
+    mine = (socket.gethostname(), gpu_uuid(backend.device.index)
+            if backend.device.type == "cuda" else None)
+    everyone = backend.all_gather_object(mine)
+    if mine[1] is None:
+        return ""
+    if len(set(everyone)) != len(everyone):
+        raise AssertionError(f"ranks share a GPU (host, UUID by rank): {everyone}")
+    return f" gpus={','.join(u[4:12] if u else '?' for _, u in everyone)} (distinct)"
+
+
+def _watch_replicas(model) -> list | None:
+    """DataParallel: record the device and dtype of every replica's output (the hook is
+    copied into each replica), so that every GPU is shown to have worked."""
+    if not isinstance(model, torch.nn.DataParallel):
+        return None
+    seen: list = []
+    model.module.register_forward_hook(
+        lambda mod, inp, out: seen.append((out.device.index, out.dtype)))
+    return seen
+
+
+def _replicas_worked(seen: list | None, precision: str) -> str:
+    if seen is None:
+        return ""
+    want = set(range(torch.cuda.device_count()))
+    got = {d for d, _ in seen}
+    if got != want:
+        raise AssertionError(f"DataParallel: GPUs {sorted(want - got)} computed nothing "
+                             f"(outputs came from {sorted(got)})")
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    wrong = {str(t) for _, t in seen if dtype is not None and t != dtype}
+    if wrong:
+        raise AssertionError(f"DataParallel replicas computed in {', '.join(sorted(wrong))}, "
+                             f"not {dtype} ({precision})")
+    return f" replicas on GPUs {sorted(got)} in {seen[-1][1]}"
 
 
 def _nccl_pairs(args) -> str:
@@ -77,10 +131,11 @@ def _nccl_pairs(args) -> str:
     import torch.distributed as dist
 
     from hvd_vs_ddp.backends.env import detect
+    from hvd_vs_ddp.backends.placement import here
     from hvd_vs_ddp.backends.rendezvous import store_for
 
     env = detect()
-    torch.cuda.set_device(env.local_rank % torch.cuda.device_count())
+    torch.cuda.set_device(here(env, on_gpu=True, nccl=True).ordinal)  # one GPU per rank
     timeout = datetime.timedelta(seconds=args.timeout)
     dist.init_process_group("nccl", store=store_for(env, timeout), rank=env.rank,
                             world_size=env.world_size, timeout=timeout)
@@ -139,6 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workload", choices=("mlp", "resnet50"), default="mlp")
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds per collective")
+    ap.add_argument("--gpu-per-task", action="store_true",
+                    help="each rank sees only the GPU of its local rank (Slurm's "
+                         "--gpus-per-task=1), before CUDA starts")
+    ap.add_argument("--same-gpu", action="store_true",
+                    help="with --gpu-per-task: every rank is given GPU 0 (a wrong binding "
+                         "the placement must refuse by UUID)")
     args = ap.parse_args(argv)
     line = {"train": _train, "nccl-pairs": _nccl_pairs, "nvml": _nvml}[args.mode](args)
     from hvd_vs_ddp.backends.env import detect

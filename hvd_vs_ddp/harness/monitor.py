@@ -6,7 +6,10 @@ used between start() and stop() (`gpu_energy_j`, from NVML's total-energy counte
 without a GPU or on a GPU without the counter). A daemon thread samples every
 `interval_s`; `stop()` takes a last sample and returns the series.
 
-`gpu_index` is the CUDA device index of this process (torch.device("cuda", i)).
+`gpu_index` is the CUDA device index of this process (torch.device("cuda", i)), or the
+list of every GPU it trains on (DataParallel): then utilisation is their mean, memory and
+energy their sums, and `*_per_gpu` keep each GPU's own (energy per sample divides the
+energy of all of dp's GPUs, so all of them must be read, not only cuda:0).
 NVML numbers every GPU of the host in PCI order and ignores CUDA_VISIBLE_DEVICES,
 so NVML's index i is another GPU as soon as CUDA_VISIBLE_DEVICES remaps (a
 scheduler giving this job GPUs 4-7): the GPU is found by its UUID instead, and
@@ -19,13 +22,14 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Any
+from typing import Any, Sequence
 
 import psutil
 
 
 class Monitor:
-    def __init__(self, rank: int, gpu_index: int | None = None, interval_s: float = 0.5) -> None:
+    def __init__(self, rank: int, gpu_index: int | Sequence[int] | None = None,
+                 interval_s: float = 0.5) -> None:
         self.rank, self.interval_s = rank, interval_s
         self.proc = psutil.Process()
         self._stop = threading.Event()
@@ -33,46 +37,67 @@ class Monitor:
         self.series: dict[str, Any] = {"rank": rank, "t": [], "cpu_percent": [], "rss_mb": [],
                                        "gpu_util": None, "gpu_mem_mb": None,
                                        "gpu_energy_j": None}
-        self._nvml = self._gpu_handle(gpu_index)
-        self._energy0: int | None = None
+        indices = [] if gpu_index is None else \
+            [gpu_index] if isinstance(gpu_index, int) else list(gpu_index)
+        self._handles = self._gpu_handles(indices)
+        self._nvml = self._handles[0] if self._handles else None
+        self._energy0: list[int | None] = []
 
-    def _gpu_handle(self, gpu_index: int | None):
-        if gpu_index is None:
-            return None
+    def _gpu_handles(self, indices: list[int]) -> list:
+        """One NVML handle per GPU this rank trains on (DataParallel: all of them);
+        `series["gpu"]` names the first, `series["gpus"]` every one when there are more."""
+        if not indices:
+            return []
         try:
             import pynvml
 
             pynvml.nvmlInit()
-            handle, uuid = nvml_handle(pynvml, gpu_index)
-            self.series["gpu"] = {"cuda_index": gpu_index, "uuid": uuid,
-                                  "nvml_index": pynvml.nvmlDeviceGetIndex(handle)}
+            handles, named = [], []
+            for index in indices:
+                handle, uuid = nvml_handle(pynvml, index)
+                handles.append(handle)
+                named.append({"cuda_index": index, "uuid": uuid,
+                              "nvml_index": pynvml.nvmlDeviceGetIndex(handle)})
+            self.series["gpu"] = named[0]
+            if len(named) > 1:
+                self.series["gpus"] = named
+                self.series["gpu_util_per_gpu"] = [[] for _ in named]
+                self.series["gpu_mem_mb_per_gpu"] = [[] for _ in named]
             self.series["gpu_util"], self.series["gpu_mem_mb"] = [], []
-            return handle
+            return handles
         except Exception:  # no NVML: CPU series only
-            return None
+            return []
 
     def _sample(self, t0: float) -> None:
         s = self.series
         s["t"].append(round(time.monotonic() - t0, 3))
         s["cpu_percent"].append(self.proc.cpu_percent(None))
         s["rss_mb"].append(round(self.proc.memory_info().rss / 2**20, 1))
-        if self._nvml is not None:
+        if self._handles:
             import pynvml
 
-            s["gpu_util"].append(pynvml.nvmlDeviceGetUtilizationRates(self._nvml).gpu)
-            s["gpu_mem_mb"].append(round(pynvml.nvmlDeviceGetMemoryInfo(self._nvml).used
-                                         / 2**20, 1))
+            util = [pynvml.nvmlDeviceGetUtilizationRates(h).gpu for h in self._handles]
+            mem = [round(pynvml.nvmlDeviceGetMemoryInfo(h).used / 2**20, 1)
+                   for h in self._handles]
+            # one GPU: its own figures; several (dp): mean utilisation, memory summed
+            s["gpu_util"].append(util[0] if len(util) == 1 else sum(util) / len(util))
+            s["gpu_mem_mb"].append(mem[0] if len(mem) == 1 else round(sum(mem), 1))
+            if len(self._handles) > 1:
+                for i, (u, m) in enumerate(zip(util, mem)):
+                    s["gpu_util_per_gpu"][i].append(u)
+                    s["gpu_mem_mb_per_gpu"][i].append(m)
 
-    def _energy_mj(self) -> int | None:
-        """NVML's total energy counter of this GPU (mJ since the driver loaded), or None."""
-        if self._nvml is None:
-            return None
-        try:
-            import pynvml
+    def _energy_mj(self) -> list[int | None]:
+        """NVML's total energy counter of each GPU (mJ since the driver loaded), or None."""
+        out: list[int | None] = []
+        for handle in self._handles:
+            try:
+                import pynvml
 
-            return int(pynvml.nvmlDeviceGetTotalEnergyConsumption(self._nvml))
-        except Exception:  # a GPU without the counter (before Volta), or NVML gone
-            return None
+                out.append(int(pynvml.nvmlDeviceGetTotalEnergyConsumption(handle)))
+            except Exception:  # a GPU without the counter (before Volta), or NVML gone
+                out.append(None)
+        return out
 
     def _run(self) -> None:
         self.proc.cpu_percent(None)
@@ -94,8 +119,12 @@ class Monitor:
                 self._sample(self._t0)
             self._thread = None
             end = self._energy_mj()
-            if self._energy0 is not None and end is not None and end >= self._energy0:
-                self.series["gpu_energy_j"] = (end - self._energy0) / 1000.0
+            used = [(e - b) / 1000.0 for b, e in zip(self._energy0, end)
+                    if b is not None and e is not None and e >= b]
+            if used and len(used) == len(self._handles):  # every GPU's, or none
+                self.series["gpu_energy_j"] = sum(used)  # DataParallel: all of its GPUs
+                if len(used) > 1:
+                    self.series["gpu_energy_j_per_gpu"] = used
         return self.series
 
     def __enter__(self) -> "Monitor":

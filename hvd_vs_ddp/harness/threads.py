@@ -3,8 +3,10 @@
 Launchers disagree: torchrun sets OMP_NUM_THREADS=1, horovodrun and mpirun set nothing
 (so every rank would run as many threads as the machine has cores: measured here, 4
 Horovod ranks on 2 cores ran 11x slower that way). The suites therefore ignore
-OMP_NUM_THREADS and give every rank `cores of the node // ranks on the node` threads
-(at least 1, at most the cores this process may run on), or `--threads N` when given.
+OMP_NUM_THREADS and give every rank its share of the node (`cores of the node // ranks on
+the node`, or the cores it is bound to: srun -c N) less one core per DataLoader worker
+and, on a GPU, one for the pin-memory thread and NCCL's / Horovod's own (at least 1), or
+`--threads N` when given.
 The plan is recorded in the results (machine_info.hvd_vs_ddp.threads) with every rank's
 actual `torch.get_num_threads()`, and a warning is logged when ranks x threads exceed
 the node's cores.
@@ -28,6 +30,7 @@ class ThreadPlan:
     usable_cores: int   # cores this process may run on (affinity, e.g. Slurm's cpus)
     local_ranks: int    # ranks on this node
     source: str         # "auto" or "--threads"
+    reserved: int = 0   # cores of each rank's share left to its helpers (see decide)
 
     @property
     def oversubscribed(self) -> bool:
@@ -37,13 +40,38 @@ class ThreadPlan:
         return asdict(self)
 
 
-def decide(local_ranks: int, requested: int = 0) -> ThreadPlan:
-    """`requested` > 0 wins; else cores of the node // local ranks, within 1..usable."""
-    cores, usable = node_cores(), usable_cores()
+def bound_per_rank(local_ranks: int, usable: int, cores: int) -> bool:
+    """Whether each rank runs on cores of its own (srun -c N, mpirun --bind-to): its
+    affinity is a share of the node that the node's ranks together do not exceed."""
+    return usable < cores and usable * max(local_ranks, 1) <= cores
+
+
+def decide(local_ranks: int, requested: int = 0, loader_workers: int = 0,
+           on_gpu: bool = False, cores: int | None = None,
+           usable: int | None = None) -> ThreadPlan:
+    """`requested` > 0 wins. Else each rank's share of the node (its own cores where it is
+    bound to them, else cores // local ranks), less what its helpers need: one core per
+    DataLoader worker process, and on a GPU one for the pin-memory thread and the
+    library's own (NCCL's proxy, Horovod's background thread); at least 1 thread."""
+    cores = node_cores() if cores is None else cores
+    usable = usable_cores() if usable is None else usable
     if requested > 0:
         return ThreadPlan(requested, cores, usable, local_ranks, "--threads")
-    per_rank = max(1, min(usable, cores // max(local_ranks, 1)))
-    return ThreadPlan(per_rank, cores, usable, local_ranks, "auto")
+    share = usable if bound_per_rank(local_ranks, usable, cores) \
+        else min(usable, cores // max(local_ranks, 1))
+    reserved = max(0, loader_workers) + (1 if on_gpu else 0)
+    per_rank = max(1, share - reserved)
+    return ThreadPlan(per_rank, cores, usable, local_ranks, "auto", min(reserved, share))
+
+
+def loader_workers(knob_set: str) -> int:
+    """DataLoader worker processes per rank of the knob set `knob_set` (0 if unknown)."""
+    from hvd_vs_ddp.harness.knobs import by_name
+
+    try:
+        return by_name(knob_set).num_workers
+    except Exception:  # a name the knob module does not know: no workers of its own
+        return 0
 
 
 def apply(plan: ThreadPlan) -> None:

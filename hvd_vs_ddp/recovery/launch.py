@@ -95,9 +95,18 @@ def _torchft(plan: Plan, trial: Path, python: str) -> list[Launch]:
 BUILDERS = {"horovod-elastic": _horovod, "torchrun-elastic": _torchrun, "torchft": _torchft}
 
 
-def commands(plan: Plan, trial: Path, python: str | None = None) -> list[Launch]:
-    """The processes to start for this plan (trial: the trial's directory)."""
-    return BUILDERS[plan.path](plan, trial, python or sys.executable)
+def commands(plan: Plan, trial: Path, python: str | None = None,
+             gpus: int | None = None) -> list[Launch]:
+    """The processes to start for this plan (trial: the trial's directory). On a machine
+    with `gpus` GPUs (default: what torch sees) each "host" gets its own (Plan.gpu_split),
+    so that two workers of local rank 0 never both take cuda:0."""
+    if gpus is None:
+        import torch
+
+        gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    split = plan.gpu_split(gpus)
+    return [(cmd, {**split, **extra}, service) for cmd, extra, service in
+            BUILDERS[plan.path](plan, trial, python or sys.executable)]
 
 
 def environment(plan_file: Path, launcher: str, extra: dict[str, str]) -> dict[str, str]:

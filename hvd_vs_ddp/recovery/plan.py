@@ -8,6 +8,9 @@ torch.save on rank 0, or torch.distributed.checkpoint) every k steps, and the st
 which one worker is SIGKILLed. Two "hosts" are two names of this machine, localhost
 and 127.0.0.1 (as Horovod's own elastic tests do); the victim is a worker on the
 second, so Horovod Elastic, which blacklists a failed host, drops that host's workers.
+Both number their local ranks from 0, so on a GPU machine each "host" gets its own GPUs
+(`Plan.gpu_split`: HVD_VS_DDP_HOST_GPUS, read by hvd_vs_ddp/backends/placement.py), and
+a plan with more ranks than GPUs is refused (`gpu_refusal`).
 
 `ElasticPath` rows say which launcher each library's recovery runs under and what it
 needs; which backends train under which path is each backend's catalog row
@@ -28,11 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hvd_vs_ddp.backends import catalog
+from hvd_vs_ddp.backends import catalog, placement
 from hvd_vs_ddp.common.errors import InputError
 
 PLAN_ENV = "HVD_VS_DDP_RECOVERY_PLAN"    # the plan.json a worker reads
-HOST_ENV = "HVD_VS_DDP_RECOVERY_HOST"    # which "host" a torchrun agent's workers are on
+HOST_ENV = placement.HOST_NAME_ENV       # which "host" a torchrun agent's workers are on
 HOSTS = ("localhost", "127.0.0.1")       # two names of this machine: two hosts
 NO_COMMIT = "none"                       # a plan without commits: the steady-state baseline
 
@@ -159,6 +162,16 @@ def hosts_for(world: int) -> list[tuple[str, int]]:
     return [(HOSTS[0], first), (HOSTS[1], world - first)]
 
 
+def gpu_refusal(world: int, gpus: int) -> str | None:
+    """Why a trial of `world` ranks cannot train on this machine's `gpus` GPUs (its two
+    "hosts" are this machine: one GPU per rank, none shared), or None."""
+    if gpus < 1 or world <= gpus:
+        return None
+    return (f"recovery at world size {world}: its two hosts ({', '.join(HOSTS)}) are this "
+            f"machine, with {gpus} GPU(s); one GPU per rank needs {world} "
+            "(CUDA_VISIBLE_DEVICES= trains on the CPU)")
+
+
 def default_kill_step(steps: int, every: int) -> int:
     """The middle of the plan, half-way between two commits (never on one)."""
     base = every * max(0, (steps // 2) // every)
@@ -197,6 +210,16 @@ class Plan:
     @property
     def victim_host(self) -> str:
         return HOSTS[1]
+
+    def gpu_split(self, gpus: int) -> dict[str, str]:
+        """The environment that gives each "host" its own of this machine's `gpus` GPUs
+        (every launcher of the trial gets it); {} without GPUs. InputError: too few."""
+        if gpus < 1:
+            return {}
+        why = gpu_refusal(self.world_size, gpus)
+        if why:
+            raise InputError(why)
+        return {placement.HOST_GPUS_ENV: placement.split_hosts(self.hosts(), gpus)}
 
     def world_after(self) -> int:
         return self.elastic.world_after(self.world_size, dict(self.hosts())[self.victim_host],

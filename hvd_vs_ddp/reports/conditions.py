@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from hvd_vs_ddp.backends.launchers import ONE_HOST_LAUNCHERS
 from hvd_vs_ddp.reports.projection_section import FILE, FORMAT
 
 
@@ -26,10 +27,20 @@ def _sizes(run) -> list[int]:
 
 
 def _link(run) -> str:
-    hosts = {str(h) for c in run.cells
-             if (h := getattr(getattr(c, "entry", None), "hosts", None))}
-    return ("ranks on several hosts (" + ", ".join(sorted(hosts)) + ")" if hosts else
-            "all ranks on one host (loopback and shared memory, no network)")
+    """Where the ranks ran: the run's --hosts (its manifest) reach only the cells whose
+    launcher takes hosts; torchrun and spawn cells ran on one host all the same."""
+    hosts = getattr(getattr(run, "manifest", None), "hosts", None)
+    one = "all ranks on one host (loopback and shared memory, no network)"
+    if not hosts:
+        return one
+    launchers = {getattr(getattr(c, "entry", None), "launcher", None) for c in run.cells
+                 if (getattr(getattr(c, "entry", None), "world_size", 1) or 1) > 1}
+    spread = sorted(la for la in launchers if la and la not in ONE_HOST_LAUNCHERS)
+    local = sorted(la for la in launchers if la and la in ONE_HOST_LAUNCHERS)
+    if not spread:
+        return one + f" (--hosts {hosts} reaches no {', '.join(local) or 'such'} cell)"
+    text = f"ranks of the {', '.join(spread)} cells over the hosts {hosts}"
+    return text + (f"; the {', '.join(local)} cells on one host" if local else "")
 
 
 def _projected(run) -> str | None:

@@ -8,6 +8,8 @@ machine is touched: every Slurm command gets SLURM_CONF pointing at that file.
 
 - `srun --mpi=pmix -n 2 python -m pytest suites/`: DDP over Gloo, DDP over MPI and
   Horovod (MPI controller over PMIx) all run, and the launcher is recorded as srun.
+- `srun --mpi=pmi2` and `--mpi=pmix`: Slurm's own PMI plugins' variables are read as
+  srun's (issue 48: PMI-2 read as MPICH's mpiexec, one node).
 - `sbatch --wait deploy/slurm/compare.sbatch`: the real batch script, shrunk to one
   node and two tasks, writes its three result files (DDP through srun, ddp-mpi and
   Horovod through mpirun inside the allocation).
@@ -178,3 +180,21 @@ def test_sbatch_compare_script(slurm, tmp_path):
         assert (tmp_path / name).is_file(), f"{name} missing\n{log[-6000:]}"
         ran, got_launcher = _ran(tmp_path / name)
         assert ran == {backend} and got_launcher == launcher, (name, ran, got_launcher)
+
+
+PLACE = ("import os; from hvd_vs_ddp.backends.env import detect; "
+         "print(detect().describe(), 'PMI_RANK' in os.environ, 'PMIX_RANK' in os.environ)")
+
+
+@pytest.mark.parametrize("mpi, pmi", [("pmi2", "True False"), ("pmix", "False True")])
+def test_srun_with_a_pmi_plugin_is_read_as_srun(slurm, mpi, pmi):
+    """Issue 48, defect 3: under `srun --mpi=pmi2` Slurm's PMI-2 plugin sets PMI_RANK and
+    PMI_SIZE but no local rank; MPICH's detector read it (launcher mpiexec, and on
+    several nodes one node: local rank = rank). Here Slurm's own plugins set the real
+    variables (the table in tests/unit/topology.py takes them across nodes)."""
+    env, folder = slurm
+    proc = subprocess.run(["srun", f"--mpi={mpi}", "-n", "2", sys.executable, "-c", PLACE],
+                          env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"{proc.stdout}{proc.stderr}\n{_logs(folder)}"
+    assert sorted(proc.stdout.splitlines()) == [
+        f"launcher=srun rank={r}/2 local={r}/2 node=0 {pmi}" for r in (0, 1)], proc.stdout

@@ -328,3 +328,33 @@ def test_horovod_gloo_across_two_hosts_matches_one_host(two_hosts, jobs, tmp_pat
     assert f"Common interface found: {IFACE}" in text, _tail(text)
     assert "horovod on horovodrun-gloo x2" in text, _tail(text)
     _assert_same(_load(save), one, crossed, text)
+
+
+def test_ddp_gloo_under_mpirun_across_two_hosts_matches_one_host(two_hosts, jobs, tmp_path):
+    """mpirun across hosts (issue 48, defect 8), as on a Debian cluster: hvd-node1's
+    /etc/hosts maps its own name to 127.0.1.1 first, and mpirun starts the remote rank
+    through ssh (the stand-in: a clean environment). Rank 0 must announce a routable
+    address, not 127.0.1.1, and mpirun must carry PYTHONPATH, GLOO_*, HVD_VS_DDP_* (-x)."""
+    if not launchers.available("mpirun"):
+        pytest.skip(launchers.available("mpirun").reason)
+    one = _one_host_weights(jobs, "mpirun", "ddp-gloo")
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    cases = "\n".join(f"  {h.hostname}|{h.addr}) ns={h.netns} ;;" for h in two_hosts.hosts)
+    (bindir / "ssh").write_text(SSH_STANDIN.format(cases=cases))
+    (bindir / "ssh").chmod(0o755)
+    h1, h2 = two_hosts.hosts
+    etc_hosts = ETC_NETNS / h1.netns / "hosts"
+    etc_hosts.write_text(f"127.0.1.1 {h1.hostname}\n" + etc_hosts.read_text())  # Debian's
+    env = _env(GLOO_SOCKET_IFNAME=IFACE, OMPI_MCA_btl_tcp_if_include=IFACE,
+               OMPI_MCA_oob_tcp_if_include=IFACE)
+    env["PATH"] = f"{bindir}{os.pathsep}{env['PATH']}"
+    save, log = tmp_path / "two-hosts.pt", tmp_path / "mpirun.log"
+    cmd = launchers.command("mpirun", 2, [WORKER, "ddp-gloo", "--steps", str(STEPS),
+                                          "--save", str(save)],
+                            hosts=f"{h1.hostname}:1,{h2.hostname}:1", environ=env)
+    before = h1.iface_bytes()
+    text = _wait([two_hosts.start(h1, cmd, env, log)], [log], TIMEOUT_S)
+    crossed = h1.iface_bytes() - before
+    assert "ddp-gloo on mpirun x2" in text, _tail(text)
+    _assert_same(_load(save), one, crossed, text)

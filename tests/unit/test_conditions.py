@@ -34,3 +34,21 @@ def test_a_gpu_run_names_its_devices_and_its_projection_labelled(tmp_path):
     (line,) = where_it_holds(SimpleNamespace(runs=[_run(tmp_path, 4, [1, 4], doc)]))
     assert "4 GPUs (NVIDIA A100-SXM4-40GB)" in line and "background thread" not in line
     assert "PROJECTION (not measured) for nvlink3 nodes of 4" in line and "12% faster" in line
+
+
+def test_hosts_reach_only_the_cells_whose_launcher_takes_them(tmp_path):
+    """Issue 48, defect 4: the line read a per-cell `hosts` no cell entry has, so a run over
+    --hosts said 'one host'; and torchrun cells run on one host whatever --hosts says."""
+    run = _run(tmp_path, 0, [1, 2, 2])
+    for cell, launcher in zip(run.cells, ("single", "torchrun", "mpirun")):
+        cell.entry.launcher = launcher
+    run.manifest = SimpleNamespace(hosts="h1:2,h2:2")
+    (line,) = where_it_holds(SimpleNamespace(runs=[run]))
+    assert "ranks of the mpirun cells over the hosts h1:2,h2:2; the torchrun cells on one " \
+        "host" in line
+    run.cells[2].entry.launcher = "torchrun"
+    (line,) = where_it_holds(SimpleNamespace(runs=[run]))
+    assert "all ranks on one host" in line and "--hosts h1:2,h2:2 reaches no torchrun" in line
+    run.manifest = SimpleNamespace(hosts=None)
+    (line,) = where_it_holds(SimpleNamespace(runs=[run]))
+    assert "all ranks on one host (loopback" in line
