@@ -202,8 +202,79 @@ def from_run(run_dir: Path, links: Links | None, per_node: int,
                                 f"{max(ref, cores)} (time slicing)")
         inputs.notes += left_out
         inputs.disturbed = list(disturbed)
+        inputs.run_cores = cores
+        _stragglers(inputs, [r for r, _ in comp if (r.concurrent_ranks or r.world_size) == ref]
+                    or [r for r, _ in thr if r.world_size == 1])
+        _host_pipeline(inputs, [r for r, _ in thr], cores)
         out.append((w, inputs, measured))
     return out
+
+
+# -- issue 51: what grows with N, from one node's measurements ------------------
+def _stragglers(inputs: Inputs, recs: list) -> None:
+    """The per-rank step spread (stragglers.py) from the reference cells' per-rank
+    steps: each repetition's fit (the tail's excess in seconds: relative times that
+    repetition's median step); the band draws between the lowest and highest of each
+    (at least +-20% about the middle)."""
+    from hvd_vs_ddp.projection.stragglers import fit
+
+    fits = []
+    for r in recs:
+        rows = r.rank_step_times or [r.step_times]
+        sigma, beta = fit(rows)
+        if sigma > 0 or beta > 0:
+            fits.append((sigma, beta * float(np.median(np.concatenate(
+                [np.asarray(x, dtype=float) for x in rows])))))
+    if not fits:
+        return
+
+    def spread(xs: list[float]) -> tuple[float, float]:
+        lo, hi, mid = min(xs), max(xs), float(np.median(xs))
+        return min(lo, 0.8 * mid), max(hi, 1.2 * mid)
+
+    sig, tail = spread([f[0] for f in fits]), spread([f[1] for f in fits])
+    inputs.jitter = (sig, tail)
+    inputs.notes.append(f"stragglers: a rank's step spread fitted to the run's per-rank "
+                        f"steps ({len(fits)} cell repetition(s)): body sigma "
+                        f"{sig[0]:.1%}-{sig[1]:.1%}, tail mean excess {tail[0] * 1000:.3g}-"
+                        f"{tail[1] * 1000:.3g} ms; the slowest of N ranks sets each step "
+                        "(hvd_vs_ddp/projection/stragglers.py)")
+
+
+def _host_pipeline(inputs: Inputs, thr: list, cores: int) -> None:
+    """The input pipeline as the run measured it (51a's optional throughput fields, read
+    with getattr so that runs without them work): its loader CPU per batch, workers, and
+    each library's own process cores at the run's largest world size."""
+    from hvd_vs_ddp.projection.host import HostPipeline
+
+    modes = {getattr(r, "input_mode", None) for r in thr} - {None}
+    if not modes:
+        return  # the run predates the input axis: not measured
+    jpeg = [r for r in thr if getattr(r, "input_mode", None) == "jpeg"
+            and getattr(r, "loader_cpu_cores", None) is not None]
+    if not jpeg:
+        if "memory" in modes:
+            inputs.notes.append("input pipeline: the run fed tensors from memory only")
+        return
+    cpu_s = [float(r.loader_cpu_cores) * float(np.median(r.step_times)) for r in jpeg]
+    workers = int(np.median([getattr(r, "loader_workers", None) or 1 for r in jpeg]))
+    main: dict[str, float] = {}
+    for kind in (catalog.DDP, catalog.HOROVOD_LIB):
+        mine = [r for r in jpeg if catalog.library(r.backend) == kind
+                and getattr(r, "host_cpu_cores", None) is not None]
+        if mine:
+            top = max(r.world_size for r in mine)
+            main[kind] = float(np.median([r.host_cpu_cores for r in mine
+                                          if r.world_size == top]))
+    inputs.host = HostPipeline(float(np.median(cpu_s)), workers, float(cores), main,
+                               measured=True, source="the run's --input jpeg cells")
+    inputs.pipeline_measured = True
+    waits = [float(np.median(getattr(r, "data_wait_s", None) or [0.0])) for r in jpeg]
+    inputs.notes.append(
+        f"input pipeline on the host (measured): {np.median(cpu_s) * 1000:.4g} CPU ms a "
+        f"batch over {workers} worker(s) per rank; each rank's own process "
+        + ", ".join(f"{k} {v:.2f} cores" for k, v in main.items())
+        + f"; median data wait {np.median(waits) * 1000:.3g} ms a step at the run's sizes")
 
 
 def _cpu_scaling(ref: int, cores: int, measured: dict[int, float]):
