@@ -130,9 +130,15 @@ def from_run(run_dir: Path, links: Links | None, per_node: int,
     memcpy_bps = (float(np.median(memcpy)) * 1e9 if memcpy and not on_gpu
                   else DEFAULT_MEMCPY_BYTES_PER_S)
     out = []
-    for w in workloads or names:
-        comp = [(r, k) for r, k in bench if r.KIND == "compute_only" and r.workload == w]
-        thr = [(r, k) for r, k in bench if r.KIND == "throughput" and r.workload == w]
+    # issue 51: a run with the input-pipeline axis projects each input mode apart
+    # (tensors in memory, or JPEG files decoded on the host): "<workload> [jpeg]"
+    cases = [(w, mode) for w in workloads or names for mode in _modes(bench, w)]
+    for w, mode in cases:
+        comp = [(r, k) for r, k in bench if r.KIND == "compute_only" and r.workload == w
+                and _mode(r) == mode] or [(r, k) for r, k in bench
+                                           if r.KIND == "compute_only" and r.workload == w]
+        thr = [(r, k) for r, k in bench if r.KIND == "throughput" and r.workload == w
+               and _mode(r) == mode]
         if comp:
             conc = sorted({r.concurrent_ranks or r.world_size for r, _ in comp})
             fitting = [c for c in conc if c <= cores] or conc[:1]
@@ -206,8 +212,18 @@ def from_run(run_dir: Path, links: Links | None, per_node: int,
         _stragglers(inputs, [r for r, _ in comp if (r.concurrent_ranks or r.world_size) == ref]
                     or [r for r, _ in thr if r.world_size == 1])
         _host_pipeline(inputs, [r for r, _ in thr], cores)
-        out.append((w, inputs, measured))
+        out.append((w if mode == "memory" else f"{w} [{mode}]", inputs, measured))
     return out
+
+
+def _mode(rec: Any) -> str:
+    return _opt(rec, "input_mode") or "memory"
+
+
+def _modes(bench: list, workload: str) -> list[str]:
+    """The input modes a workload's throughput cells ran with, memory first."""
+    found = {_mode(r) for r, _ in bench if r.KIND == "throughput" and r.workload == workload}
+    return sorted(found or {"memory"}, key=lambda m: (m != "memory", m))
 
 
 # -- issue 51: what grows with N, from one node's measurements ------------------
@@ -241,35 +257,44 @@ def _stragglers(inputs: Inputs, recs: list) -> None:
                         "(hvd_vs_ddp/projection/stragglers.py)")
 
 
+def _opt(rec: Any, name: str) -> Any:
+    """An optional field of the contract: the typed attribute once the schema has it
+    (getattr), else the record's unknown keys, where a newer writer's additions are
+    kept (results_schema/fields.py `extra`), else None."""
+    value = getattr(rec, name, None)
+    return value if value is not None else (getattr(rec, "extra", None) or {}).get(name)
+
+
 def _host_pipeline(inputs: Inputs, thr: list, cores: int) -> None:
     """The input pipeline as the run measured it (51a's optional throughput fields, read
     with getattr so that runs without them work): its loader CPU per batch, workers, and
     each library's own process cores at the run's largest world size."""
     from hvd_vs_ddp.projection.host import HostPipeline
 
-    modes = {getattr(r, "input_mode", None) for r in thr} - {None}
+    modes = {_opt(r, "input_mode") for r in thr} - {None}
     if not modes:
         return  # the run predates the input axis: not measured
-    jpeg = [r for r in thr if getattr(r, "input_mode", None) == "jpeg"
-            and getattr(r, "loader_cpu_cores", None) is not None]
+    jpeg = [r for r in thr if _opt(r, "input_mode") == "jpeg"
+            and _opt(r, "loader_cpu_cores") is not None]
     if not jpeg:
         if "memory" in modes:
             inputs.notes.append("input pipeline: the run fed tensors from memory only")
         return
-    cpu_s = [float(r.loader_cpu_cores) * float(np.median(r.step_times)) for r in jpeg]
-    workers = int(np.median([getattr(r, "loader_workers", None) or 1 for r in jpeg]))
+    cpu_s = [float(_opt(r, "loader_cpu_cores")) * float(np.median(r.step_times))
+             for r in jpeg]
+    workers = int(np.median([_opt(r, "loader_workers") or 1 for r in jpeg]))
     main: dict[str, float] = {}
     for kind in (catalog.DDP, catalog.HOROVOD_LIB):
         mine = [r for r in jpeg if catalog.library(r.backend) == kind
-                and getattr(r, "host_cpu_cores", None) is not None]
+                and _opt(r, "host_cpu_cores") is not None]
         if mine:
             top = max(r.world_size for r in mine)
-            main[kind] = float(np.median([r.host_cpu_cores for r in mine
+            main[kind] = float(np.median([_opt(r, "host_cpu_cores") for r in mine
                                           if r.world_size == top]))
     inputs.host = HostPipeline(float(np.median(cpu_s)), workers, float(cores), main,
                                measured=True, source="the run's --input jpeg cells")
     inputs.pipeline_measured = True
-    waits = [float(np.median(getattr(r, "data_wait_s", None) or [0.0])) for r in jpeg]
+    waits = [float(np.median(_opt(r, "data_wait_s") or [0.0])) for r in jpeg]
     inputs.notes.append(
         f"input pipeline on the host (measured): {np.median(cpu_s) * 1000:.4g} CPU ms a "
         f"batch over {workers} worker(s) per rank; each rank's own process "

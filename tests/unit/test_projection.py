@@ -212,6 +212,7 @@ def test_project_writes_a_labelled_projection_the_report_shows(tmp_path):
     md = paths.markdown.read_text()
     assert "## Projection" in md and "not measured" in md and "Validation against" in md
     assert "Horovod / DDP, projected" in md and "head-to-head" in md
+    assert "At 256 devices and more" in md  # issue 51's goal at scale, with the table
     assert md.index("Horovod / DDP, projected") < md.index("Validation against")
     assert doc["format_version"] == 2
     # the answer block says where the measured answers hold, and what the projection

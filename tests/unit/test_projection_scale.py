@@ -174,3 +174,42 @@ def test_stragglers_make_efficiency_fall_with_n_on_gpu_targets(tmp_path):
         small, big = rows[(lib, 8)], rows[(lib, 512)]
         assert 0 < small["terms_ms"]["stragglers"] < big["terms_ms"]["stragglers"]
         assert big["efficiency"][0] < small["efficiency"][0]
+
+
+def test_the_goal_at_scale_is_judged_in_efficiency_points_per_library():
+    from hvd_vs_ddp.projection import against_published as ap
+    from hvd_vs_ddp.projection import validation
+
+    def row(source, devices, lib, published, projected, unit="efficiency", to_eff=1.0):
+        v = ap.Value(lib, published, unit, np.array([projected]), (projected, 0, 1),
+                     to_efficiency=to_eff)
+        return ap.Row(f"{source}-{devices}", source, devices, "m", "in", "", (), [v])
+
+    rows = [row("a", 512, "horovod", 0.90, 0.93), row("a", 512, "horovod", 0.68, 0.60),
+            row("b", 1024, "ddp", 300.0, 290.0, "per_device", 0.0025),  # 75% vs 72.5%
+            row("b", 64, "ddp", 0.9, 0.5)]                           # under 256: out
+    a = ap.at_scale(rows)
+    assert a["horovod"]["values"] == 2 and a["horovod"]["sources"] == ["a"]
+    assert a["horovod"]["median_points"] == pytest.approx(5.5)
+    assert a["horovod"]["worst_points"] == pytest.approx(8.0)
+    assert a["ddp"]["values"] == 1 and a["ddp"]["worst_points"] == pytest.approx(2.5)
+    line = validation.scale_line({"at_scale": a})
+    assert "horovod: 2 value(s) from a, median 5.5 points, worst 8.0 (not met)" in line
+    assert "ddp: 1 value(s) from b, median 2.5 points, worst 2.5 (met)" in line
+    none = ap.at_scale(rows[:2])
+    assert "ddp: no published value at 256 devices or more" in validation.scale_line(
+        {"at_scale": none})
+
+
+def test_the_contracts_fields_are_read_from_the_schema_or_its_kept_unknown_keys():
+    """Before 51a's schema lands, a run written by it keeps the new fields in the
+    record's `extra`; after, they are attributes: both read the same."""
+    from types import SimpleNamespace
+
+    from hvd_vs_ddp.projection.inputs import _opt
+
+    old = SimpleNamespace(extra={"input_mode": "jpeg", "loader_cpu_cores": 1.5})
+    new = SimpleNamespace(input_mode="jpeg", loader_cpu_cores=1.5, extra={})
+    for rec in (old, new):
+        assert _opt(rec, "input_mode") == "jpeg" and _opt(rec, "loader_cpu_cores") == 1.5
+        assert _opt(rec, "data_wait_s") is None
