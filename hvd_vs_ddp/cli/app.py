@@ -256,6 +256,17 @@ def _add_project(sub) -> None:
                      help="Monte Carlo draws for the bands (default 400)")
     pro.add_argument("-o", "--output", type=argtypes.given, help="the JSON to write (default: "
                      "RUN_DIR/projection.json; with --compute-ms, none)")
+    # issue 51: the input pipeline on the host, where the run did not measure it
+    pro.add_argument("--loader-cpu-ms", type=argtypes.milliseconds, help="the host input "
+                     "pipeline: CPU ms its DataLoader workers spend on one batch of one rank "
+                     "(decode and augment), measured elsewhere")
+    pro.add_argument("--loader-workers", type=argtypes.count, help="with --loader-cpu-ms: "
+                     "DataLoader workers per rank (default 4)")
+    pro.add_argument("--host-cores", type=argtypes.count, help="CPU cores per node of the "
+                     "target (default: the run's host; with --compute-ms, 8 per device)")
+    pro.add_argument("--input-on-device", action="store_true", help="the input does not "
+                     "load on the host (tensors in memory, or decoded on the GPU): the "
+                     "verdicts need no host pipeline measurement")
     pro.set_defaults(fn=_project)
 
 

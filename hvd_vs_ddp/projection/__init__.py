@@ -16,6 +16,9 @@ cluster the user does not have yet, from what the run measured on one machine:
     terms        the GPU-side costs beside the allreduces, each named with its source and
                  range (hvd_vs_ddp/projection/terms.py): contention, copies, negotiation
                  over the CPU controller, ready waits, synchronize, the CPU's lead
+    with N       stragglers (the slowest of N ranks, hvd_vs_ddp/projection/stragglers.py),
+                 the ring's network hops, Horovod's per-cycle wait for the last rank's
+                 thread, the input pipeline on the host's cores (projection/host.py)
 
 The headline is the projected ratio Horovod/DDP per size with its band and a verdict in
 the report's words (hvd_vs_ddp/projection/verdict.py). Every figure it prints is

@@ -51,6 +51,11 @@ H2H = Path(__file__).parent / "data" / "head_to_head.csv"
 GOAL = 0.10            # median absolute error per library
 GOAL_AGREEMENT = 0.80  # verdicts that match the published ratio's
 GOAL_COVERAGE = 0.80   # published values inside their band
+# issue 51: at scale, scaling efficiency (per-device throughput over one device's) in
+# points, leave one source out, per library
+SCALE = 256
+GOAL_SCALE_MEDIAN = 5.0
+GOAL_SCALE_WORST = 10.0
 DRAWS = 200
 CONTRADICTORY = "contradictory"
 # what the model is told about a row (hvd_vs_ddp/projection/data/*.csv columns): rows
@@ -67,6 +72,7 @@ class Value:
     unit: str                     # "per_device" samples/s, or "efficiency"
     draws: np.ndarray             # projected, inputs only
     projected: tuple[float, float, float] = (0.0, 0.0, 0.0)  # with the model's error
+    to_efficiency: float = 1.0    # x this = scaling efficiency (one device's compute / batch)
 
     @property
     def bare(self) -> float:
@@ -169,9 +175,10 @@ def _single(row: dict, draws: int) -> Row:
     unit = "efficiency" if row.get("unit") == "scaling_efficiency" else "per_device"
     if unit == "efficiency":
         sps = sps * float(row["compute_ms"]) / 1000 / inputs.batch
+    to_eff = 1.0 if unit == "efficiency" else float(row["compute_ms"]) / 1000 / inputs.batch
     return Row(row["id"], row.get("source") or "", devices, row["model"], "in",
                row.get("url") or "", _config(row),
-               [Value(row["library"], float(row["published"]), unit, sps)])
+               [Value(row["library"], float(row["published"]), unit, sps, to_efficiency=to_eff)])
 
 
 # A row that leaves a library setting empty gets today's default (DDP's bucket_cap_mb,
@@ -194,8 +201,9 @@ def _pair(row: dict, draws: int) -> Row:
     dd, hh = np.asarray(d.draws) / devices, np.asarray(h.draws) / devices
     pd_, ph = float(row["ddp"]), float(row["horovod"])
     if (row.get("unit") or "samples_per_s") == "samples_per_s":
-        out.values = [Value("ddp", pd_ / devices, "per_device", dd),
-                      Value("horovod", ph / devices, "per_device", hh)]
+        to_eff = float(row["compute_ms"]) / 1000 / int(row["batch"])
+        out.values = [Value("ddp", pd_ / devices, "per_device", dd, to_efficiency=to_eff),
+                      Value("horovod", ph / devices, "per_device", hh, to_efficiency=to_eff)]
         out.ratio_published = ph / pd_
     else:  # times to the same result: the throughput ratio is their inverse
         out.ratio_published = pd_ / ph
@@ -324,6 +332,25 @@ def current_error(draws: int = DRAWS) -> ModelError:
     return model_error(residuals(project_all(draws)))
 
 
+def at_scale(assessed: list[Row], smallest: int = SCALE) -> dict:
+    """Issue 51's goal: at `smallest` devices and more, each library's scaling
+    efficiency error in points (projected median - published, x 100), leave one source
+    out as every row here, with the sources it rests on."""
+    out: dict = {}
+    for lib in ("ddp", "horovod"):
+        pts = [(r.source, r.id, 100 * (v.projected[0] - v.published) * v.to_efficiency)
+               for r in assessed if r.in_scope and r.devices >= smallest
+               for v in r.values if v.library == lib]
+        errs = [abs(p) for _, _, p in pts]
+        out[lib] = {"values": len(pts), "sources": sorted({s for s, _, _ in pts}),
+                    "median_points": float(np.median(errs)) if errs else None,
+                    "worst_points": float(max(errs)) if errs else None,
+                    "rows": [{"source": s, "id": i, "points": p} for s, i, p in pts]}
+    out["goals"] = {"median_points": GOAL_SCALE_MEDIAN, "worst_points": GOAL_SCALE_WORST,
+                    "devices": smallest}
+    return out
+
+
 def summary(assessed: list[Row]) -> dict:
     inside = [r for r in assessed if r.in_scope]
     h2h = [r for r in inside if r.head_to_head]
@@ -361,4 +388,5 @@ def summary(assessed: list[Row]) -> dict:
             if h2h else 0.0,
             "goals": {"verdict_agreement": GOAL_AGREEMENT, "median_abs_error": GOAL,
                       "coverage": GOAL_COVERAGE},
-            "out_of_scope": [r.id for r in assessed if not r.in_scope]}
+            "out_of_scope": [r.id for r in assessed if not r.in_scope],
+            "at_scale": at_scale(assessed)}

@@ -3,7 +3,11 @@
 alpha is the latency of one step of a collective (seconds), beta the achieved
 bandwidth (bytes/s). For p devices and an n-byte allreduce:
 
-    ring          2(p-1) alpha + 2(p-1)/p * n / beta
+    ring          (2(p-1) - 2(nodes-1)) alpha_intra + 2(nodes-1) alpha_inter
+                  + 2(p-1)/p * n / beta
+                  (NCCL's tuner, src/graph/tuning.cc: of a ring allreduce's 2(p-1) steps,
+                  2(nodes-1) cross the network and pay its latency, the rest the
+                  intra-node link's)
     tree          2 (log2(nodes) alpha_inter + (local-1) alpha_intra) + 2 n / beta
                   (NCCL's double binary tree between nodes, a chain inside each)
     hierarchical  reduce-scatter and allgather inside the node (ring of `local`),
@@ -76,7 +80,13 @@ class Fabric:
         if p <= 1 or n <= 0:
             return 0.0
         c = self._flat()
-        return 2 * (p - 1) * c.alpha + 2 * (p - 1) / p * n / c.beta
+        steps = 2 * (p - 1)
+        if self.nodes > 1 and self.inter is not None:  # issue 51: hops split by link
+            inter_steps = 2 * (self.nodes - 1)
+            lat = (steps - inter_steps) * self.intra.alpha + inter_steps * self.inter.alpha
+        else:
+            lat = steps * c.alpha
+        return lat + 2 * (p - 1) / p * n / c.beta
 
     def tree(self, n: float) -> float:
         if self.devices <= 1 or n <= 0:

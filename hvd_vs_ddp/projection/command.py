@@ -87,6 +87,7 @@ def check(args) -> dict[str, Any]:
         s["compute_s"] = args.compute_ms / 1000
         s["batch"] = args.batch_size or 32
     s["workloads"] = list(args.workloads) if args.workloads else None
+    _check_pipeline(args, s)  # issue 51
     s["controller"] = args.controller
     s["margin"] = DEFAULT_MARGIN if args.margin is None else args.margin
     s["draws"] = args.draws
@@ -96,6 +97,48 @@ def check(args) -> dict[str, Any]:
     s["output"] = Path(out) if out else None
     _check_output(args, s)  # issue 27: the output gate
     return s
+
+
+# -- issue 51: the input pipeline on the host ----------------------------------
+def _check_pipeline(args, s: dict[str, Any]) -> None:
+    """--loader-cpu-ms (with --loader-workers, --host-cores) describes a host pipeline
+    measured elsewhere; --input-on-device says there is none on the host."""
+    cpu_ms = getattr(args, "loader_cpu_ms", None)
+    workers = getattr(args, "loader_workers", None)
+    on_device = getattr(args, "input_on_device", False)
+    if on_device and cpu_ms:
+        raise ProjectError("--input-on-device says nothing loads on the host; "
+                           "--loader-cpu-ms describes a host pipeline: give one of them")
+    if workers and not cpu_ms:
+        raise ProjectError("--loader-workers goes with --loader-cpu-ms (the host pipeline's "
+                           "CPU ms per batch)")
+    s["loader_cpu_s"] = cpu_ms / 1000 if cpu_ms else None
+    s["loader_workers"] = workers or 4
+    s["host_cores"] = getattr(args, "host_cores", None)
+    s["input_on_device"] = bool(on_device)
+
+
+def _pipeline(s: dict[str, Any], inputs: Inputs, run_cores: int | None) -> None:
+    """The workload's host pipeline from the flags where given (else the run's own,
+    set by inputs.from_run), the target's cores per node, and whether it was measured."""
+    from dataclasses import replace
+
+    from hvd_vs_ddp.projection.host import HostPipeline
+
+    cores = s["host_cores"] or (run_cores if run_cores else 8 * s["per_node"])
+    if s["loader_cpu_s"]:
+        inputs.host = HostPipeline(s["loader_cpu_s"], s["loader_workers"], float(cores),
+                                   source="given (--loader-cpu-ms)")
+        inputs.pipeline_measured = True
+        inputs.notes.append(f"input pipeline on the host (given): {s['loader_cpu_s'] * 1000:g}"
+                            f" CPU ms a batch over {s['loader_workers']} workers per rank, "
+                            f"{cores} cores per node")
+    elif inputs.host is not None and s["host_cores"]:
+        inputs.host = replace(inputs.host, node_cores=float(s["host_cores"]))
+    if s["input_on_device"]:
+        inputs.host, inputs.pipeline_measured = None, True
+        inputs.notes.append("input not loaded on the host (--input-on-device)")
+# -- end of issue 51
 
 
 # -- issue 27: the output gate (hvd_vs_ddp/common/outputs.py) ------------------
@@ -179,6 +222,7 @@ def run(args) -> int:
     model_error = against_published.current_error(VALIDATION_DRAWS) if s["links"] is not None \
         else None
     for name, inputs, measured in items:
+        _pipeline(s, inputs, inputs.run_cores)  # issue 51
         inputs.controller = s["controller"]
         inputs.gpu = s["links"] is not None
         inputs.model_error = model_error

@@ -130,9 +130,15 @@ def from_run(run_dir: Path, links: Links | None, per_node: int,
     memcpy_bps = (float(np.median(memcpy)) * 1e9 if memcpy and not on_gpu
                   else DEFAULT_MEMCPY_BYTES_PER_S)
     out = []
-    for w in workloads or names:
-        comp = [(r, k) for r, k in bench if r.KIND == "compute_only" and r.workload == w]
-        thr = [(r, k) for r, k in bench if r.KIND == "throughput" and r.workload == w]
+    # issue 51: a run with the input-pipeline axis projects each input mode apart
+    # (tensors in memory, or JPEG files decoded on the host): "<workload> [jpeg]"
+    cases = [(w, mode) for w in workloads or names for mode in _modes(bench, w)]
+    for w, mode in cases:
+        comp = [(r, k) for r, k in bench if r.KIND == "compute_only" and r.workload == w
+                and _mode(r) == mode] or [(r, k) for r, k in bench
+                                           if r.KIND == "compute_only" and r.workload == w]
+        thr = [(r, k) for r, k in bench if r.KIND == "throughput" and r.workload == w
+               and _mode(r) == mode]
         if comp:
             conc = sorted({r.concurrent_ranks or r.world_size for r, _ in comp})
             fitting = [c for c in conc if c <= cores] or conc[:1]
@@ -202,8 +208,98 @@ def from_run(run_dir: Path, links: Links | None, per_node: int,
                                 f"{max(ref, cores)} (time slicing)")
         inputs.notes += left_out
         inputs.disturbed = list(disturbed)
-        out.append((w, inputs, measured))
+        inputs.run_cores = cores
+        _stragglers(inputs, [r for r, _ in comp if (r.concurrent_ranks or r.world_size) == ref]
+                    or [r for r, _ in thr if r.world_size == 1])
+        _host_pipeline(inputs, [r for r, _ in thr], cores)
+        out.append((w if mode == "memory" else f"{w} [{mode}]", inputs, measured))
     return out
+
+
+def _mode(rec: Any) -> str:
+    return _opt(rec, "input_mode") or "memory"
+
+
+def _modes(bench: list, workload: str) -> list[str]:
+    """The input modes a workload's throughput cells ran with, memory first."""
+    found = {_mode(r) for r, _ in bench if r.KIND == "throughput" and r.workload == workload}
+    return sorted(found or {"memory"}, key=lambda m: (m != "memory", m))
+
+
+# -- issue 51: what grows with N, from one node's measurements ------------------
+def _stragglers(inputs: Inputs, recs: list) -> None:
+    """The per-rank step spread (stragglers.py) from the reference cells' per-rank
+    steps: each repetition's fit (the tail's excess in seconds: relative times that
+    repetition's median step); the band draws between the lowest and highest of each
+    (at least +-20% about the middle)."""
+    from hvd_vs_ddp.projection.stragglers import fit
+
+    fits = []
+    for r in recs:
+        rows = r.rank_step_times or [r.step_times]
+        sigma, beta = fit(rows)
+        if sigma > 0 or beta > 0:
+            fits.append((sigma, beta * float(np.median(np.concatenate(
+                [np.asarray(x, dtype=float) for x in rows])))))
+    if not fits:
+        return
+
+    def spread(xs: list[float]) -> tuple[float, float]:
+        lo, hi, mid = min(xs), max(xs), float(np.median(xs))
+        return min(lo, 0.8 * mid), max(hi, 1.2 * mid)
+
+    sig, tail = spread([f[0] for f in fits]), spread([f[1] for f in fits])
+    inputs.jitter = (sig, tail)
+    inputs.notes.append(f"stragglers: a rank's step spread fitted to the run's per-rank "
+                        f"steps ({len(fits)} cell repetition(s)): body sigma "
+                        f"{sig[0]:.1%}-{sig[1]:.1%}, tail mean excess {tail[0] * 1000:.3g}-"
+                        f"{tail[1] * 1000:.3g} ms; the slowest of N ranks sets each step "
+                        "(hvd_vs_ddp/projection/stragglers.py)")
+
+
+def _opt(rec: Any, name: str) -> Any:
+    """An optional field of the contract: the typed attribute once the schema has it
+    (getattr), else the record's unknown keys, where a newer writer's additions are
+    kept (results_schema/fields.py `extra`), else None."""
+    value = getattr(rec, name, None)
+    return value if value is not None else (getattr(rec, "extra", None) or {}).get(name)
+
+
+def _host_pipeline(inputs: Inputs, thr: list, cores: int) -> None:
+    """The input pipeline as the run measured it (51a's optional throughput fields, read
+    with getattr so that runs without them work): its loader CPU per batch, workers, and
+    each library's own process cores at the run's largest world size."""
+    from hvd_vs_ddp.projection.host import HostPipeline
+
+    modes = {_opt(r, "input_mode") for r in thr} - {None}
+    if not modes:
+        return  # the run predates the input axis: not measured
+    jpeg = [r for r in thr if _opt(r, "input_mode") == "jpeg"
+            and _opt(r, "loader_cpu_cores") is not None]
+    if not jpeg:
+        if "memory" in modes:
+            inputs.notes.append("input pipeline: the run fed tensors from memory only")
+        return
+    cpu_s = [float(_opt(r, "loader_cpu_cores")) * float(np.median(r.step_times))
+             for r in jpeg]
+    workers = int(np.median([_opt(r, "loader_workers") or 1 for r in jpeg]))
+    main: dict[str, float] = {}
+    for kind in (catalog.DDP, catalog.HOROVOD_LIB):
+        mine = [r for r in jpeg if catalog.library(r.backend) == kind
+                and _opt(r, "host_cpu_cores") is not None]
+        if mine:
+            top = max(r.world_size for r in mine)
+            main[kind] = float(np.median([_opt(r, "host_cpu_cores") for r in mine
+                                          if r.world_size == top]))
+    inputs.host = HostPipeline(float(np.median(cpu_s)), workers, float(cores), main,
+                               measured=True, source="the run's --input jpeg cells")
+    inputs.pipeline_measured = True
+    waits = [float(np.median(_opt(r, "data_wait_s") or [0.0])) for r in jpeg]
+    inputs.notes.append(
+        f"input pipeline on the host (measured): {np.median(cpu_s) * 1000:.4g} CPU ms a "
+        f"batch over {workers} worker(s) per rank; each rank's own process "
+        + ", ".join(f"{k} {v:.2f} cores" for k, v in main.items())
+        + f"; median data wait {np.median(waits) * 1000:.3g} ms a step at the run's sizes")
 
 
 def _cpu_scaling(ref: int, cores: int, measured: dict[int, float]):

@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 
 from hvd_vs_ddp.backends import catalog
+from hvd_vs_ddp.projection import stragglers
 from hvd_vs_ddp.projection.collectives import Cost, Fabric
+from hvd_vs_ddp.projection.host import HostPipeline, data_wait
 from hvd_vs_ddp.projection.interconnects import Link
 from hvd_vs_ddp.projection.schedule import Step, StepCompute, ddp_step, horovod_step
 from hvd_vs_ddp.projection.terms import Drawn, draw
@@ -93,6 +95,23 @@ class Inputs:
     # cells of the run the inputs come from whose timings kept other work's load
     # (hvd_vs_ddp/run_model/disturbed.py): no projected verdict from them is firm
     disturbed: list[str] = field(default_factory=list)
+    # issue 51: a rank's step-to-step spread (stragglers.py), ranges of the body's sigma
+    # and of the tail's mean excess in seconds: from the run's per-rank steps; None: the
+    # GPU defaults on GPU targets, none on a run's own fits
+    jitter: tuple[tuple[float, float], tuple[float, float]] | None = None
+    # issue 51: the input pipeline's host cost (host.py); None: not on the host (tensors
+    # in memory, or decoded on the GPU), or not measured (`pipeline_measured`)
+    host: HostPipeline | None = None
+    pipeline_measured: bool = False  # the run (or flags) said what feeds the ranks
+    run_cores: int | None = None     # the host cores of the run it comes from
+
+    @property
+    def jitter_range(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        if self.jitter is not None:
+            return self.jitter
+        if self.gpu and self.links is not None:
+            return stragglers.GPU_SIGMA, stragglers.GPU_BETA_S
+        return (0.0, 0.0), (0.0, 0.0)
 
     @property
     def intra_name(self) -> str:
@@ -230,7 +249,18 @@ def _draw(inputs: Inputs, lib: Library, n: int, idx: int, seed: int
             1.0, min(lib.measured_devices, inputs.per_node))
         fabric = _measured_fabric(Cost(cost.alpha * f, cost.beta / f), n, inputs.per_node)
     terms = inputs.terms(rng) if inputs.gpu else None
-    s = step_time(inputs, lib, fabric, t, terms)
+    sig_range, beta_range = inputs.jitter_range
+    sigma = float(rng.uniform(*sig_range))  # two calls whatever the ranges
+    beta_s = float(rng.uniform(*beta_range))
+    # the slowest of n ranks sets the synchronous step (stragglers.py): every rank's
+    # compute is stretched to the expected maximum over n of its step distribution
+    slow = stragglers.factor(sigma, n, beta_s / t if t > 0 else 0.0)
+    s = step_time(inputs, lib, fabric, t * slow, terms)
+    if slow > 1:
+        s = replace(s, terms={**s.terms, "stragglers": t * (slow - 1)})
+    if inputs.host is not None:  # the loader on the node's cores (host.py)
+        wait = data_wait(inputs.host, lib.kind, local, s.step_s, s.comm_s)
+        s = replace(s, step_s=s.step_s + wait, terms={**s.terms, "data wait": wait})
     carried = residual(inputs, lib, local) if n > 1 else 0.0  # one device: no comm
     return max(s.step_s + carried, t), t, s, inputs.compute_at(t_ref, 1), terms
 

@@ -140,6 +140,27 @@ TERMS = {t.name: t for t in (
          "launches; " + _ASSUMED,
          "default range; where the GPU computes a gradient faster than this the CPU sets "
          "the pace and there is no lead"),
+    Term("cycle_wake_us", "horovod", 5, 50, "µs mean wake-up delay per cycle",
+         "each rank's background thread sleeps to its next cycle and is woken by the OS "
+         "a random delay late; the cycle's negotiation (CacheCoordinator::sync: a bitwise "
+         "AND allreduce of the response cache bits over the controller) ends only when "
+         "the last rank's thread joins it, so every cycle waits the expected maximum of N "
+         "delays (exponential: mean x H_N, the N-th harmonic number, ln N + 0.58): the "
+         "part of Horovod's coordination that grows with N",
+         "horovod/common/operations.cc RunLoopOnce (sleep to the cycle), "
+         "response_cache.cc CacheCoordinator::sync, mpi_controller.cc CrossRankBitwiseAnd "
+         "(MPI_Allreduce, MPI_BAND); OS timer-wakeup latency, " + _ASSUMED,
+         "default range"),
+    Term("rank_jitter", "both", 0.3, 2.0, "% (lognormal sigma of a rank's step / its "
+         "median)",
+         "a synchronous step waits for the slowest rank: each rank's compute is stretched "
+         "to the expected maximum over N of its step distribution "
+         "(hvd_vs_ddp/projection/stragglers.py)",
+         "lower end measured on one H200 (ResNet-50 steps, docs/projection.md "
+         "'Stragglers'); the upper end an assumed allowance for a busier cluster host; "
+         "the band spans it",
+         "from a run: fitted to its per-rank steps (compute-only cells, or each library's "
+         "one-rank steps on GPUs)"),
     Term("copy_efficiency", "both", 0.70, 0.90, "of the device's memory bandwidth",
          "device-to-device copies (DDP's bucket copies, Horovod's fusion buffer)",
          "NVIDIA datasheets for the peak (below); " + _ASSUMED, "default range"),
@@ -179,19 +200,31 @@ class Drawn:
     nccl_avg: bool = True
     bucket_view: bool = False
     gpu_ready_wait: bool = True    # Horovod >= 0.23 without timeline (see above)
+    wake_s: float = 0.0            # mean wake-up delay of the background thread (issue 51)
 
     def negotiation_s(self, devices: int, per_node: int) -> float:
-        """One cycle's agreement over the CPU controller among all ranks."""
+        """One cycle's agreement over the CPU controller among all ranks: the bitwise
+        allreduce's hops, after the last rank's thread has woken (the expected maximum
+        of `devices` exponential wake-up delays beyond one's own: mean x (H_N - 1))."""
         if devices <= 1:
             return 0.0
         local = min(devices, per_node)
         nodes = -(-devices // per_node)
+        late = self.wake_s * (harmonic(devices) - 1.0)
         if self.controller == "gloo":  # ring: 2(p-1) hops, `nodes` of every p cross nodes
             hops = 2 * (devices - 1)
             inter = hops * (nodes / devices if nodes > 1 else 0.0)
-            return (hops - inter) * self.hop_intra_s + inter * self.hop_inter_s
+            return (hops - inter) * self.hop_intra_s + inter * self.hop_inter_s + late
         return (int(np.ceil(np.log2(local))) * self.hop_intra_s
-                + int(np.ceil(np.log2(nodes))) * self.hop_inter_s)
+                + int(np.ceil(np.log2(nodes))) * self.hop_inter_s + late)
+
+
+def harmonic(n: int) -> float:
+    """H_n = 1 + 1/2 + ... + 1/n: E[max of n exponential(1)]."""
+    n = int(n)
+    if n <= 1000:
+        return float(np.sum(1.0 / np.arange(1, n + 1))) if n >= 1 else 0.0
+    return float(np.log(n) + 0.5772156649 + 1 / (2 * n))
 
 
 def _u(rng: np.random.Generator, term: str, lo: float | None = None,
@@ -227,7 +260,8 @@ def draw(rng: np.random.Generator, intra: str = "nvlink4", controller: str = "mp
         host_tail_per_grad_s=_u(rng, "host_tail_us_per_grad") * 1e-6,
         host_tail_fixed_s=_u(rng, "host_tail_fixed_us") * 1e-6,
         controller=controller, nccl_avg=nccl_avg, bucket_view=bucket_view,
-        gpu_ready_wait=gpu_ready_wait)
+        gpu_ready_wait=gpu_ready_wait,
+        wake_s=_u(rng, "cycle_wake_us") * 1e-6)  # last: earlier draws stay as they were
 
 
 class _Middle:

@@ -14,6 +14,13 @@ settle it. A projection from a run whose timings kept other work's load (cells n
 `inputs.disturbed`, hvd_vs_ddp/run_model/disturbed.py) is inconclusive at every size
 above one: that load moved the calibration by an amount no band measures.
 
+Issue 51: where the input pipeline was not measured (a run that fed tensors from memory,
+or --compute-ms without --loader-cpu-ms or --input-on-device), a verdict above one
+device is not firm: the line gives what the model says with the input in memory, that
+decoding on the host can decide it (DataLoader workers compete for the node's cores with
+each library's own threads: Horovod's background thread and GPU finalizer), and how to
+measure it on one node. `verdict_in_memory` keeps the verdict it would have been.
+
     rows = compare(projected, inputs, margin=0.05, from_run=False)
     rows[0]["text"]  # "DDP is 9% faster than Horovod (projected ratio 0.917 [0.87-0.96])"
 """
@@ -67,6 +74,11 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
         held = list(inputs.disturbed) if n > 1 else []
         if held:  # timings that carry other work's load: no band holds what it did
             v = INCONCLUSIVE
+        in_memory = v
+        unmeasured = (n > 1 and not held and not getattr(inputs, "pipeline_measured", True)
+                      and v in (FASTER, EQUIVALENT))
+        if unmeasured:  # issue 51: a verdict that rests on tensors in memory is not firm
+            v = INCONCLUSIVE
         faster = (HOROVOD_LIB if med > 1 else DDP) if v == FASTER else None
         band = f"projected ratio {med:.3f} [{lo:.3f}-{hi:.3f}]"
         if n == 1:
@@ -78,6 +90,18 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
                     f"({band})")
         elif v == EQUIVALENT:
             text = f"{h.library} and {d.library} are equivalent within ±{margin:.0%} ({band})"
+        elif unmeasured:
+            said = (f"{'ddp' if med < 1 else 'horovod'} "
+                    f"{(max(med, 1 / med) - 1) * 100:.0f}% faster" if in_memory == FASTER
+                    else f"equivalent within ±{margin:.0%}")
+            text = (f"{h.library} vs {d.library}: {said} with the input in memory ({band}), "
+                    "not a firm verdict: the input pipeline was not measured, and decoding "
+                    "on the host can decide it (DataLoader workers compete for the node's "
+                    "cores with each library's own threads, Horovod's background thread and "
+                    "GPU finalizer among them); measure it on one node: hvd-vs-ddp run "
+                    "--input jpeg --loader-workers W --world-sizes 1,G, then project that "
+                    "run (or give --loader-cpu-ms, or --input-on-device where nothing "
+                    "loads on the host)")
         elif held:
             text = (f"{h.library} vs {d.library}: inconclusive at ±{margin:.0%} ({band}): "
                     f"{len(held)} cell(s) of the run it is projected from were timed while "
@@ -91,5 +115,9 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
                     "ratio": [med, lo, hi],
                     "ratio_inputs_only": [med, float(inputs_lo), float(inputs_hi)],
                     "margin": margin, "verdict": v, "faster": faster, "text": text,
-                    "disturbed_cells": held})
+                    "disturbed_cells": held, "verdict_in_memory": in_memory,
+                    "input_pipeline": ("not measured" if unmeasured or (
+                        n > 1 and not getattr(inputs, "pipeline_measured", True))
+                        else "measured" if getattr(inputs, "host", None) is not None
+                        else "not on the host")})
     return out

@@ -66,7 +66,9 @@ def _run_blocks(name: str, doc: dict) -> list:
                 f"Horovod / DDP, projected: {w['workload']} (not measured)",
                 pd.DataFrame([{"devices": c["devices"], "nodes": c["nodes"],
                                "ratio [95% band]": _band(c["ratio"], ".3f"),
-                               "verdict": c["verdict"], "answer": c["text"]}
+                               "verdict": c["verdict"],
+                               "input pipeline": c.get("input_pipeline", ""),
+                               "answer": c["text"]}
                               for c in w["comparison"]]),
                 f"Best Horovod over best DDP, projected samples/s; the band carries the "
                 f"inputs and the model's own error (leave one source out on published "
@@ -123,9 +125,9 @@ def _run_blocks(name: str, doc: dict) -> list:
                        "projected": _band(x["projected"], ".3g"),
                        "error": f"{x['error']:+.1%}", "source": r["source"]}
                       for r in single for x in r["values"]]),
-        "Units: samples/s per GPU, or scaling efficiency for Horovod's 512-GPU rows; leave "
-        "one source out. Sources and assumptions: "
-        "hvd_vs_ddp/projection/data/published.csv, docs/projection.md."))
+        "Units: samples/s per GPU, or scaling efficiency for Horovod's 128- and 512-GPU "
+        "rows; leave one source out. " + v.get("scale_line", "") + " Sources and "
+        "assumptions: hvd_vs_ddp/projection/data/published.csv, docs/projection.md."))
     return blocks
 
 
