@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hvd_vs_ddp.backends.catalog import HOROVOD_LIB
+
 MAIN_CORES = 1.0          # a rank's main thread where the run did not measure it
 HOROVOD_THREAD_CORES = 0.05  # its background thread between cycles (sleeps the rest)
 MIN_SHARE = 0.05          # a starved loader still gets a sliver of a core
@@ -48,8 +50,8 @@ class HostPipeline:
         if kind in self.main_cores:
             base = self.main_cores[kind]
             return base + (max(0.0, comm_share - self.main_cores.get(f"{kind}:comm", 0.0))
-                           if kind == "horovod" else 0.0)
-        if kind == "horovod":
+                           if kind == HOROVOD_LIB else 0.0)
+        if kind == HOROVOD_LIB:
             return MAIN_CORES + HOROVOD_THREAD_CORES + comm_share
         return MAIN_CORES
 
