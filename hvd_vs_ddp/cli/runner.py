@@ -7,7 +7,11 @@ hardware, git commit, start and end, every cell's status) is rewritten
 atomically after every cell, so an interrupted run leaves every finished cell
 readable and the manifest marked incomplete. A failed cell is recorded with its
 error and the next cell runs. `--resume RUN_DIR` reruns only unfinished or
-failed cells (repetitions).
+failed cells (repetitions), and first re-checks every passed one against the sizes and
+sha256 digests the run recorded for its files (hvd_vs_ddp/cli/resume_check.py): a
+repetition whose files are missing, truncated, corrupt or different runs again, with one
+line saying which file and why. After every repetition the runner records the files it
+wrote (results, timeline, traces, log) with their digests in the manifest.
 
 Interruption: SIGINT (Ctrl-C), SIGTERM (Slurm at a job's time limit) and SIGHUP end the
 running cell's whole process tree (every local process carrying the cell's
@@ -46,6 +50,7 @@ import uuid
 from pathlib import Path
 
 from hvd_vs_ddp.backends import launchers
+from hvd_vs_ddp.cli import resume_check
 from hvd_vs_ddp.cli.cell_errors import error_line
 from hvd_vs_ddp.cli.matrix import TIMED_SUITES, Cell, Preset, launch_as, pytest_argv
 from hvd_vs_ddp.cli.run_lock import CELL_MARKER, RunLock, marker_root
@@ -58,6 +63,7 @@ from hvd_vs_ddp.results_schema import (
     CellEntry,
     Manifest,
     Repetition,
+    integrity,
     load_manifest,
     write_json_atomic,
 )
@@ -131,6 +137,7 @@ class Runner:
         self.current: subprocess.Popen | None = None
         self.marker: str | None = None  # HVD_VS_DDP_CELL of the cell in flight
         self.lock = RunLock(run_dir)  # one runner per run (hvd_vs_ddp/cli/run_lock.py)
+        self.resuming = self.manifest_path.exists()
         self.manifest = self._load_or_new(command)
 
     # -- manifest --------------------------------------------------------
@@ -176,6 +183,9 @@ class Runner:
         (self.run_dir / "cells").mkdir(parents=True, exist_ok=True)
         (self.run_dir / "logs").mkdir(exist_ok=True)
         self.lock.claim()
+        if self.resuming:  # no status trusted: damaged files are re-run (resume_check)
+            for line in resume_check.repair(self.run_dir, self.manifest):
+                log.info(f"resume: {line}")
         try:
             self.save()
         except OSError:  # a full disk: leave no empty run directory behind a fresh run
@@ -314,6 +324,8 @@ class Runner:
         rep.results = str(results.relative_to(self.run_dir)) if results.exists() else None
         rep.error = None if status == "passed" else f"{stem}: " + error_line(
             text, returncode, timed_out, self.limit, cell.launcher)
+        # what this repetition wrote, as it lies now that its processes have ended
+        rep.files = integrity.record(self.run_dir, stem, integrity.stems(self.manifest))
 
 
 class Progress:
