@@ -22,8 +22,9 @@ import os
 import sys
 from pathlib import Path
 
+from hvd_vs_ddp.common.outputs import Digest, digest
 from hvd_vs_ddp.results_schema import Manifest, Repetition, load_manifest
-from hvd_vs_ddp.results_schema.integrity import Damage, check_run
+from hvd_vs_ddp.results_schema.integrity import Damage, check_run, runs_of
 
 DAMAGED = "damaged"  # the run directory's folder for files moved aside by a resume
 
@@ -48,6 +49,21 @@ def _move_aside(run_dir: Path, rel: str, stamp: str) -> None:
     os.replace(src, dst)
 
 
+def _vouched_by_another(run_dir: Path, manifest: Manifest, rel: str, cell_id: str,
+                        k: int) -> bool:
+    """Whether some other passed run records `rel` with the digest it has now (an edited
+    manifest may name one file twice): then it is that run's file, and stays."""
+    now = digest(run_dir / rel)
+    for cell in manifest.cells:
+        for r in runs_of(cell):
+            if (cell.id, getattr(r, "rep", 1)) == (cell_id, k) or r.status != "passed":
+                continue
+            rec = (r.files or {}).get(rel)
+            if rec is not None and now == Digest(rec["size"], rec["sha256"]):
+                return True
+    return False
+
+
 def repair(run_dir: Path, manifest: Manifest, dry: bool = False) -> list[str]:
     """Mark every damaged passed repetition "pending" (and move its damaged files aside
     unless `dry`); one line per repetition."""
@@ -61,8 +77,8 @@ def repair(run_dir: Path, manifest: Manifest, dry: bool = False) -> list[str]:
         lines.append(f"{why}; re-running {label}")
         if dry:
             continue
-        for d in damage:
-            if d.path != "manifest.json":
+        for d in damage:  # a file of its own record, unless another run vouches for it
+            if d.recorded and not _vouched_by_another(run_dir, manifest, d.path, cell_id, k):
                 _move_aside(run_dir, d.path, stamp)
         if entry.repeats is None:  # a run recorded before repetitions: one per cell
             entry.repeats = [Repetition(rep=1, status=entry.status, results=entry.results,

@@ -138,12 +138,13 @@ class Runner:
         self.marker: str | None = None  # HVD_VS_DDP_CELL of the cell in flight
         self.lock = RunLock(run_dir)  # one runner per run (hvd_vs_ddp/cli/run_lock.py)
         self.resuming = self.manifest_path.exists()
+        self.notes: list[str] = []  # what loading the manifest noted (e.g. edited)
         self.manifest = self._load_or_new(command)
 
     # -- manifest --------------------------------------------------------
     def _load_or_new(self, command: list[str]) -> Manifest:
         if self.manifest_path.exists():
-            manifest, _ = load_manifest(self.run_dir)  # checked and upgraded to this version
+            manifest, self.notes = load_manifest(self.run_dir)  # checked, upgraded
             manifest.resumed = [*(manifest.resumed or []), now()]
             manifest.complete = False
             if manifest.order is None:  # written before repetitions: one per cell
@@ -168,6 +169,8 @@ class Runner:
 
     def save(self) -> None:
         self.manifest.check(where=str(self.manifest_path))  # a writer's bug fails here
+        self.manifest.digest = None
+        self.manifest.digest = self.manifest.content_digest()  # an edit shows later
         write_json_atomic(self.manifest_path, self.manifest.to_dict(), kind=RUN_MANIFEST,
                           owner=self.run_dir)  # the output gate: its own manifest only
 
@@ -184,7 +187,7 @@ class Runner:
         (self.run_dir / "logs").mkdir(exist_ok=True)
         self.lock.claim()
         if self.resuming:  # no status trusted: damaged files are re-run (resume_check)
-            for line in resume_check.repair(self.run_dir, self.manifest):
+            for line in [*self.notes, *resume_check.repair(self.run_dir, self.manifest)]:
                 log.info(f"resume: {line}")
         try:
             self.save()

@@ -46,6 +46,7 @@ class Damage:
     """One file of a repetition that is not what the run wrote, and how."""
     path: str   # as the manifest names it (relative to the run directory)
     why: str
+    recorded: bool = False  # a file this repetition's record names (and found changed)
 
     def line(self) -> str:
         return f"{self.path}: {self.why}"
@@ -119,7 +120,7 @@ def check_files(run_dir: Path, files: dict[str, dict[str, Any]]) -> list[Damage]
             continue
         why = Digest(rec["size"], rec["sha256"]).differs(digest(path))
         if why:
-            out.append(Damage(rel, why))
+            out.append(Damage(rel, why, recorded=True))
     return out
 
 

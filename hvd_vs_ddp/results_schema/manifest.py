@@ -24,10 +24,15 @@ profiler traces, autotune log, recovery trials, its log), relative to the run di
 with its size and sha256 as the runner found it when the cell's processes had ended:
 `{"cells/x.json": {"size": 4096, "sha256": "..."}, ...}`. `--resume` and `report` check
 them (hvd_vs_ddp/results_schema/integrity.py); a run recorded before them has no `files`
-and is checked by reading its results instead.
+and is checked by reading its results instead. The manifest's own `digest` is the sha256
+of its canonical JSON without that field, set by the runner at every save: a manifest
+edited afterwards (a status, a record, a repetition's foreign load) says so in a note
+(`Manifest.edited`), and is then used as it is, every file still checked against it.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable
@@ -151,6 +156,7 @@ class Manifest(Record):
     repeat: int | None = opt(integer(1))            # repetitions per cell (--repeat)
     order_seed: int | None = opt(integer())         # seed of the shuffled round-robin order
     order: list[str] | None = opt(strings)          # "<cell id>.r<k>" in the order they ran
+    digest: str | None = opt(text)                  # sha256 of the rest (content_digest)
 
     def consistency(self) -> None:
         seen: set[str] = set()
@@ -162,6 +168,18 @@ class Manifest(Record):
             if self.repeat is not None and len(c.repeats or []) > self.repeat:
                 raise Invalid(f"cells[{i}].repeats", f"has {len(c.repeats or [])} "
                               f"repetitions; expected at most repeat = {self.repeat}")
+
+    def content_digest(self) -> str:
+        """sha256 of the manifest's canonical JSON (sorted keys), its `digest` left out."""
+        doc = self.to_dict()
+        doc.pop("digest", None)
+        text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def edited(self) -> bool:
+        """Whether the manifest changed after the runner wrote it (it has a digest, and
+        its content no longer matches it)."""
+        return self.digest is not None and self.digest != self.content_digest()
 
     def cell(self, cell_id: str) -> CellEntry:
         return next(c for c in self.cells if c.id == cell_id)

@@ -55,6 +55,7 @@ def stamp(run: Path) -> Path:
             if r.status == "passed":
                 stem = cell.id if len(runs) == 1 else f"{cell.id}.r{r.rep}"
                 r.files = integrity.record(run, stem, stems)
+    man.digest = man.content_digest()  # as Runner.save sets it
     write_json_atomic(run / "manifest.json", man.to_dict(), kind=FORMAT, owner=run)
     return run
 
@@ -147,6 +148,23 @@ def test_a_record_outside_the_run_is_damage_and_never_read(pristine, tmp_path):
     assert d.path == "../../outside.json" and "outside the run directory" in d.why
 
 
+def test_an_edited_manifest_says_so_and_is_still_checked(pristine, tmp_path):
+    run = copy(pristine["cpu-small"], tmp_path / "run")
+    assert not load_manifest(run)[0].edited()
+    doc = json.loads((run / "manifest.json").read_text())
+    _cell_of(doc, "single-single-np1")["seconds"] = 99.0
+    (run / "manifest.json").write_text(json.dumps(doc))
+    man, notes = load_manifest(run)
+    assert man.edited() and any("edited since the run wrote it" in n for n in notes)
+    assert any("edited since the run wrote it" in n for n in load_run(run).notes)
+    assert integrity.check_run(run, man) == {}
+
+
+def _cell_of(doc: dict, cid: str) -> dict:
+    c = next(c for c in doc["cells"] if c["id"] == cid)
+    return (c.get("repeats") or [c])[0]
+
+
 def test_a_malformed_record_refuses_the_manifest_in_one_line(pristine, tmp_path):
     run = copy(pristine["cpu-small"], tmp_path / "run")
     doc = json.loads((run / "manifest.json").read_text())
@@ -213,7 +231,7 @@ def test_resume_reruns_only_the_damaged_repetition_and_keeps_the_damaged_file(pr
 
 
 # -- the property -------------------------------------------------------------------
-KINDS = ("truncate", "corrupt", "delete", "swap", "append", "empty", "folder")
+KINDS = ("truncate", "corrupt", "delete", "swap", "append", "empty", "folder", "record")
 
 
 @st.composite
@@ -239,11 +257,33 @@ def _choose(files: list[str], pick: str, seed: int) -> str:
     return pool[seed % len(pool)]
 
 
+def _edit_record(run: Path, a: int, b: int) -> None:
+    try:
+        doc = json.loads((run / "manifest.json").read_text())
+        reps = [r for c in doc["cells"] for r in (c.get("repeats") or [c]) if r.get("files")]
+    except (ValueError, OSError, KeyError, TypeError, AttributeError):
+        return  # already damaged beyond JSON
+    if not reps:
+        return
+    r = reps[a % len(reps)]
+    rel = sorted(r["files"])[b % len(r["files"])]
+    if b % 3 == 0:
+        r["files"][rel]["size"] += 1
+    elif b % 3 == 1:
+        r["files"][rel]["sha256"] = "f" * 64
+    else:
+        r["results"] = reps[(a + 1) % len(reps)]["results"]
+    (run / "manifest.json").write_text(json.dumps(doc, indent=1))
+
+
 def apply(run: Path, ops) -> None:
     for kind, pick, a, b, byte in ops:
         files = files_of(run)
         if not files:
             return
+        if kind == "record":  # the manifest edited, still valid: a record or a results path
+            _edit_record(run, a, b)
+            continue
         rel = _choose(files, pick, a)
         path = run / rel
         data = path.read_bytes()
