@@ -150,7 +150,9 @@ def _check_legacy(run_dir: Path, cell: CellEntry, rep: RunStatus) -> list[Damage
     if path is None:
         return [Damage(rel, "lies outside the run directory; not read")]
     if not path.is_file():
-        return [Damage(rel, "missing" if not path.exists() else "is not a file")]
+        return [Damage(rel, f"{'missing' if not path.exists() else 'not a file'}; the "
+                            f"manifest says cell {cell.id!r} passed (`run --resume` re-runs "
+                            "it)")]
     try:
         res = load_cell_results(path, cell)
     except ResultsError as err:
