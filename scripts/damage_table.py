@@ -185,8 +185,8 @@ def report_says(run: Path, out: Path, fast: bool) -> str:
     proc = subprocess.run([sys.executable, "-m", "hvd_vs_ddp.cli", "report", str(run), "-o",
                            str(out / "report.html")], cwd=ROOT, env=env, text=True,
                           capture_output=True, timeout=600)
-    lines = [ln.replace(str(run) + "/", "") for ln in proc.stderr.splitlines()
-             if "error:" in ln or "warning:" in ln]
+    lines = [ln.replace(str(run) + "/", "").replace(str(run), "RUN")
+             for ln in proc.stderr.splitlines() if "error:" in ln or "warning:" in ln]
     md = (out / "report.md").read_text() if (out / "report.md").is_file() else ""
     if "edited since the run wrote it" in md:
         lines.insert(0, "its notes: manifest.json edited since the run wrote it")
