@@ -69,7 +69,9 @@ def load_manifest(run_dir: Path) -> tuple[Manifest, list[str]]:
     if not path.is_file():
         raise ResultsError(f"{run_dir}: no manifest.json; expected a run directory written "
                            "by `hvd-vs-ddp run` (pass the directory that holds manifest.json).")
-    return manifest_from_json(read_json(path, f"a {FORMAT} manifest"), path)
+    return manifest_from_json(read_json(
+        path, f"a {FORMAT} manifest", "Restore it from a copy: without its manifest a run "
+        "can be neither resumed nor reported (its cells/ and logs/ are kept)."), path)
 
 
 def results_path(run_dir: Path, cell: CellEntry) -> Path:
