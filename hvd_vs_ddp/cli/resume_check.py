@@ -41,9 +41,9 @@ def plan(run_dir: Path, manifest: Manifest) -> dict[tuple[str, int], list[Damage
 
 def _move_aside(run_dir: Path, rel: str, stamp: str) -> None:
     src = (run_dir / rel)
-    if not (src.is_file() or src.is_symlink()) or \
-            not src.resolve().is_relative_to(run_dir.resolve()):
-        return
+    if not (src.exists() or src.is_symlink()) or \
+            not src.parent.resolve().is_relative_to(run_dir.resolve()):
+        return  # a file, a link or a folder where a file was: out of the re-run's way
     dst = run_dir / DAMAGED / stamp / rel
     dst.parent.mkdir(parents=True, exist_ok=True)
     os.replace(src, dst)

@@ -46,7 +46,8 @@ class Damage:
     """One file of a repetition that is not what the run wrote, and how."""
     path: str   # as the manifest names it (relative to the run directory)
     why: str
-    recorded: bool = False  # a file this repetition's record names (and found changed)
+    recorded: bool = False  # the repetition's own file as its record names it: resume
+    #                          moves it aside (the re-run's output gate would refuse it)
 
     def line(self) -> str:
         return f"{self.path}: {self.why}"
@@ -116,7 +117,7 @@ def check_files(run_dir: Path, files: dict[str, dict[str, Any]]) -> list[Damage]
             out.append(Damage(rel, "lies outside the run directory; not read"))
             continue
         if path.exists() and not path.is_file():
-            out.append(Damage(rel, "is not a file any more"))
+            out.append(Damage(rel, "is not a file any more", recorded=True))
             continue
         why = Digest(rec["size"], rec["sha256"]).differs(digest(path))
         if why:
@@ -152,21 +153,22 @@ def _check_legacy(run_dir: Path, cell: CellEntry, rep: RunStatus) -> list[Damage
     if not path.is_file():
         return [Damage(rel, f"{'missing' if not path.exists() else 'not a file'}; the "
                             f"manifest says cell {cell.id!r} passed (`run --resume` re-runs "
-                            "it)")]
+                            "it)", recorded=True)]
     try:
         res = load_cell_results(path, cell)
     except ResultsError as err:
-        text = str(err)
-        return [Damage(rel, text.split(": ", 1)[1] if text.startswith(str(path)) else text)]
+        text = str(err).removesuffix(" Re-run the cell.")  # resume says so itself
+        return [Damage(rel, text.split(": ", 1)[1] if text.startswith(str(path)) else text,
+                       recorded=True)]
     machine = res.machine
     if any(s in ORCHESTRATING for s in cell.suites):  # one process that starts the jobs
         machine = dataclasses.replace(machine, world_size=None, launcher=None)
     if machine.world_size is not None and machine.world_size != cell.world_size:
         return [Damage(rel, f"holds results of world size {machine.world_size}, not "
-                            f"{cell.world_size}: another cell's file")]
+                            f"{cell.world_size}: another cell's file", recorded=True)]
     if machine.launcher is not None and machine.launcher != cell.launcher:
         return [Damage(rel, f"holds results of launcher {machine.launcher}, not "
-                            f"{cell.launcher}: another cell's file")]
+                            f"{cell.launcher}: another cell's file", recorded=True)]
     when = _written_at(path)
     if when is not None and rep.started:
         try:
@@ -177,7 +179,7 @@ def _check_legacy(run_dir: Path, cell: CellEntry, rep: RunStatus) -> list[Damage
         if not began <= when <= end:  # `started` is truncated to the second
             return [Damage(rel, f"was written at {when.isoformat(timespec='seconds')}, "
                                 f"outside its run ({rep.started}, {rep.seconds} s): "
-                                "another run's file")]
+                                "another run's file", recorded=True)]
     return []
 
 

@@ -197,6 +197,20 @@ def test_a_run_recorded_before_digests_loads_with_a_note_and_is_checked_by_readi
     man, _ = load_manifest(run)
     lines = resume_check.repair(run, man)
     assert len(lines) == 3 and all("re-running" in ln for ln in lines)
+    # moved aside, so that the re-run's output gate does not refuse to replace them
+    moved = sorted(p.name for p in (run / resume_check.DAMAGED).rglob("*.json"))
+    assert moved == sorted([a.name, b.name, c.name])
+    assert not a.exists() and not b.exists() and not c.exists()
+
+
+def test_a_folder_where_a_results_file_was_is_moved_aside(pristine, tmp_path):
+    run = copy(pristine["cpu-small"], tmp_path / "run")
+    target = run / "cells" / "ddp-gloo-torchrun-np2.json"
+    target.unlink()
+    target.mkdir()
+    man, _ = load_manifest(run)
+    [line] = resume_check.repair(run, man)
+    assert "is not a file any more" in line and not target.exists()
 
 
 def test_a_results_file_of_another_run_is_caught_by_its_time(tmp_path):
