@@ -266,7 +266,7 @@ def _choose(files: list[str], pick: str, seed: int) -> str:
                          f.endswith(".json") and "timeline" not in f],
              "timeline": [f for f in files if f.endswith(".horovod-timeline.json")],
              "log": [f for f in files if f.startswith("logs/")],
-             "manifest": ["manifest.json"], "any": files}
+             "manifest": [f for f in files if f == "manifest.json"], "any": files}
     pool = pools[pick] or files
     return pool[seed % len(pool)]
 
