@@ -433,6 +433,25 @@ ISSUE27: list[Case] = [
 ]
 CASES += ISSUE27
 
+# issue 50: names judged whole (re.fullmatch: `$` matches before a trailing newline), a
+# workload's own check after its factory built it, plans that cannot measure a recovery
+ISSUE50: list[Case] = [
+    _c(run("--name", "nightly\n"), "run name", "no path separators"),
+    _c(run("--name", "nightly\n.x"), "run name"),
+    _c(run("--hosts", "h1\n:2"), "--hosts", "not a host name"),
+    _c(run("--workloads", f"{BROKEN}:negative_batch"), "built a Workload it refuses",
+       "batch_size must be an integer >= 1, got -4"),
+    _c(run("--workloads", f"{BROKEN}:negative_batch_after_build"),
+       "returned a Workload it refuses", "batch_size must be an integer >= 1, got -4"),
+    _c(run("--preset", "recovery", "--suite-args", "--recovery-commit-every 100"),
+       "never comes within the plan's 60 steps", "--recovery-commit-every below"),
+    _c(run("--preset", "recovery", "--suite-args", "--recovery-kill-step 5"),
+       "before the first commit", "--recovery-kill-step above 10"),
+    _c(run("--preset", "recovery", "--suite-args",
+           "--recovery-steps 10 --recovery-commit-every 10"), "never comes within"),
+]
+CASES += ISSUE50
+
 
 def workdir(root: Path) -> Path:
     """The directory the cases run in (their relative paths point into it)."""

@@ -201,7 +201,7 @@ def matrix_launchers(backend: str, requires: frozenset[str]) -> tuple[str, ...]:
     return tuple(able[:1])
 
 
-_HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?$")
+_HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?")  # judged whole: fullmatch
 
 
 def parse_hosts(spec: str) -> list[tuple[str, int]]:
@@ -209,7 +209,7 @@ def parse_hosts(spec: str) -> list[tuple[str, int]]:
     out: list[tuple[str, int]] = []
     for part in spec.split(","):
         host, _, slots = part.strip().partition(":")
-        if not _HOST.match(host):
+        if not _HOST.fullmatch(host):
             raise InputError(f"--hosts {spec!r}: {host!r} is not a host name; expected "
                              "HOST[:SLOTS],... e.g. h1:4,h2:4")
         try:

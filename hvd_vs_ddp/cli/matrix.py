@@ -390,14 +390,14 @@ def pytest_argv(cell: Cell, preset: Preset, json_path: str,
             "-q", *opts.to_argv(), *cell.pytest_args, "--benchmark-json", json_path]
 
 
-_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # judged whole: fullmatch
 
 
 MAX_NAME = 200  # a folder name; file systems allow 255 bytes (NAME_MAX), with room left
 
 
 def check_name(name: str) -> str:
-    if not _SAFE.match(name) or name in (".", ".."):
+    if not _SAFE.fullmatch(name) or name in (".", ".."):
         raise MatrixError(f"run name {name!r} must be letters, digits, '.', '_' or '-' "
                           "(no path separators)")
     if len(name) > MAX_NAME:

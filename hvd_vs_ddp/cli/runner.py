@@ -7,7 +7,11 @@ hardware, git commit, start and end, every cell's status) is rewritten
 atomically after every cell, so an interrupted run leaves every finished cell
 readable and the manifest marked incomplete. A failed cell is recorded with its
 error and the next cell runs. `--resume RUN_DIR` reruns only unfinished or
-failed cells (repetitions).
+failed cells (repetitions), and first re-checks every passed one against the sizes and
+sha256 digests the run recorded for its files (hvd_vs_ddp/cli/resume_check.py): a
+repetition whose files are missing, truncated, corrupt or different runs again, with one
+line saying which file and why. After every repetition the runner records the files it
+wrote (results, timeline, traces, log) with their digests in the manifest.
 
 Interruption: SIGINT (Ctrl-C), SIGTERM (Slurm at a job's time limit) and SIGHUP end the
 running cell's whole process tree (every local process carrying the cell's
@@ -46,6 +50,7 @@ import uuid
 from pathlib import Path
 
 from hvd_vs_ddp.backends import launchers
+from hvd_vs_ddp.cli import resume_check
 from hvd_vs_ddp.cli.cell_errors import error_line
 from hvd_vs_ddp.cli.matrix import TIMED_SUITES, Cell, Preset, launch_as, pytest_argv
 from hvd_vs_ddp.cli.run_lock import CELL_MARKER, RunLock, marker_root
@@ -58,6 +63,7 @@ from hvd_vs_ddp.results_schema import (
     CellEntry,
     Manifest,
     Repetition,
+    integrity,
     load_manifest,
     write_json_atomic,
 )
@@ -131,12 +137,14 @@ class Runner:
         self.current: subprocess.Popen | None = None
         self.marker: str | None = None  # HVD_VS_DDP_CELL of the cell in flight
         self.lock = RunLock(run_dir)  # one runner per run (hvd_vs_ddp/cli/run_lock.py)
+        self.resuming = self.manifest_path.exists()
+        self.notes: list[str] = []  # what loading the manifest noted (e.g. edited)
         self.manifest = self._load_or_new(command)
 
     # -- manifest --------------------------------------------------------
     def _load_or_new(self, command: list[str]) -> Manifest:
         if self.manifest_path.exists():
-            manifest, _ = load_manifest(self.run_dir)  # checked and upgraded to this version
+            manifest, self.notes = load_manifest(self.run_dir)  # checked, upgraded
             manifest.resumed = [*(manifest.resumed or []), now()]
             manifest.complete = False
             if manifest.order is None:  # written before repetitions: one per cell
@@ -161,6 +169,8 @@ class Runner:
 
     def save(self) -> None:
         self.manifest.check(where=str(self.manifest_path))  # a writer's bug fails here
+        self.manifest.digest = None
+        self.manifest.digest = self.manifest.content_digest()  # an edit shows later
         write_json_atomic(self.manifest_path, self.manifest.to_dict(), kind=RUN_MANIFEST,
                           owner=self.run_dir)  # the output gate: its own manifest only
 
@@ -176,6 +186,9 @@ class Runner:
         (self.run_dir / "cells").mkdir(parents=True, exist_ok=True)
         (self.run_dir / "logs").mkdir(exist_ok=True)
         self.lock.claim()
+        if self.resuming:  # no status trusted: damaged files are re-run (resume_check)
+            for line in [*self.notes, *resume_check.repair(self.run_dir, self.manifest)]:
+                log.info(f"resume: {line}")
         try:
             self.save()
         except OSError:  # a full disk: leave no empty run directory behind a fresh run
@@ -315,6 +328,8 @@ class Runner:
         rep.results = str(results.relative_to(self.run_dir)) if results.exists() else None
         rep.error = None if status == "passed" else f"{stem}: " + error_line(
             text, returncode, timed_out, self.limit, cell.launcher)
+        # what this repetition wrote, as it lies now that its processes have ended
+        rep.files = integrity.record(self.run_dir, stem, integrity.stems(self.manifest))
 
 
 class Progress:

@@ -41,6 +41,12 @@ class InputError(Exception):
     """Bad input the user can fix; shown as one line, exit code 2."""
 
 
+class InvalidValue(InputError, ValueError):
+    """A value a check refused (a dataclass's __post_init__, a plan's check) that may
+    have come from the user: one line, exit 2 at the CLI like every InputError, and
+    still a ValueError for code that catches those."""
+
+
 class UnknownName(InputError, KeyError):
     """A name that is not in a registry; says which names are known."""
 

@@ -27,7 +27,13 @@ an output that would replace anything but its own earlier self:
 (fsync) and renames them into place together, so an interruption or a full disk
 replaces none of them (WriteError: "writing PATH: No space left on device", exit 74). It
 also checks that each file's bytes carry its own marker, so whatever it writes it can
-recognise, and replace, later.
+recognise, and replace, later, and returns each file's `Digest` (size and sha256).
+
+Digests: `digest(path)` is the size and sha256 of a file as it is now; a run records
+one for every file a cell wrote (its results, timeline, traces, log) in its manifest
+(hvd_vs_ddp/results_schema/integrity.py), and `Digest.differs(now)` says in a few words
+how a file's present state departs from the recorded one (missing, truncated, larger,
+changed), so what a file is vouched for is judged by one rule everywhere.
 
     from hvd_vs_ddp.common import outputs
     out = outputs.Output(Path("r/projection.json"), outputs.PROJECTION, ("/abs/runs/r",))
@@ -36,6 +42,7 @@ recognise, and replace, later.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -98,6 +105,49 @@ class Mark:
     """What an existing file is: its kind and, where recorded, its inputs."""
     kind: str
     inputs: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Digest:
+    """What a file held when it was written: its size in bytes and its sha256 (hex)."""
+    size: int
+    sha256: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"size": self.size, "sha256": self.sha256}
+
+    def differs(self, now: "Digest | None") -> str | None:
+        """How `now` (None: no such file) departs from this record, or None if it does
+        not: 'missing', 'truncated (N of M bytes)', 'larger than written (N, not M
+        bytes)', 'changed since it was written (same size, other sha256)'."""
+        if now is None:
+            return f"missing (written with {self.size:,} bytes)"
+        if now.size < self.size:
+            return f"truncated ({now.size:,} of {self.size:,} bytes)"
+        if now.size > self.size:
+            return f"larger than written ({now.size:,}, not {self.size:,} bytes)"
+        if now.sha256 != self.sha256:
+            return "changed since it was written (same size, other sha256)"
+        return None
+
+
+def digest_bytes(data: bytes) -> Digest:
+    return Digest(len(data), hashlib.sha256(data).hexdigest())
+
+
+def digest(path: Path) -> Digest | None:
+    """The size and sha256 of the file at `path` now; None if there is no such file (a
+    directory or anything else unreadable counts as none)."""
+    h = hashlib.sha256()
+    size = 0
+    try:
+        with open(path, "rb") as fh:
+            while chunk := fh.read(1 << 20):
+                h.update(chunk)
+                size += len(chunk)
+    except OSError:  # absent, a directory, unreadable
+        return None
+    return Digest(size, h.hexdigest())
 
 
 # -- markers -------------------------------------------------------------------
@@ -329,10 +379,11 @@ def _carries_its_marker(out: Output, data: bytes) -> None:
                          f"marker (found {mark}); a writer's bug")
 
 
-def write_files(files: Mapping[Output, bytes], owner: Path | None = None) -> None:
+def write_files(files: Mapping[Output, bytes], owner: Path | None = None
+                ) -> dict[Path, Digest]:
     """Check every output, then write them so that none is replaced unless all could be:
     every temporary file first (a failure removes them all and raises WriteError), then
-    one os.replace each."""
+    one os.replace each. Returns each path's Digest (what was written)."""
     check(files, owner)
     for out, data in files.items():
         _carries_its_marker(out, data)
@@ -350,13 +401,15 @@ def write_files(files: Mapping[Output, bytes], owner: Path | None = None) -> Non
     finally:
         for tmp, _ in staged:
             _remove(tmp)  # only those not renamed yet (after a failure) are still there
+    return {Path(out.path): digest_bytes(data) for out, data in files.items()}
 
 
 def write_json(out: Output, data: Any, indent: int | None = 1,
-               owner: Path | None = None) -> None:
-    """`data` as JSON to out.path through write_files (temp file + fsync + os.replace)."""
+               owner: Path | None = None) -> Digest:
+    """`data` as JSON to out.path through write_files (temp file + fsync + os.replace);
+    the Digest of what was written."""
     text = json.dumps(data, indent=indent)  # a TypeError here opens no file
-    write_files({out: text.encode("utf-8")}, owner)
+    return write_files({out: text.encode("utf-8")}, owner)[Path(out.path)]
 
 
 if __name__ == "__main__":

@@ -252,6 +252,7 @@ class Plan:
         if self.kill_step is not None and not 1 <= self.kill_step < self.steps:
             raise InputError(f"recovery: kill step {self.kill_step} lies outside "
                              f"1..{self.steps - 1} (the plan's steps, the last excluded)")
+        self._check_measurable(p)
         after = self.world_after()
         if after < self.min_world:
             raise InputError(f"recovery: losing host {self.victim_host} leaves {after} of "
@@ -263,6 +264,26 @@ class Plan:
                                  f"evenly over {w} ranks; choose a batch divisible by "
                                  f"{self.world_size} and {after}")
         return self
+
+    def _check_measurable(self, p: ElasticPath) -> None:
+        """A plan that commits and kills must commit before the kill: else its trial
+        measures a recovery from no commit at all (the checkpoint pattern named, never
+        used). A worker commits after step s when s % k == 0 and s < steps, and the kill
+        comes right after its step, before that step's commit."""
+        if not self.commits or p.per_step or self.kill_step is None:
+            return
+        k, steps, kill = self.commit_every, self.steps, self.kill_step
+        if k >= steps:
+            raise InputError(f"recovery: a commit every {k} steps never comes within the "
+                             f"plan's {steps} steps (commits fall on steps below {steps}), so "
+                             f"the kill at step {kill} would recover from no commit at all; "
+                             f"choose --recovery-commit-every below {kill} (e.g. "
+                             f"{max(1, kill // 2)}) or --recovery-steps above {k + 1}")
+        if kill <= k:
+            raise InputError(f"recovery: the kill at step {kill} comes before the first "
+                             f"commit (after step {k}), so the trial would recover from no "
+                             f"commit at all; choose --recovery-kill-step above {k} (below "
+                             f"{steps}) or --recovery-commit-every below {kill}")
 
     def replace(self, **changes: Any) -> "Plan":
         return dataclasses.replace(self, **changes)

@@ -26,6 +26,9 @@ from hvd_vs_ddp.results_schema.upgrade import upgrade_manifest, upgrade_results
 from hvd_vs_ddp.results_schema.version import FORMAT, check_version
 
 RESULTS_WHAT = "pytest-benchmark JSON from the hvd-vs-ddp suites"
+EDITED = ("edited since the run wrote it (its content no longer matches its digest); its "
+          "statuses and records are taken as they are, every file still checked against "
+          "them")
 
 
 @dataclass
@@ -51,7 +54,10 @@ def manifest_from_json(man: Any, path: Path) -> tuple[Manifest, list[str]]:
                            f"expected {FORMAT!r}).")
     check_version(man.get("format_version"), str(path))
     man, notes = upgrade_manifest(man)
-    return Manifest.from_dict(man, str(path)), notes
+    manifest = Manifest.from_dict(man, str(path))
+    if manifest.edited():
+        notes.append(f"{path}: {EDITED}")
+    return manifest, notes
 
 
 def load_manifest(run_dir: Path) -> tuple[Manifest, list[str]]:
@@ -63,7 +69,9 @@ def load_manifest(run_dir: Path) -> tuple[Manifest, list[str]]:
     if not path.is_file():
         raise ResultsError(f"{run_dir}: no manifest.json; expected a run directory written "
                            "by `hvd-vs-ddp run` (pass the directory that holds manifest.json).")
-    return manifest_from_json(read_json(path, f"a {FORMAT} manifest"), path)
+    return manifest_from_json(read_json(
+        path, f"a {FORMAT} manifest", "Restore it from a copy: without its manifest a run "
+        "can be neither resumed nor reported (its cells/ and logs/ are kept)."), path)
 
 
 def results_path(run_dir: Path, cell: CellEntry) -> Path:

@@ -35,8 +35,9 @@ from hvd_vs_ddp.common.outputs import Output
 from hvd_vs_ddp.results_schema.errors import ResultsError
 
 
-def read_json(path: Path, expected: str) -> Any:
-    """Parse one JSON file or raise a ResultsError that says which of the bad cases it is."""
+def read_json(path: Path, expected: str, fix: str = "Re-run the cell.") -> Any:
+    """Parse one JSON file or raise a ResultsError that says which of the bad cases it is
+    (`fix`: what to do about an empty or truncated one)."""
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -44,7 +45,8 @@ def read_json(path: Path, expected: str) -> Any:
         raise ResultsError(f"{path}: cannot read ({err.strerror}); expected {expected}.") from None
     if not raw.strip():
         raise ResultsError(f"{path}: empty file; expected {expected}. "
-                           "Re-run the cell (the run was probably interrupted).")
+                           + ("Re-run the cell (the run was probably interrupted)."
+                              if fix == "Re-run the cell." else fix))
     try:
         text = raw.decode("utf-8")
         return json.loads(text)
@@ -54,7 +56,7 @@ def read_json(path: Path, expected: str) -> Any:
         # the text ended inside a value: cut off (a string left open runs to the end)
         if err.pos >= len(text.rstrip()) or err.msg.startswith("Unterminated string"):
             raise ResultsError(f"{path}: truncated JSON (ends after {len(raw)} bytes); "
-                               f"expected {expected}. Re-run the cell.") from None
+                               f"expected {expected}. {fix}") from None
         raise ResultsError(f"{path}: not JSON (line {err.lineno} column {err.colno}: "
                            f"{err.msg}); expected {expected}.") from None
 

@@ -17,9 +17,23 @@ e.g. collectives only, runs once); the cell's own status is
 repetition's file (so a reader that knows nothing of repetitions reads one). The
 manifest records `repeat`, the shuffle seed `order_seed` and the interleaved `order`
 ("<cell id>.r<k>", round by round) in which the repetitions ran.
+
+Digests (optional `files` of a cell and of each repetition, added 2026-11-27 within
+format version 2): every file a run of a cell wrote (its results, Horovod timeline,
+profiler traces, autotune log, recovery trials, its log), relative to the run directory,
+with its size and sha256 as the runner found it when the cell's processes had ended:
+`{"cells/x.json": {"size": 4096, "sha256": "..."}, ...}`. `--resume` and `report` check
+them (hvd_vs_ddp/results_schema/integrity.py); a run recorded before them has no `files`
+and is checked by reading its results instead. The manifest's own `digest` is the sha256
+of its canonical JSON without that field, set by the runner at every save: a manifest
+edited afterwards (a status, a record, a repetition's foreign load) says so in a note
+(`Manifest.edited`), and is then used as it is, every file still checked against it.
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
@@ -41,6 +55,22 @@ from hvd_vs_ddp.results_schema.fields import (
 )
 from hvd_vs_ddp.results_schema.version import FORMAT, FORMAT_VERSION
 
+_HEX64 = re.compile(r"[0-9a-f]{64}")
+
+
+def digests(v: Any, name: str, finite: bool) -> None:
+    """`files`: {relative path: {"size": int >= 0, "sha256": 64 hex digits}}."""
+    if not isinstance(v, dict):
+        raise Invalid(name, f"is {type(v).__name__}; expected a JSON object of files")
+    for rel, d in v.items():
+        ok = isinstance(d, dict) and set(d) == {"size", "sha256"} and \
+            isinstance(d["size"], int) and not isinstance(d["size"], bool) and \
+            d["size"] >= 0 and isinstance(d["sha256"], str) and _HEX64.fullmatch(d["sha256"])
+        if not rel or not ok:
+            raise Invalid(f"{name}[{rel!r}]", "expected {\"size\": bytes, \"sha256\": 64 "
+                          "hex digits}")
+
+
 STATUSES = ("passed", "failed", "timeout", "interrupted", "pending", "running")
 _text_or_null = nullable(text)
 
@@ -55,6 +85,7 @@ class RunStatus(Record):
     log: str | None = req(_text_or_null, default=None)
     started: str | None = opt(text)
     returncode: int | None = opt(integer())
+    files: dict[str, dict[str, Any]] | None = opt(digests)  # what it wrote: size, sha256
 
 
 @dataclass(kw_only=True)
@@ -125,6 +156,7 @@ class Manifest(Record):
     repeat: int | None = opt(integer(1))            # repetitions per cell (--repeat)
     order_seed: int | None = opt(integer())         # seed of the shuffled round-robin order
     order: list[str] | None = opt(strings)          # "<cell id>.r<k>" in the order they ran
+    digest: str | None = opt(text)                  # sha256 of the rest (content_digest)
 
     def consistency(self) -> None:
         seen: set[str] = set()
@@ -136,6 +168,18 @@ class Manifest(Record):
             if self.repeat is not None and len(c.repeats or []) > self.repeat:
                 raise Invalid(f"cells[{i}].repeats", f"has {len(c.repeats or [])} "
                               f"repetitions; expected at most repeat = {self.repeat}")
+
+    def content_digest(self) -> str:
+        """sha256 of the manifest's canonical JSON (sorted keys), its `digest` left out."""
+        doc = self.to_dict()
+        doc.pop("digest", None)
+        text = json.dumps(doc, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def edited(self) -> bool:
+        """Whether the manifest changed after the runner wrote it (it has a digest, and
+        its content no longer matches it)."""
+        return self.digest is not None and self.digest != self.content_digest()
 
     def cell(self, cell_id: str) -> CellEntry:
         return next(c for c in self.cells if c.id == cell_id)

@@ -15,6 +15,13 @@ A passed cell whose results file cannot be used (missing, empty, truncated, not 
 failing validation, a newer format) does not stop the reading: the cell becomes
 "unreadable", with the loader's one-line reason (file and field) in `Cell.unreadable`,
 and none of its benchmarks is used; `Run.unreadable` lists those cells.
+Before anything of a passed cell is read, its files are checked against the sizes and
+sha256 digests the run recorded when they were written, by the one verifier that
+`run --resume` uses too (hvd_vs_ddp/results_schema/integrity.py): a cell with a file
+missing, truncated, corrupt or different (its results, timeline, traces, log) is
+"unreadable", its note naming the file and what is wrong, so nothing of it is reported
+as passed. A run recorded before digests is checked by reading its results, and says so
+in the run's notes.
 A passed cell run N times (`run --repeat N`) has every repetition's file read; each
 Benchmark carries its repetition number `rep` (1 when the cell ran once).
 A run directory the reader cannot use at all (no manifest.json, a manifest without
@@ -35,7 +42,7 @@ from pathlib import Path
 from typing import Any, Iterator, TypeVar
 
 from hvd_vs_ddp import results_schema as results
-from hvd_vs_ddp.results_schema import BenchmarkRecord, CellEntry, MachineInfo, Manifest
+from hvd_vs_ddp.results_schema import BenchmarkRecord, CellEntry, MachineInfo, Manifest, integrity
 from hvd_vs_ddp.results_schema.errors import ResultsError
 
 REPORTED = ("passed", "failed", "timeout", "interrupted", "pending")  # not "running"
@@ -176,9 +183,16 @@ def load_run(run_dir: Path, name: str | None = None) -> Run:
                                f"{', '.join(REPORTED)}).")
     _check_usable(run_dir, man)
     run = Run(run_dir, name or run_dir.resolve().name, man, [], list(notes))
+    if integrity.legacy(man):
+        run.notes.append(f"{run.name}: {integrity.LEGACY_NOTE}.")
     for entry in man.cells:
         cell = Cell(entry)
         if entry.status == "passed":
+            damage = integrity.check_cell(run_dir, entry)
+            if damage:  # not what the run wrote: nothing of it is read
+                cell.unreadable = "; ".join(f"{run_dir / d.path}: {d.why}" for d in damage)
+                run.cells.append(cell)
+                continue
             try:
                 run.notes += _load_passed(run_dir, entry, cell)
             except ResultsError as err:

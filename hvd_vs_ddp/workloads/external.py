@@ -40,7 +40,7 @@ ENTRY_POINT_GROUP = "hvd_vs_ddp.workloads"
 ZOOS = ("torchvision", "transformers")  # `<zoo>:<model>` names a model of that library
 FORMS = ("NAME, MODULE:FUNCTION, PATH.py:FUNCTION, torchvision:MODEL or "
          "transformers:MODEL_TYPE")
-_SAFE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+_SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # judged whole: fullmatch
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def canonical(spec: str) -> str:
 
 def slug(spec: str) -> str:
     """A form of the spec safe in pytest ids, cell ids and file names."""
-    if _SAFE.match(spec):
+    if _SAFE.fullmatch(spec):
         return spec
     target, _, func = spec.rpartition(":")
     tail = ""

@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from torch import nn
 
-from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.common.errors import InputError, InvalidValue
 from hvd_vs_ddp.workloads import data, external, models
 from hvd_vs_ddp.workloads.params import Param, declare
 from hvd_vs_ddp.workloads.spec import Workload
@@ -170,18 +170,32 @@ def get(name: str, **params: Any) -> Workload:
             checked[key] = declared[key].check(value)
         except ValueError as exc:
             raise InputError(f"workload {source.spec!r}: {exc}") from None
-    if source.builtin:
-        return source.factory(**checked)
     try:
         workload = source.factory(**checked)
+    except InvalidValue as exc:  # the Workload's own check, as the factory built it
+        raise InputError(f"workload {source.spec!r}: {_call(source, checked)} built a "
+                         f"Workload it refuses: {_after_name(exc)}") from None
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - a user's factory may raise anything
+        if source.builtin:
+            raise  # a bug of ours: its traceback
         raise InputError(f"workload {source.spec!r}: {_call(source, checked)} raised "
                          f"{external._first(exc)}") from None
     if not isinstance(workload, Workload):
         raise InputError(f"workload {source.spec!r}: {_call(source, checked)} returned "
                          f"{type(workload).__name__}, expected a "
                          "hvd_vs_ddp.workloads.Workload (docs/own-model.md)")
-    return workload if workload.name == source.spec else workload.with_(name=source.spec)
+    try:  # again: a factory may change its Workload after building it
+        workload.validate()
+        return workload if workload.name == source.spec else workload.with_(name=source.spec)
+    except InvalidValue as exc:
+        raise InputError(f"workload {source.spec!r}: {_call(source, checked)} returned a "
+                         f"Workload it refuses: {_after_name(exc)}") from None
+
+
+def _after_name(exc: Exception) -> str:
+    """An InvalidValue's message without its "workload 'NAME': " prefix."""
+    text = str(exc)
+    return text.split(": ", 1)[1] if text.startswith("workload ") and ": " in text else text
 
 
 def _call(source: external.Source, params: dict[str, Any]) -> str:

@@ -10,6 +10,8 @@ global batch is per-rank batch x world size, and that is recorded.
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -17,9 +19,17 @@ import torch
 from torch import nn
 from torch.utils.data import Dataset
 
-from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.common.errors import InputError, InvalidValue
 
 OPTIMIZERS = ("sgd", "adamw")
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, bool)
+
+
+def _is_real(v: Any) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
 
 
 class WorkloadSpecError(InputError):
@@ -56,13 +66,32 @@ class Workload:
     supports_channels_last: bool = False
 
     def __post_init__(self) -> None:
-        if self.batch_size < 1:
-            raise ValueError(f"{self.name}: batch_size must be >= 1, got {self.batch_size}")
+        self.validate()
+
+    def validate(self) -> "Workload":
+        """Refuse (InvalidValue: one line, exit 2, and a ValueError) what no backend can
+        train; registry.get calls it again on whatever a factory returns."""
+        def bad(why: str) -> InvalidValue:
+            return InvalidValue(f"workload {self.name!r}: {why}")
+
+        if not _is_int(self.batch_size) or self.batch_size < 1:
+            raise bad(f"batch_size must be an integer >= 1, got {self.batch_size!r}")
         if self.optimizer not in OPTIMIZERS:
-            raise ValueError(f"{self.name}: optimizer must be one of {OPTIMIZERS}, "
-                             f"got {self.optimizer!r}")
-        if not self.lr > 0:
-            raise ValueError(f"{self.name}: lr must be > 0, got {self.lr}")
+            raise bad(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
+        for key in ("lr", "momentum", "weight_decay"):
+            value = getattr(self, key)
+            if not _is_real(value) or not math.isfinite(value) or value < 0 or \
+                    (key == "lr" and not value > 0):
+                raise bad(f"{key} must be a finite number "
+                          f"{'> 0' if key == 'lr' else '>= 0'}, got {value!r}")
+        if not _is_int(self.seed):
+            raise bad(f"seed must be an integer, got {self.seed!r}")
+        for key in ("build_model", "build_dataset", "loss"):
+            if not callable(getattr(self, key)):
+                raise bad(f"{key} must be callable, got {type(getattr(self, key)).__name__}")
+        if not isinstance(self.params, dict):
+            raise bad(f"params must be a dict, got {type(self.params).__name__}")
+        return self
 
     def make_optimizer(self, parameters) -> torch.optim.Optimizer:
         if self.optimizer == "sgd":

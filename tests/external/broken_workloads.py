@@ -62,3 +62,15 @@ def required_parameter(hidden) -> Workload:  # noqa: ANN001 - no default: refuse
 
 
 NOT_CALLABLE = 3
+
+
+def negative_batch() -> Workload:
+    """A Workload built with a batch size its own check refuses (issue 50)."""
+    return _workload(lambda c: nn.Linear(4, 2)).with_(batch_size=-4)
+
+
+def negative_batch_after_build() -> Workload:
+    """A Workload changed after it was built: registry.get checks it again (issue 50)."""
+    wl = _workload(lambda c: nn.Linear(4, 2))
+    object.__setattr__(wl, "batch_size", -4)
+    return wl

@@ -1,18 +1,26 @@
 """`hvd-vs-ddp run --repeat 2` for real: each repetition its own process and files, in
 the recorded interleaved order; `--resume` reruns only a repetition that did not pass;
-the report reads both repetitions.
+the report reads both repetitions. Then (issue 50) the real resume of a damaged run: every
+repetition's files are recorded with their digests, and a truncated results file makes
+`run --resume` (the real command, for its stderr) re-run that repetition alone, saying so
+in one line, keeping the damaged file under damaged/ and no other file changed. Real
+processes because the recording is the runner's, after the cell's ranks ended.
 
     python -m pytest tests/system/test_repeat_run.py
 """
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
 from hvd_vs_ddp.cli import main as cli
 from hvd_vs_ddp.reports import build_report
-from tests.launch import TINY_RUN_SUITE_ARGS
+from hvd_vs_ddp.results_schema import integrity, load_manifest
+from tests.launch import ROOT, TINY_RUN_SUITE_ARGS
 
 pytestmark = pytest.mark.multiproc
 
@@ -53,3 +61,32 @@ def test_repeat_resume_and_report(tmp_path):
                      .verdicts.read_text())
     assert doc["runs"][0]["repeat"] == 2
     assert doc["answers"][0]["fastest"]["repetitions"] == 2
+
+    # issue 50: a damaged results file is re-run by the real resume, in one line
+    again = json.loads((run / "manifest.json").read_text())
+    for c in again["cells"]:
+        for r in c["repeats"]:
+            assert r["files"][r["results"]]["size"] == (run / r["results"]).stat().st_size
+            assert r["log"] in r["files"]
+    rel = next(c for c in again["cells"] if c["id"] == ddp["id"])["repeats"][1]["results"]
+    target = run / rel
+    whole = target.read_bytes()
+    before = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+    target.write_bytes(whole[:100])
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "hvd_vs_ddp.cli", "run", "--resume",
+                           str(run)], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    said = [ln for ln in proc.stderr.splitlines() if "re-running" in ln]
+    assert len(said) == 1 and f"{rel}: truncated (100 of {len(whole):,} bytes)" in said[0]
+    assert "run finished: 2 passed, 0 failed" in proc.stderr
+    man, _ = load_manifest(run)
+    assert integrity.check_run(run, man) == {} and not integrity.legacy(man)
+    [kept] = (run / "damaged").rglob(target.name)
+    assert kept.read_bytes() == whole[:100]
+    rerun_log = run / next(c for c in again["cells"]
+                           if c["id"] == ddp["id"])["repeats"][1]["log"]
+    for p, data in before.items():
+        if p not in (target, run / "manifest.json", rerun_log):
+            assert p.read_bytes() == data, p

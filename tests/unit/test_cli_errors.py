@@ -33,6 +33,8 @@ SUBPROCESS = {"run --runs-dir runs --backends nccl-typo", "run --runs-dir runs -
               "'\"unbalanced'", "run --runs-dir runs --suite-args=--no-such-option",
               "run --runs-dir runs --data-dir images-broken",
               "run --runs-dir runs --hosts h1:1", "run --runs-dir runs --cell-time-limit nan",
+              # issue 50: a factory that changes its Workload after building it
+              "run --runs-dir runs --workloads ext/broken.py:negative_batch_after_build",
               "report runs/corrupt -o out/report.html", "doctor --selftest --only nope",
               # issue 27 and 28: a parameter by its declaration, a file to write, a broken
               # spec, a run the report cannot use, a projection over a run's manifest
