@@ -52,7 +52,7 @@ def hvd_vs_ddp(tp: pd.DataFrame, margin: float = verdicts.DEFAULT_MARGIN) -> pd.
         dd = g[g["library"] == DDP]
         for _, h in hv.iterrows():
             for _, d in dd.iterrows():
-                ci = stats.ratio_ci(_reps(h), _reps(d))
+                ci = verdicts.interval(_reps(h), _reps(d), h.get("plan"))  # run --budget
                 v = verdicts.judge(ci, margin, h["world_size"], h["series"], d["series"])
                 rows.append({"run": h["run"], "case": h["case"], "world_size": h["world_size"],
                              "horovod": h["series"], "ddp": d["series"],
@@ -60,7 +60,8 @@ def hvd_vs_ddp(tp: pd.DataFrame, margin: float = verdicts.DEFAULT_MARGIN) -> pd.
                              "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi, "reps": ci.reps,
                              "verdict": v.verdict, "faster": v.faster or "",
                              "strength": v.strength, "scope": v.scope,
-                             "reps_needed": v.reps_needed, "judged": v})
+                             "reps_needed": v.reps_needed, "judged": v,
+                             "hvd_cell": h["cell_id"], "ddp_cell": d["cell_id"]})
     return pd.DataFrame(rows)
 
 
