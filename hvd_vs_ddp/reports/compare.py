@@ -151,7 +151,7 @@ def headlines(data: Data, cmp: pd.DataFrame, ba: pd.DataFrame | None = None,
               answers: Sequence[str] = ()) -> list[str]:
     """The answer first (hvd_vs_ddp.reports.answer: one sentence per case and world size), then
     convergence, before/after and failures."""
-    out = list(answers)
+    out = list(answers) + verdicts.budget_lines(data.runs)  # run --budget: what it took
     if cmp.empty and not data.throughput.empty:
         out.append("No case has both a Horovod and a DDP throughput cell, so there is no "
                    "Horovod/DDP comparison; see the throughput table.")

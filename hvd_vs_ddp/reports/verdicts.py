@@ -71,6 +71,29 @@ def interval(num, den, plan: dict | None = None) -> RatioCI:
                          float(plan.get("alpha", 1 - LEVEL)))
 
 
+def budget_lines(runs) -> list[str]:
+    """One line per run with a budget (manifest.budget, hvd_vs_ddp/cli/budget.py): time
+    used, firm pairs, the repetitions each verdict took, the pairs left open."""
+    out = []
+    for run in runs:
+        plan = getattr(run.manifest, "budget", None)
+        if not isinstance(plan, dict) or not plan.get("pairs"):
+            continue
+        pairs = plan["pairs"]
+        firm = [p for p in pairs if not p.get("open")]
+        took = "; ".join(f"{p['pair']}: {p['verdict']} after {p['repetitions']}"
+                         for p in pairs)
+        left = [p["pair"] for p in pairs if p.get("open")]
+        out.append(f"Budget ({run.name}): {plan.get('minutes', 0):g} min, "
+                   f"{(plan.get('spent_s') or 0) / 60:.1f} min used; {len(firm)} of "
+                   f"{len(pairs)} pairs firm, repetitions per verdict: {took}. "
+                   + (f"Left open ({plan.get('stopped') or 'run stopped'}): "
+                      f"{', '.join(left)}." if left else "No pair left open.")
+                   + " Intervals: sequential, the error spent over looks "
+                   "(docs/methodology.md).")
+    return out
+
+
 def pct(r: float) -> str:
     """How much faster the faster side is: r = 1.12 -> '12%', r = 0.8 -> '25%'."""
     return f"{(max(r, 1 / r) - 1) * 100:.0f}%"
