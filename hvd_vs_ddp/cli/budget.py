@@ -129,7 +129,7 @@ def settle(runner, progress=None, stream=None) -> None:
               f"open: {', '.join(plan['open']) or 'none'}; {max(left, 0) / 60:.1f} min left",
               file=stream, flush=True)
         if not plan["open"]:
-            plan["stopped"] = "every pair settled"
+            plan["stopped"] = "every pair settled" if pairs else "no Horovod/DDP pair to judge"
             break
         options, why = [], set()
         for (_, r), p in zip(cmp.iterrows(), pairs):
