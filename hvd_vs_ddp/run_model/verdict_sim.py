@@ -176,7 +176,7 @@ def simulate(shapes: Shapes, ratios: Sequence[float] = (0.90, 0.95, 1.00, 1.05),
     out = []
     for ratio in ratios:
         rng = np.random.default_rng([seed, int(round(ratio * 1e4))])
-        tallies = {d: ({}, []) for d in designs}
+        tallies: dict[str, tuple[dict[str, int], list[int]]] = {d: ({}, []) for d in designs}
         for t in range(trials):
             a = [x + np.log(ratio) for x in shapes.draw(rng, max_reps, rep_sd, step_sd)]
             b = shapes.draw(rng, max_reps, rep_sd, step_sd)
