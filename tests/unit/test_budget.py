@@ -119,3 +119,19 @@ def test_a_failed_extra_repetition_is_dropped(run_dir):
 def test_budget_needs_two_repetitions():
     with pytest.raises(ValueError, match="--repeat 2 or more"):
         budget.new_plan(8, 1)
+
+
+def test_bad_budget_is_one_line_and_exit_2(tmp_path, capsys):
+    from hvd_vs_ddp.cli import main as cli
+
+    with pytest.raises(SystemExit) as stop:  # argparse's one line
+        cli(["run", "--preset", "quick", "--budget", "0"])
+    assert stop.value.code == 2
+    assert "--budget: '0': expected a number of minutes > 0" in capsys.readouterr().err
+    runs = tmp_path / "runs"
+    assert cli(["run", "--preset", "quick", "--budget", "8", "--repeat", "1",
+                "--runs-dir", str(runs)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == ("hvd-vs-ddp: error: --budget 8 needs --repeat 2 or more (with one "
+                       "repetition the interval is within-run only and no look is valid)")
+    assert not runs.exists()
