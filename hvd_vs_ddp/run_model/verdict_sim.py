@@ -77,11 +77,11 @@ class Shapes:
         return out
 
     def draw(self, rng: np.random.Generator, reps: int, rep_sd: float | None,
-             step_sd: float | None) -> list[np.ndarray]:
-        """One arm: `reps` repetitions of `steps` log values about 0."""
+             step_sd: float | None, series: int = 0) -> list[np.ndarray]:
+        """One arm: `reps` repetitions of `steps` log values about 0 (as recorded: those
+        of recorded series number `series`; both arms of a pair take the same one)."""
         if rep_sd is None or step_sd is None:  # one recorded series, as recorded
-            i = rng.integers(len(self.offsets))
-            offs, res = self.offsets[i], self.residuals[i]
+            offs, res = self.offsets[series], self.residuals[series]
         else:
             offs = np.concatenate([o / o.std() for o in self.offsets if o.std() > 0]) * rep_sd
             res = np.concatenate([r / r.std() for r in self.residuals if r.std() > 0]) * step_sd
@@ -178,8 +178,9 @@ def simulate(shapes: Shapes, ratios: Sequence[float] = (0.90, 0.95, 1.00, 1.05),
         rng = np.random.default_rng([seed, int(round(ratio * 1e4))])
         tallies: dict[str, tuple[dict[str, int], list[int]]] = {d: ({}, []) for d in designs}
         for t in range(trials):
-            a = [x + np.log(ratio) for x in shapes.draw(rng, max_reps, rep_sd, step_sd)]
-            b = shapes.draw(rng, max_reps, rep_sd, step_sd)
+            i = int(rng.integers(len(shapes.offsets))) if rep_sd is None else 0
+            a = [x + np.log(ratio) for x in shapes.draw(rng, max_reps, rep_sd, step_sd, i)]
+            b = shapes.draw(rng, max_reps, rep_sd, step_sd, i)
             a, b = [np.exp(x) for x in a], [np.exp(x) for x in b]
             for d in designs:
                 v, side, n = one_pair(a, b, planned, margin, rules[d], resamples, seed + t)
