@@ -4,6 +4,7 @@
     hvd-vs-ddp doctor --selftest                       # ... and run it all, ~1 minute
     hvd-vs-ddp run --preset quick [--name NAME] [--runs-dir runs] [--repeat N]
     hvd-vs-ddp run --resume runs/<name>                # rerun unfinished/failed cells
+    hvd-vs-ddp run --preset quick --budget 8           # settle open verdicts within 8 min
     hvd-vs-ddp run --preset quick --profile            # + torch.profiler traces per rank
     hvd-vs-ddp report runs/<name> [runs/<other>] -o reports-out/<name>/report.html \
         [--margin 0.05] [--keep-disturbed]             # + report.md, verdicts.json
@@ -72,9 +73,15 @@ def _run(args) -> int:
     from hvd_vs_ddp.cli.runner import Progress, Runner
 
     req = run_request.build(args)  # everything judged; nothing started, nothing written
+    budget = getattr(args, "budget", None)
+    if budget is not None and not req.run_dir.exists() and (
+            req.repeat or req.preset.repeat) < 2:
+        raise CliError(f"--budget {budget:g} needs --repeat 2 or more (with one repetition "
+                       "the interval is within-run only and no look is valid)")
     runner = Runner(req.run_dir, req.preset, list(req.cells), sys.argv, req.cell_time_limit,
                     list(req.workloads) if req.workloads else None, hosts=req.hosts,
-                    repeat=req.repeat, order_seed=req.order_seed, pythonpath=req.pythonpath)
+                    repeat=req.repeat, order_seed=req.order_seed, pythonpath=req.pythonpath,
+                    budget_minutes=budget)
     if req.run_dir.exists():  # a resumed run: another runner of it is refused up front
         runner.lock.claim()
     log.info(f"{len(req.cells)} cell{'' if len(req.cells) == 1 else 's'} -> {req.run_dir}")
@@ -182,6 +189,11 @@ def _add_run(sub) -> None:
                      "quick: 3; at most 1000)")
     run.add_argument("--order-seed", type=argtypes.integer, help="seed of the shuffled order of "
                      "repetitions (default: random; recorded in the manifest)")
+    run.add_argument("--budget", type=argtypes.minutes, metavar="MINUTES", help="after the "
+                     "planned repetitions, add interleaved repetitions to the pairs whose "
+                     "verdicts are inconclusive until all are settled or MINUTES (wall "
+                     "clock, the whole run) are spent; sequential intervals "
+                     "(docs/methodology.md); with --resume: a new total")
     run.add_argument("--allow-failures", action="store_true",
                      help="exit 0 even when some cells failed")
     run.add_argument("--profile", action="store_true", default=None, help="after the timed "

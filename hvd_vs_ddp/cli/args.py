@@ -63,7 +63,18 @@ def _repetitions(text: str) -> int:
     return value
 
 
+def _minutes(text: str) -> float:
+    try:
+        value = values.number(text, low=0, example="8")
+    except ValueError:
+        raise ValueError(f"{text!r}: expected a number of minutes > 0, e.g. 8") from None
+    if value > MAX_SECONDS / 60:
+        raise ValueError(f"{text!r}: at most {MAX_SECONDS // 60} minutes (a week)")
+    return value
+
+
 seconds = _typed(_seconds, "seconds", number=True)
+minutes = _typed(_minutes, "minutes", number=True)  # run --budget
 count = _typed(lambda t: values.positive_int(t, example="3"), "count", number=True)  # >= 1
 repetitions = _typed(_repetitions, "repetitions", number=True)
 integer = _typed(values.integer, "integer", number=True)

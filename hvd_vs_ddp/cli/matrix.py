@@ -135,6 +135,12 @@ PRESETS = {
                       options=SuiteOptions(rounds=5, steps_per_round=2, warmup_steps=3,
                                            profile_steps=3),
                       repeat=2, launchers=("torchrun", "horovodrun-gloo")),
+    # The A/A check (hvd_vs_ddp/reports/aa.py): every CPU backend of both libraries at 1
+    # and 2 ranks, three small workloads, 6 interleaved repetitions split into two arms.
+    "aa": Preset("aa", ("ddp-gloo", "ddp-mpi", "horovod"), (1, 2), ("mlp", "gpt", "digits"),
+                 ("throughput",), options=SuiteOptions(rounds=5, steps_per_round=2,
+                                                       warmup_steps=2, ddp_sample_rate=0),
+                 repeat=6, timeline=False, without_launchers=("spawn",)),
     # A worker SIGKILLed mid-training under each elastic path (hvd_vs_ddp/recovery/):
     # Horovod Elastic against torchrun's elastic agent, at 2 and 3 ranks.
     "recovery": Preset("recovery", ("horovod", "ddp-gloo"), (2, 3), ("mlp",), ("recovery",),

@@ -35,6 +35,10 @@ manifest), so that drift of the machine hits every backend alike.
     hvd-vs-ddp run --preset quick                 # runs/<time>-quick/
     hvd-vs-ddp run --preset quick --repeat 3 --order-seed 7
     hvd-vs-ddp run --resume runs/2026...-quick
+
+Budget (`--budget MINUTES`, hvd_vs_ddp/cli/budget.py): after the planned repetitions,
+interleaved repetitions are added to the pairs whose verdicts are still inconclusive
+until every pair is settled or the budget (wall clock, the whole run) is spent.
 """
 from __future__ import annotations
 
@@ -50,7 +54,7 @@ import uuid
 from pathlib import Path
 
 from hvd_vs_ddp.backends import launchers
-from hvd_vs_ddp.cli import resume_check
+from hvd_vs_ddp.cli import budget, resume_check
 from hvd_vs_ddp.cli.cell_errors import error_line
 from hvd_vs_ddp.cli.matrix import TIMED_SUITES, Cell, Preset, launch_as, pytest_argv
 from hvd_vs_ddp.cli.run_lock import CELL_MARKER, RunLock, marker_root
@@ -126,7 +130,8 @@ class Runner:
     def __init__(self, run_dir: Path, preset: Preset, cells: list[Cell], command: list[str],
                  cell_time_limit: float, workloads: list[str] | None = None,
                  hosts: str | None = None, repeat: int | None = None,
-                 order_seed: int | None = None, pythonpath: tuple[str, ...] = ()) -> None:
+                 order_seed: int | None = None, pythonpath: tuple[str, ...] = (),
+                 budget_minutes: float | None = None) -> None:
         self.run_dir, self.preset, self.cells = run_dir, preset, cells
         self.pythonpath = pythonpath  # folders of external workload modules (run_request)
         self.limit, self.workloads, self.hosts = cell_time_limit, workloads, hosts
@@ -139,7 +144,22 @@ class Runner:
         self.lock = RunLock(run_dir)  # one runner per run (hvd_vs_ddp/cli/run_lock.py)
         self.resuming = self.manifest_path.exists()
         self.notes: list[str] = []  # what loading the manifest noted (e.g. edited)
+        self.budget_minutes = budget_minutes  # run --budget (hvd_vs_ddp/cli/budget.py)
+        self._t0: float | None = None         # this session's start; budget time spent
         self.manifest = self._load_or_new(command)
+        if budget_minutes is not None:  # a new run's plan, or a resumed run's new total
+            if self.manifest.budget is None:
+                self.manifest.budget = budget.new_plan(budget_minutes,
+                                                       self.manifest.repeat or self.repeat)
+            self.manifest.budget["minutes"] = float(budget_minutes)
+        self._carried = float((self.manifest.budget or {}).get("spent_s") or 0.0)
+
+    aggregate = staticmethod(_aggregate)  # for the budget's added repetitions
+
+    def elapsed(self) -> float:
+        """Seconds this run has spent, earlier sessions (a resumed run) included."""
+        now_ = time.monotonic()
+        return self._carried + (now_ - self._t0 if self._t0 is not None else 0.0)
 
     # -- manifest --------------------------------------------------------
     def _load_or_new(self, command: list[str]) -> Manifest:
@@ -168,6 +188,8 @@ class Runner:
                         order=schedule(self.cells, self.repeat, self.order_seed))
 
     def save(self) -> None:
+        if self.manifest.budget is not None and self._t0 is not None:
+            self.manifest.budget["spent_s"] = round(self.elapsed(), 1)
         self.manifest.check(where=str(self.manifest_path))  # a writer's bug fails here
         self.manifest.digest = None
         self.manifest.digest = self.manifest.content_digest()  # an edit shows later
@@ -215,6 +237,7 @@ class Runner:
         return self.manifest
 
     def _run_all(self, progress) -> None:
+        self._t0 = time.monotonic()
         todo = []
         for task in self.manifest.order or []:
             cell_id, k = task.rsplit(".r", 1)
@@ -231,6 +254,8 @@ class Runner:
             self.save()
             if progress:
                 progress.done(label, rep)
+        if self.manifest.budget is not None:  # run --budget: settle the open pairs
+            budget.settle(self, progress)
         self.manifest.finished = now()
         self.manifest.complete = True
 

@@ -132,6 +132,8 @@ def verdicts_doc(data: Data, cmp: pd.DataFrame, margin: float) -> dict[str, Any]
                                     for r in data.runs],
             "answers": answers(data, cmp, margin), "holds_for": where_it_holds(data),
             "pairs": pairs,
+            "budget": {r.name: r.manifest.budget for r in data.runs
+                       if getattr(r.manifest, "budget", None)},  # run --budget
             "each_at_its_best": at_best(data, margin),
             "unreadable": [{"run": r.name, "cell": c.id, "reason": c.unreadable}
                            for r in data.runs for c in r.unreadable]}

@@ -52,7 +52,7 @@ def hvd_vs_ddp(tp: pd.DataFrame, margin: float = verdicts.DEFAULT_MARGIN) -> pd.
         dd = g[g["library"] == DDP]
         for _, h in hv.iterrows():
             for _, d in dd.iterrows():
-                ci = stats.ratio_ci(_reps(h), _reps(d))
+                ci = verdicts.interval(_reps(h), _reps(d), h.get("plan"))  # run --budget
                 v = verdicts.judge(ci, margin, h["world_size"], h["series"], d["series"])
                 rows.append({"run": h["run"], "case": h["case"], "world_size": h["world_size"],
                              "horovod": h["series"], "ddp": d["series"],
@@ -60,7 +60,8 @@ def hvd_vs_ddp(tp: pd.DataFrame, margin: float = verdicts.DEFAULT_MARGIN) -> pd.
                              "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi, "reps": ci.reps,
                              "verdict": v.verdict, "faster": v.faster or "",
                              "strength": v.strength, "scope": v.scope,
-                             "reps_needed": v.reps_needed, "judged": v})
+                             "reps_needed": v.reps_needed, "judged": v,
+                             "hvd_cell": h["cell_id"], "ddp_cell": d["cell_id"]})
     return pd.DataFrame(rows)
 
 
@@ -150,7 +151,7 @@ def headlines(data: Data, cmp: pd.DataFrame, ba: pd.DataFrame | None = None,
               answers: Sequence[str] = ()) -> list[str]:
     """The answer first (hvd_vs_ddp.reports.answer: one sentence per case and world size), then
     convergence, before/after and failures."""
-    out = list(answers)
+    out = list(answers) + verdicts.budget_lines(data.runs)  # run --budget: what it took
     if cmp.empty and not data.throughput.empty:
         out.append("No case has both a Horovod and a DDP throughput cell, so there is no "
                    "Horovod/DDP comparison; see the throughput table.")

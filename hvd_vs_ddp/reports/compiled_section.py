@@ -37,7 +37,6 @@ from hvd_vs_ddp.reports.compare import _reps
 from hvd_vs_ddp.reports.frames import POOL_KEY, Data
 from hvd_vs_ddp.reports.render import Notes, Section
 from hvd_vs_ddp.reports.tables import Table, ms, r3, sps
-from hvd_vs_ddp.run_model import stats
 
 TITLE = "Compiled"
 EAGER = "eager"
@@ -110,7 +109,7 @@ def pairs(data: Data, margin: float) -> pd.DataFrame:
         if e.empty:
             continue
         e = e.iloc[0]
-        ci = stats.ratio_ci(_reps(c), _reps(e))
+        ci = verdicts.interval(_reps(c), _reps(e), c.get("plan"))  # run --budget: looks
         # compiled vs eager of one library, run against run: never the 1-rank wording
         v = verdicts.judge(ci, margin, 2, f"{c['series']} compiled", f"{c['series']} eager")
         reps = _reps_of(data, c)

@@ -123,6 +123,8 @@ def build_frames(runs: list[Run]) -> Data:
         nlaunch = tp.groupby(CASE_KEY + ["label"])["launcher"].transform("nunique")
         tp["series"] = [lab + (f" via {la}" if n > 1 else "")
                         for lab, la, n in zip(tp["label"], tp["launcher"], nlaunch)]
+        plans = {r.name: r.manifest.budget for r in runs}  # run --budget: sequential looks
+        tp["plan"] = [plans.get(name) for name in tp["run"]]
     return Data(runs=runs, notes=notes, frames=frames, throughput_reps=reps, **{
         k: frames[k] for k in ("cells", "throughput", "compute_only", "convergence", "tta",
                                "collective", "memcpy")})

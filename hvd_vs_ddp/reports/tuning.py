@@ -34,7 +34,6 @@ from hvd_vs_ddp.reports.compare import _reps
 from hvd_vs_ddp.reports.frames import Data
 from hvd_vs_ddp.reports.render import Notes, Section
 from hvd_vs_ddp.reports.tables import Table, r3, sps
-from hvd_vs_ddp.run_model import stats
 
 # Relative excess of the mean loss over the last half of the steps, against the same
 # library's default cell. fp16 rounding of gradients moves a short run's losses by
@@ -136,7 +135,8 @@ def _pick(g: pd.DataFrame) -> tuple[pd.Series | None, pd.Series | None, list[dic
 
 
 def _judge(a: pd.Series, b: pd.Series, margin: float, ws: int, na: str, nb: str):
-    return verdicts.judge(stats.ratio_ci(_reps(a), _reps(b)), margin, ws, na, nb)
+    return verdicts.judge(verdicts.interval(_reps(a), _reps(b), a.get("plan")), margin, ws,
+                          na, nb)
 
 
 def _chosen(r: pd.Series) -> str:

@@ -11,6 +11,11 @@ A ratio r = horovod/ddp samples per second (> 1: Horovod faster) with its interv
 - "inconclusive": anything else, with an estimate of the repetitions that would settle
                   it (the interval's width shrinks like 1/sqrt(repetitions)).
 
+In a run with a budget (`hvd-vs-ddp run --budget`, the plan in its manifest) every
+pair's interval is the sequential one at the pair's look (`interval(...)`,
+hvd_vs_ddp.run_model.stats.sequential_ci: the error spent over looks), and the verdict
+says after how many repetitions it was reached.
+
 With a single repetition the interval is within-run only (it ignores run-to-run
 variation), so every verdict is marked "indicative". At world size 1 nothing is
 communicated: the comparison is labelled "framework overhead without communication"
@@ -37,7 +42,7 @@ from hvd_vs_ddp.run_model.margin import (  # noqa: F401 (the words, shared with 
     check_margin,
     classify,
 )
-from hvd_vs_ddp.run_model.stats import RatioCI
+from hvd_vs_ddp.run_model.stats import LEVEL, RatioCI, ratio_ci, sequential_ci
 
 OVERHEAD = "framework overhead without communication"
 MAX_REPS = 100  # beyond this the estimate says "more than 100"
@@ -54,6 +59,39 @@ def reps_needed(ci: RatioCI, m: float) -> int | None:
     if dist <= 1e-12 * max(half, 1.0):
         return None
     return max(ci.reps + 1, math.ceil(ci.reps * (half / dist) ** 2))
+
+
+def interval(num, den, plan: dict | None = None) -> RatioCI:
+    """A pair's interval from each side's repetitions: the fixed design's 95% two-level
+    bootstrap, or in a budgeted run (plan: its manifest's `budget`) the sequential
+    interval at the pair's look."""
+    if not isinstance(plan, dict) or not plan.get("planned"):
+        return ratio_ci(num, den)
+    return sequential_ci(num, den, int(plan["planned"]), int(plan["max_reps"]),
+                         float(plan.get("alpha", 1 - LEVEL)))
+
+
+def budget_lines(runs) -> list[str]:
+    """One line per run with a budget (manifest.budget, hvd_vs_ddp/cli/budget.py): time
+    used, firm pairs, the repetitions each verdict took, the pairs left open."""
+    out = []
+    for run in runs:
+        plan = getattr(run.manifest, "budget", None)
+        if not isinstance(plan, dict) or not plan.get("pairs"):
+            continue
+        pairs = plan["pairs"]
+        firm = [p for p in pairs if not p.get("open")]
+        took = "; ".join(f"{p['pair']}: {p['verdict']} after {p['repetitions']}"
+                         for p in pairs)
+        left = [p["pair"] for p in pairs if p.get("open")]
+        out.append(f"Budget ({run.name}): {plan.get('minutes', 0):g} min, "
+                   f"{(plan.get('spent_s') or 0) / 60:.1f} min used; {len(firm)} of "
+                   f"{len(pairs)} pairs firm, repetitions per verdict: {took}. "
+                   + (f"Left open ({plan.get('stopped') or 'run stopped'}): "
+                      f"{', '.join(left)}." if left else "No pair left open.")
+                   + " Intervals: sequential, the error spent over looks "
+                   "(docs/methodology.md).")
+    return out
 
 
 def pct(r: float) -> str:
@@ -102,11 +140,15 @@ class Verdict:
             s = f"{OVERHEAD} (1 rank, not a communication result): {s}"
         if self.strength == "indicative":
             s += "; indicative only: one repetition, the interval is within-run only"
+        if self.ci.look is not None:  # a budgeted run: say what the verdict took
+            s += (f"; after {self.ci.reps} repetitions (look {self.ci.look}, "
+                  f"{self.ci.level:.2%} interval)")
         return s
 
     def as_json(self) -> dict:
         return {"a": self.a, "b": self.b, "ratio": self.ci.ratio, "lo": self.ci.lo,
                 "hi": self.ci.hi, "level": self.ci.level, "repetitions": self.ci.reps,
+                "look": self.ci.look,
                 "verdict": self.verdict, "faster": self.faster, "strength": self.strength,
                 "scope": self.scope, "repetitions_needed": self.reps_needed,
                 "text": self.text()}

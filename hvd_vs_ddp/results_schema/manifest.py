@@ -157,6 +157,7 @@ class Manifest(Record):
     order_seed: int | None = opt(integer())         # seed of the shuffled round-robin order
     order: list[str] | None = opt(strings)          # "<cell id>.r<k>" in the order they ran
     digest: str | None = opt(text)                  # sha256 of the rest (content_digest)
+    budget: dict[str, Any] | None = opt(mapping)    # run --budget: its plan and state
 
     def consistency(self) -> None:
         seen: set[str] = set()
@@ -165,9 +166,11 @@ class Manifest(Record):
                 raise Invalid(f"cells[{i}].id", f"{c.id!r} repeats an earlier cell's id; "
                               "expected unique cell ids")
             seen.add(c.id)
-            if self.repeat is not None and len(c.repeats or []) > self.repeat:
+            most = max(self.repeat or 0, int((self.budget or {}).get("max_reps") or 0))
+            if self.repeat is not None and len(c.repeats or []) > most:
                 raise Invalid(f"cells[{i}].repeats", f"has {len(c.repeats or [])} "
-                              f"repetitions; expected at most repeat = {self.repeat}")
+                              f"repetitions; expected at most repeat = {self.repeat} (or "
+                              "a budget's max_reps)")
 
     def content_digest(self) -> str:
         """sha256 of the manifest's canonical JSON (sorted keys), its `digest` left out."""

@@ -20,12 +20,32 @@ fixed: the same inputs always give the same interval.
 The calibration of these intervals is checked on recorded repetitions:
 tests/unit/test_calibration.py (python -m tests.unit.test_calibration prints it).
 
+Sequential looks (`hvd-vs-ddp run --budget`): a budgeted run looks at a pair after its
+planned repetitions and again after every repetition it adds (up to a cap, `max_reps`),
+and stops adding to a pair once its verdict is firm. A 95% interval at every look would
+be wrong more often than 5% of the time (the naive repeated look). `sequential_ci`
+spends the error over the looks instead (an alpha-spending rule in the sense of Lan &
+DeMets 1983, Biometrika 70:659, with Bonferroni's union bound in place of the joint
+normal law of the looks, so it holds however the looks correlate and whatever the
+stopping rule; conservative): look 1 (the planned repetitions) gets alpha/2, each of
+the K - 1 later looks alpha / (2 (K - 1)), K = max_reps - planned + 1; the sum is alpha,
+so the chance that ANY look's interval misses the truth stays at most alpha. The
+level-(1 - alpha_k) interval is the bootstrap's 95% percentile interval widened on each
+side about the bootstrap median by z(1 - alpha_k/2) / z(0.975) (deep tails would need
+more resamples than a look can afford). Each side of a pair uses its first n
+repetitions, n the fewer of the two, so every look sees one state of the data: look
+k = n - planned + 1. The simulation that checks the rates (and that the naive look
+inflates them): hvd_vs_ddp/run_model/verdict_sim.py, scripts/verdict_simulation.py.
+
     from hvd_vs_ddp.run_model.stats import ratio_ci
     ci = ratio_ci([hvd_rep1, hvd_rep2], [ddp_rep1, ddp_rep2])  # RatioCI(ratio, lo, hi, reps)
+    ci = sequential_ci(num_reps, den_reps, planned=3, max_reps=9)  # run --budget: per look
     python -m hvd_vs_ddp.run_model.stats 1,2,3/2,3,4 2,3,4/3,4,5           # reps split by '/'
 """
 from __future__ import annotations
 
+import math
+import statistics
 import sys
 from dataclasses import dataclass
 from typing import Sequence
@@ -49,6 +69,7 @@ class RatioCI:
     reps: int = 1  # repetitions of the side with fewer: 1 = the interval is within-run only
     level: float = LEVEL
     resamples: int = N_RESAMPLES
+    look: int | None = None  # sequential look (run --budget); None: a fixed design
 
     def contains(self, value: float) -> bool:
         return self.lo <= value <= self.hi
@@ -98,6 +119,9 @@ def boot_medians(reps: Reps, rng: np.random.Generator, n: int = N_RESAMPLES,
         pick = rng.integers(0, r, size=(k, r))                        # repetitions
         steps = (rng.random((k, r, width)) * lens[pick][:, :, None]).astype(int)  # steps
         vals = logs[pick[:, :, None], steps]
+        if (lens == width).all():  # no padding: the plain median is the same, and faster
+            out[start:start + k] = np.median(vals.reshape(k, -1), axis=1)
+            continue
         vals[:, :, :][np.arange(width)[None, None, :] >= lens[pick][:, :, None]] = np.nan
         out[start:start + k] = np.nanmedian(vals.reshape(k, -1), axis=1)
     return out
@@ -111,14 +135,67 @@ def ratio_ci(num: Reps, den: Reps, resamples: int = N_RESAMPLES, seed: int = SEE
     num, den = _as_reps(num), _as_reps(den)
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
-    rng = np.random.default_rng(seed)
-    logr = boot_medians(num, rng, resamples, correct) - boot_medians(den, rng, resamples, correct)
+    logr = boot_log_ratios(num, den, resamples, seed, correct)
     tail = (1 - level) / 2 * 100
     lo, hi = np.exp(np.percentile(logr, [tail, 100 - tail]))
-    ratio = median(np.concatenate([finite_values(r) for r in num])) / median(
-        np.concatenate([finite_values(r) for r in den]))
-    return RatioCI(float(ratio), float(lo), float(hi),
+    return RatioCI(_pooled_ratio(num, den), float(lo), float(hi),
                    min(len(num), len(den)), level, resamples)
+
+
+def boot_log_ratios(num: Reps, den: Reps, resamples: int = N_RESAMPLES, seed: int = SEED,
+                    correct: bool = True) -> np.ndarray:
+    """The bootstrap replicates of log(median(num) / median(den))."""
+    rng = np.random.default_rng(seed)
+    return boot_medians(num, rng, resamples, correct) - boot_medians(den, rng, resamples,
+                                                                     correct)
+
+
+def _pooled_ratio(num: list, den: list) -> float:
+    return float(median(np.concatenate([finite_values(r) for r in num])) / median(
+        np.concatenate([finite_values(r) for r in den])))
+
+
+# -- sequential looks (run --budget; see the module docstring) -------------------------
+def max_looks(planned: int, max_reps: int) -> int:
+    return max(1, max_reps - planned + 1)
+
+
+def spent_alpha(look: int, looks: int, alpha: float = 1 - LEVEL) -> float:
+    """The error look k of K may spend: alpha/2 at look 1, alpha/(2(K-1)) at each later
+    one (K = 1: all of alpha); the sum over the K looks is alpha."""
+    if not 1 <= look <= looks:
+        raise ValueError(f"look must be in 1..{looks}, got {look}")
+    if looks == 1:
+        return alpha
+    return alpha / 2 if look == 1 else alpha / (2 * (looks - 1))
+
+
+def look_of(reps: int, planned: int) -> int:
+    """The look a pair is at with `reps` repetitions on each side (1 at the planned ones)."""
+    return max(1, reps - planned + 1)
+
+
+def _z(level: float) -> float:
+    return statistics.NormalDist().inv_cdf(1 - (1 - level) / 2)
+
+
+def sequential_ci(num: Reps, den: Reps, planned: int, max_reps: int,
+                  alpha: float = 1 - LEVEL, resamples: int = N_RESAMPLES, seed: int = SEED,
+                  correct: bool = True) -> RatioCI:
+    """The interval of a budgeted run's pair at its look: each side's first n repetitions
+    (n the fewer, at most max_reps), level 1 - spent_alpha(look, K), the 95% percentile
+    interval widened about the bootstrap median by the ratio of normal quantiles."""
+    num, den = _as_reps(num), _as_reps(den)
+    n = min(len(num), len(den), max(max_reps, planned))
+    num, den = num[:n], den[:n]
+    look = look_of(n, planned)
+    level = 1 - spent_alpha(look, max_looks(planned, max_reps), alpha)
+    logr = boot_log_ratios(num, den, resamples, seed, correct)
+    mid = float(np.median(logr))
+    lo95, hi95 = np.percentile(logr, [2.5, 97.5])
+    wide = _z(level) / _z(LEVEL)
+    lo, hi = math.exp(mid - (mid - lo95) * wide), math.exp(mid + (hi95 - mid) * wide)
+    return RatioCI(_pooled_ratio(num, den), lo, hi, n, level, resamples, look)
 
 
 def _as_reps(x) -> list:

@@ -1,0 +1,185 @@
+"""`hvd-vs-ddp run --budget MINUTES`: settle the verdicts within a time budget.
+
+After the planned repetitions (`--repeat`, at least 2) the runner judges every
+Horovod/DDP pair of the run as the report does (hvd_vs_ddp/reports/compare.py, disturbed
+repetitions left out as there) and, while some pair is inconclusive and time is left,
+adds one interleaved repetition to the cells of ONE open pair: the pair whose next
+repetition is most likely to settle it, per second it costs. Only the pair's lagging
+cells run (a cell shared with another pair may be ahead), in a shuffled order. A pair
+stops getting repetitions once its verdict is firm or it reached `max_reps`
+(3 x planned). The budget is wall-clock time for the whole run, planned repetitions
+included; a repetition starts only when its expected time (the cell's mean so far) fits
+in what is left.
+
+The looks are valid under repetition: every interval of a budgeted run, here and in
+the report, is hvd_vs_ddp/run_model/stats.py's `sequential_ci` (the error spent over
+looks; docs/methodology.md has the rule, its citation and the simulation). The plan and
+its state live in the manifest's `budget` (planned, max_reps, alpha, margin, spent_s,
+pairs with verdict and repetitions, open), so `run --resume RUN_DIR` finishes the
+planned repetitions and goes on settling with the time left (`--budget M` on resume
+sets a new total). An added repetition that fails is dropped from the cell (its log
+stays) and the cell gets no more; the plan lists it under `failed`.
+
+The choice (a heuristic, documented here): with the pair's interval half-width h at
+level 1-alpha_k over n repetitions (s = h/z_k), one more repetition gives about
+h' = z_{k+1} s sqrt(n/(n+1)); the estimate's distance d from the nearer margin edge moves
+by about s/sqrt(n+1); the chance to settle is Phi((d - h') / (s/sqrt(n+1))).
+
+    hvd-vs-ddp run --preset quick --budget 8           # settle within 8 minutes in all
+    hvd-vs-ddp run --resume runs/<name>                # go on with the time left
+"""
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import sys
+from typing import Any
+
+from hvd_vs_ddp.results_schema import Repetition
+from hvd_vs_ddp.run_model import stats
+from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN, INCONCLUSIVE
+
+RULE = ("Bonferroni alpha spending over looks: alpha/2 at the planned repetitions, "
+        "alpha/(2(K-1)) at each later look, K = max_reps - planned + 1")
+MAX_FACTOR = 3  # max_reps = 3 x planned
+
+
+def new_plan(minutes: float, planned: int, margin: float = DEFAULT_MARGIN) -> dict[str, Any]:
+    if planned < 2:
+        raise ValueError("--budget needs --repeat 2 or more: with one repetition the "
+                         "interval is within-run only and no look is valid")
+    return {"minutes": float(minutes), "planned": int(planned),
+            "max_reps": MAX_FACTOR * int(planned), "alpha": round(1 - stats.LEVEL, 6),
+            "margin": float(margin), "rule": RULE, "spent_s": 0.0, "pairs": [],
+            "open": [], "failed": [], "stopped": None}
+
+
+def pair_name(r) -> str:
+    return f"{r['case']} np{int(r['world_size'])} {r['horovod']} vs {r['ddp']}"
+
+
+def judge(run_dir, plan: dict[str, Any]):
+    """The run's Horovod/DDP pairs as the report judges them: a DataFrame (may be empty)."""
+    import pandas as pd
+
+    from hvd_vs_ddp.reports.compare import hvd_vs_ddp
+    from hvd_vs_ddp.reports.frames import build_frames
+    from hvd_vs_ddp.results_schema.errors import ResultsError
+    from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
+    from hvd_vs_ddp.run_model.load import load_run
+    try:
+        run = load_run(run_dir)
+    except ResultsError:
+        return pd.DataFrame()
+    leave_out_disturbed(run)
+    tp = build_frames([run]).throughput
+    return hvd_vs_ddp(tp, plan["margin"]) if not tp.empty else pd.DataFrame()
+
+
+def settle_chance(ci: stats.RatioCI, plan: dict[str, Any]) -> float:
+    """The chance one more repetition per side settles the pair (see the docstring)."""
+    looks = stats.max_looks(plan["planned"], plan["max_reps"])
+    k, n = ci.look or 1, ci.reps
+    if k >= looks or ci.lo <= 0 or ci.hi <= ci.lo:
+        return 0.0
+    nd = statistics.NormalDist()
+    s = (math.log(ci.hi) - math.log(ci.lo)) / (2 * nd.inv_cdf(1 - (1 - ci.level) / 2))
+    z_next = nd.inv_cdf(1 - stats.spent_alpha(k + 1, looks, plan["alpha"]) / 2)
+    h_next = z_next * s * math.sqrt(n / (n + 1))
+    d = abs(abs(math.log(ci.ratio)) - math.log(1 + plan["margin"]))
+    return nd.cdf((d - h_next) / (s / math.sqrt(n + 1)))
+
+
+def _passed(entry) -> list[Repetition]:
+    return [r for r in entry.repeats or [] if r.status == "passed"]
+
+
+def _seconds(entry) -> float:
+    later = [r.seconds for r in _passed(entry)[1:] if r.seconds]  # timing suites only
+    first = [r.seconds for r in _passed(entry)[:1] if r.seconds]
+    return statistics.mean(later or first or [60.0])
+
+
+def _state(cmp, plan: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for _, r in cmp.iterrows():
+        v = r["judged"]
+        out.append({"pair": pair_name(r), "verdict": v.verdict, "faster": v.faster,
+                    "repetitions": int(v.ci.reps), "look": v.ci.look,
+                    "cells": [r["hvd_cell"], r["ddp_cell"]],
+                    "open": v.verdict == INCONCLUSIVE})
+    return out
+
+
+def settle(runner, progress=None, stream=None) -> None:
+    """Add repetitions to open pairs until all settle, max_reps, or the budget is spent."""
+    stream = stream or sys.stderr
+    m, plan = runner.manifest, runner.manifest.budget
+    rng = random.Random(m.order_seed)
+    stuck: set[str] = {f["cell"] for f in plan.get("failed") or []}
+    while True:
+        cmp = judge(runner.run_dir, plan)
+        pairs = _state(cmp, plan) if not cmp.empty else []
+        plan["pairs"] = pairs
+        plan["open"] = [p["pair"] for p in pairs if p["open"]]
+        left = plan["minutes"] * 60 - runner.elapsed()
+        runner.save()
+        print(f"budget: {len(pairs) - len(plan['open'])} of {len(pairs)} pair(s) settled; "
+              f"open: {', '.join(plan['open']) or 'none'}; {max(left, 0) / 60:.1f} min left",
+              file=stream, flush=True)
+        if not plan["open"]:
+            plan["stopped"] = "every pair settled" if pairs else "no Horovod/DDP pair to judge"
+            break
+        options, why = [], set()
+        for (_, r), p in zip(cmp.iterrows(), pairs):
+            if not p["open"]:
+                continue
+            if set(p["cells"]) & stuck:
+                why.add("a cell's added repetition failed")
+                continue
+            entries = [m.cell(c) for c in p["cells"]]
+            counts = [len(_passed(e)) for e in entries]
+            if min(counts) >= plan["max_reps"]:
+                why.add(f"max_reps ({plan['max_reps']}) reached")
+                continue
+            lag = [e for e, c in zip(entries, counts) if c == min(counts)]
+            cost = sum(_seconds(e) for e in lag)
+            if cost > left:
+                why.add("budget spent")
+                continue
+            chance = settle_chance(r["judged"].ci, plan)
+            options.append((chance / cost, chance, p["pair"], lag))
+        if not options:
+            plan["stopped"] = "; ".join(sorted(why))
+            break
+        _, chance, name, lag = max(options, key=lambda o: o[0])
+        rng.shuffle(lag)
+        print(f"budget: next {name} (chance to settle {chance:.0%}): "
+              f"{', '.join(e.id for e in lag)}", file=stream, flush=True)
+        for entry in lag:
+            _add_repetition(runner, entry, stuck, progress)
+    runner.save()
+
+
+def _add_repetition(runner, entry, stuck: set[str], progress) -> None:
+    m, plan = runner.manifest, runner.manifest.budget
+    rep = Repetition(rep=len(entry.repeats or []) + 1)
+    entry.repeats = [*(entry.repeats or []), rep]
+    m.order = [*(m.order or []), f"{entry.id}.r{rep.rep}"]
+    cell = next(c for c in runner.cells if c.id == entry.id)
+    label = f"{entry.id}.r{rep.rep} (budget)"
+    if progress:
+        progress.start(0, 1, label)
+    runner._run_cell(cell, entry, rep)
+    if rep.status != "passed":  # never let an extra repetition fail the whole cell
+        plan["failed"] = [*(plan.get("failed") or []),
+                          {"cell": entry.id, "rep": rep.rep, "error": rep.error,
+                           "log": rep.log}]
+        entry.repeats = entry.repeats[:-1]
+        m.order = m.order[:-1]
+        stuck.add(entry.id)
+    runner.aggregate(entry)
+    runner.save()
+    if progress:
+        progress.done(label, rep)
