@@ -87,7 +87,8 @@ def answers(data: Data, cmp: pd.DataFrame, margin: float) -> list[dict[str, Any]
     if tp.empty:
         return out
     multi = len(data.runs) > 1
-    for (run, _w, _p, _b, _k, _kn, ws), g in tp.groupby(CASE_KEY + ["world_size"], sort=True):
+    for key, g in tp.groupby(CASE_KEY + ["world_size"], sort=True):
+        run, ws = key[0], key[-1]
         case = g["case"].iloc[0]
         fastest = _best(g)
         h, d = _best(g[g["library"] == HOROVOD_LIB]), _best(g[g["library"] == DDP])
