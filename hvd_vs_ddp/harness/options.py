@@ -257,10 +257,13 @@ def _check_jpeg_workloads(opts: "SuiteOptions") -> None:
     params = opts.workload_params
     for name in opts.workloads:
         try:
-            jpeg_set.image_shape(workloads.get(name, **params.get(name, {})))
-            return
+            workload = workloads.get(name, **params.get(name, {}))
+            jpeg_set.image_shape(workload)
         except InputError:
             continue
+        if workload.params.get("data_dir"):  # the user's folder: JPEGs in every class
+            jpeg_set.list_files(Path(workload.params["data_dir"]))
+        return
     raise InputError(f"--input jpeg: none of the throughput workloads "
                      f"({', '.join(opts.workloads)}) trains on labelled images; the host "
                      "pipeline feeds image classifiers, e.g. --workloads resnet50")

@@ -55,6 +55,7 @@ def hvd_vs_ddp(tp: pd.DataFrame, margin: float = verdicts.DEFAULT_MARGIN) -> pd.
                 ci = stats.ratio_ci(_reps(h), _reps(d))
                 v = verdicts.judge(ci, margin, h["world_size"], h["series"], d["series"])
                 rows.append({"run": h["run"], "case": h["case"], "world_size": h["world_size"],
+                             "input_mode": h.get("input_mode", "memory"),
                              "horovod": h["series"], "ddp": d["series"],
                              "hvd_sps": h["sps_median"], "ddp_sps": d["sps_median"],
                              "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi, "reps": ci.reps,

@@ -2,11 +2,11 @@
 
 The suites' default input is tensors already in memory (`--input memory`): the step never
 waits for data and no core decodes anything. `--input jpeg` feeds an image workload the
-way ImageNet training is fed: each sample is a JPEG file read from disk, decoded on the
-host (torchvision.io.decode_jpeg) and augmented (RandomResizedCrop to the workload's
-image size, a random horizontal flip, normalisation) inside the DataLoader's worker
-processes (`--loader-workers`), with `--pin-memory` as the other knob. Both libraries
-get the same files, the same order and the same knobs.
+way ImageNet training is fed by PyTorch's own examples: each sample is a JPEG file read
+from disk, decoded on the host (PIL, as torchvision's ImageFolder does) and augmented
+(RandomResizedCrop to the workload's image size, a random horizontal flip, normalisation)
+inside the DataLoader's worker processes (`--loader-workers`), with `--pin-memory` as the
+other knob. Both libraries get the same files, the same order and the same knobs.
 
 The files come from a user's ImageFolder (the workload's data_dir, `run --data-dir`:
 ROOT/CLASS/*.jpg) or from a synthetic set made here once: smooth random images (a
@@ -68,15 +68,16 @@ def _image(g: torch.Generator, size: int, label: int, classes: int) -> torch.Ten
 
 def make_set(root: Path, spec: JpegSpec) -> None:
     """Write the synthetic set into `root` (ROOT/cNNN/NNNNNN.jpg, labels round-robin)."""
-    from torchvision.io import encode_jpeg
+    from PIL import Image
 
     g = torch.Generator().manual_seed(spec.seed)
     for c in range(spec.classes):
         (root / f"c{c:03d}").mkdir(parents=True, exist_ok=True)
     for i in range(spec.images):
         label = i % spec.classes
-        data = encode_jpeg(_image(g, spec.size, label, spec.classes), quality=QUALITY)
-        (root / f"c{label:03d}" / f"{i:06d}.jpg").write_bytes(data.numpy().tobytes())
+        pixels = _image(g, spec.size, label, spec.classes).permute(1, 2, 0).numpy()
+        Image.fromarray(pixels, "RGB").save(root / f"c{label:03d}" / f"{i:06d}.jpg",
+                                            quality=QUALITY)
     (root / DONE).write_text(f"{spec}\n")
 
 
@@ -132,16 +133,17 @@ class JpegFolder(Dataset):
         self.files, self.classes = list_files(self.root)
         self.transform = v2.Compose([
             v2.RandomResizedCrop(size, antialias=True), v2.RandomHorizontalFlip(),
-            v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)])
+            v2.PILToTensor(), v2.ToDtype(torch.float32, scale=True), v2.Normalize(MEAN, STD)])
 
     def __len__(self) -> int:
         return len(self.files)
 
     def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
-        from torchvision.io import ImageReadMode, decode_jpeg, read_file
+        from PIL import Image
 
         path, label = self.files[index]
-        image = decode_jpeg(read_file(path), mode=ImageReadMode.RGB)
+        with Image.open(path) as f:
+            image = f.convert("RGB")  # reads and decodes the file
         return self.transform(image), label
 
 
@@ -153,7 +155,8 @@ def image_shape(workload) -> tuple[int, int]:
     size, classes = params.get("image_size"), params.get("classes")
     if isinstance(size, int) and isinstance(classes, int):
         x, y = workload.build_dataset(workload.seed)[0]
-        if getattr(x, "dim", lambda: 0)() == 3 and getattr(y, "dim", lambda: 1)() == 0:
+        label = isinstance(y, int) or (isinstance(y, torch.Tensor) and y.dim() == 0)
+        if isinstance(x, torch.Tensor) and x.dim() == 3 and label:
             return size, classes
     raise InputError(f"--input jpeg: workload {workload.name!r} does not train on labelled "
                      "images (image_size and classes, one label per image); the host "
