@@ -15,6 +15,9 @@ knobs and world size fed from tensors in memory. Per library and world size:
   Horovod's background thread, which has no name, with its Gloo or MPI threads; torch's
   intra-op threads), and its loader workers, against the cores each rank has (the host's
   cores / ranks on it);
+- the same ratio without any library: the compute-only cells (the per-rank step with no
+  communication, as many processes at once as ranks) with and without the host pipeline,
+  so the part of a library's slowdown that decoding causes alone is in view;
 - per Horovod/DDP pair the verdict with tensors in memory beside the verdict with the
   host pipeline (the comparison's own rows, hvd_vs_ddp.reports.compare.hvd_vs_ddp), and how
   far the host pipeline moved the ratio;
@@ -63,6 +66,19 @@ def _median(values: list[float]) -> float:
     return float(np.median(vals)) if vals else np.nan
 
 
+def foreign_load(data: Data, r: pd.Series) -> float:
+    """Median over a cell's repetitions of the cores other processes used on the host
+    meanwhile (the runner's foreign load; hvd_vs_ddp/run_model/disturbed.py); NaN if
+    not recorded."""
+    for run in data.runs:
+        if run.name != r["run"]:
+            continue
+        for cell in run.cells:
+            if cell.id == r["cell_id"]:
+                return _median([rep.foreign_load for rep in cell.entry.repeats or []])
+    return np.nan
+
+
 def usage(data: Data, r: pd.Series) -> dict[str, Any]:
     """The host CPU and the waits of a pooled throughput row, from its repetitions: cores
     per rank of the process, its main thread, its other threads by group, the loader
@@ -97,6 +113,7 @@ def usage(data: Data, r: pd.Series) -> dict[str, Any]:
             "workers": int(workers.iloc[0]) if workers is not None and len(workers)
             and not pd.isna(workers.iloc[0]) else None,
             "cores_per_rank": have if have is not None else np.nan,
+            "others_cores": foreign_load(data, r),
             "wait_s": float(np.median(np.concatenate(waits))) if waits else np.nan,
             "wait_share": float(np.median(np.concatenate(shares))) if shares else np.nan}
 
@@ -128,6 +145,43 @@ def per_library(data: Data, margin: float) -> pd.DataFrame:
                        judged=v)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def without_library(data: Data, margin: float) -> pd.DataFrame:
+    """The compute-only cells (no communication) with the host pipeline against in
+    memory: throughput ratio (per-rank step time in memory / with the pipeline), its
+    interval and verdict."""
+    co = data.compute_only
+    if co.empty or "input_mode" not in co or not (co["input_mode"] == JPEG).any():
+        return pd.DataFrame()
+    rows = []
+    for key, g in co.groupby(["run", "workload", "per_rank_batch", "knobs", "ranks"],
+                             sort=True):
+        jp, mem = g[g["input_mode"] == JPEG], g[g["input_mode"] == MEMORY]
+        if jp.empty or mem.empty:
+            continue
+        ci = stats.ratio_ci([1.0 / np.asarray(s) for s in jp["steps"]],
+                            [1.0 / np.asarray(s) for s in mem["steps"]])
+        v = verdicts.judge(ci, margin, 2, "compute only, host pipeline",
+                           "compute only, in memory")
+        rows.append({"run": key[0], "workload": key[1], "ranks": int(key[4]),
+                     "memory_step_s": stats.median(np.concatenate(list(mem["steps"]))),
+                     "jpeg_step_s": stats.median(np.concatenate(list(jp["steps"]))),
+                     "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi, "judged": v})
+    return pd.DataFrame(rows)
+
+
+def _without_table(w: pd.DataFrame) -> Table:
+    rows = [{"case": r["workload"], "processes": r["ranks"],
+             "step ms in memory": f"{r['memory_step_s'] * 1e3:.1f}",
+             "step ms host pipeline": f"{r['jpeg_step_s'] * 1e3:.1f}",
+             "host / memory": r3(r["ratio"]), "verdict": r["judged"].text()}
+            for _, r in w.iterrows()]
+    return Table("Without a library: the compute-only step with and without the host "
+                 "pipeline", pd.DataFrame(rows),
+                 "The per-rank step with no communication, run by as many processes at "
+                 "once as the libraries have ranks: what decoding on the host costs before "
+                 "any library's threads join in.")
 
 
 def pair_verdicts(cmp: pd.DataFrame) -> pd.DataFrame:
@@ -180,14 +234,16 @@ def _library_table(p: pd.DataFrame) -> Table:
                                                 f"{_cores(j['main_cores'])}",
             "other threads (host)": _threads(j),
             "loader cores (workers)": f"{_cores(j['loader_cores'])} ({j['workers']})",
-            "asked / has per rank": f"{_cores(_demand(j))} / {_cores(j['cores_per_rank'])}"})
+            "asked / has per rank": f"{_cores(_demand(j))} / {_cores(j['cores_per_rank'])}",
+            "other work on the host (cores)": _cores(j["others_cores"])})
     return Table("Each library with the host pipeline against tensors in memory",
                  pd.DataFrame(rows),
                  "CPU in cores per rank over the timed rounds (medians over repetitions of "
                  "the mean over ranks): the main (training) thread, the process's other "
                  "threads by name, its DataLoader workers; 'asked' is their sum, 'has' the "
-                 "host's cores over the ranks on it. Waits: the median time a step waited "
-                 "for its batch.")
+                 "host's cores over the ranks on it; other work: cores that processes "
+                 "outside the run used meanwhile (the runner's foreign load), which the "
+                 "ranks did not have. Waits: the median time a step waited for its batch.")
 
 
 def _ms(v: Any) -> str:
@@ -219,11 +275,14 @@ def sentences(p: pd.DataFrame, pv: pd.DataFrame) -> list[str]:
         if isinstance(r.get("judged"), verdicts.Verdict):
             s += (f"the host pipeline ran at {r['ratio']:.2f} of its in-memory throughput "
                   f"[{r['lo']:.2f}-{r['hi']:.2f}]; ")
+        named = "" if list(j["threads"]) in ([], ["other threads"]) else f": {_threads(j)}"
         s += (f"each rank's process used {_cores(j['host_cores'])} cores (main thread "
-              f"{_cores(j['main_cores'])}, other threads {_cores(j['other_cores'])}: "
-              f"{_threads(j)}) and its {j['workers']} loader workers "
+              f"{_cores(j['main_cores'])}, other threads {_cores(j['other_cores'])}"
+              f"{named}) and its {j['workers']} loader workers "
               f"{_cores(j['loader_cores'])}, {_cores(_demand(j))} cores asked of "
               f"{_cores(j['cores_per_rank'])} per rank")
+        if not pd.isna(j["others_cores"]):
+            s += f" (other work used {_cores(j['others_cores'])} of the host's cores meanwhile)"
         if m is not None and not pd.isna(m["main_cores"]) and not pd.isna(j["main_cores"]):
             s += (f"; the main thread got {_cores(j['main_cores'])} cores against "
                   f"{_cores(m['main_cores'])} in memory")
@@ -236,7 +295,8 @@ def sentences(p: pd.DataFrame, pv: pd.DataFrame) -> list[str]:
         s = (f"{r['horovod']} / {r['ddp']} at {r['world_size']} ranks ({r['case']}): "
              f"with the host pipeline {r['jpeg'].text()}")
         if mem is not None:
-            s += (f"; in memory {mem.verdict} (ratio {mem.ci.ratio:.3f}); the host pipeline "
+            said = f"{mem.faster} faster" if mem.faster else mem.verdict
+            s += (f"; in memory: {said} (ratio {mem.ci.ratio:.3f}); the host pipeline "
                   f"moved the ratio by x{r['shift']:.3f}")
         out.append(s + ".")
     return out
@@ -269,6 +329,12 @@ def cpu_figure(p: pd.DataFrame, figs: Figures) -> None:
             if has:
                 ax.axhline(has[0], color="black", ls=(0, (4, 3)), lw=1.2,
                            label="cores per rank")
+                others = [u["others_cores"] for _, _, u in bars
+                          if not pd.isna(u["others_cores"])]
+                if others:  # what other work on the host left the ranks
+                    ax.axhline(max(has[0] - float(np.median(others)) / ws, 0.0),
+                               color="grey", ls=":", lw=1.4,
+                               label="left per rank by other work")
             ax.set_xticks(x, [b[0] for b in bars], fontsize=8)
             ax.set_ylabel("CPU cores per rank")
             ax.set_title(f"{case}, {ws} ranks", fontsize=10)
@@ -276,7 +342,9 @@ def cpu_figure(p: pd.DataFrame, figs: Figures) -> None:
         figs.add("input_cpu", "Who uses the host's cores: training thread, library threads, "
                  "loader workers", fig, "Per rank, over the timed rounds; shades from dark "
                  "to light: the main thread, the process's other threads (the library's "
-                 "own, intra-op), the DataLoader workers.")
+                 "own, intra-op), the DataLoader workers; dashed: the host's cores per "
+                 "rank; dotted: what other work on the host (the runner's foreign load) "
+                 "left per rank.")
 
 
 def input_section(data: Data, cmp: pd.DataFrame, figs: Figures,
@@ -287,6 +355,9 @@ def input_section(data: Data, cmp: pd.DataFrame, figs: Figures,
         return None
     pv = pair_verdicts(cmp)
     blocks: list[Any] = [_library_table(p)]
+    w = without_library(data, margin)
+    if not w.empty:
+        blocks.append(_without_table(w))
     if not pv.empty:
         blocks.append(_pair_table(pv))
     cpu_figure(p, figs)

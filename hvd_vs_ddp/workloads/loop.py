@@ -178,9 +178,11 @@ class Trainer:
         self.model.train()
         # what the forward pass calls: the model, or the model compiled (config.compile)
         self.net = compiling.apply(backend, self.model, config.compile)
+        dataset: torch.utils.data.Dataset
         if config.input_mode == jpeg_set.JPEG:
-            dataset = jpeg_set.dataset_for(workload, config.jpeg_size)
-            self.input_set: dict | None = jpeg_set.describe(dataset)  # what was read
+            files = jpeg_set.dataset_for(workload, config.jpeg_size)
+            self.input_set: dict | None = jpeg_set.describe(files)  # what was read
+            dataset = files
         else:
             dataset, self.input_set = workload.build_dataset(workload.seed), None
         self.pin_memory = (self.device.type == "cuda" if config.pin_memory is None
