@@ -62,6 +62,11 @@ def test_each_library_is_paired_with_its_memory_twin(data):
     p = per_library(data, 0.05)
     assert sorted(p["label"]) == ["ddp-gloo", "horovod (gloo)"]
     assert set(p["world_size"]) == {2} and (p["reps"] == 3).all()
+    for backend, label in (("ddp-gloo", "ddp-gloo"), ("horovod", "horovod (gloo)")):
+        r = p.set_index("label").loc[label]
+        for mode, column in (("memory", "memory_sps"), ("jpeg", "jpeg_sps")):
+            steps = np.concatenate([e["samples_per_s"] for e in _records(backend, mode)])
+            assert r[column] == pytest.approx(np.median(steps))
     for _, r in p.iterrows():
         assert r["ratio"] == pytest.approx(r["jpeg_sps"] / r["memory_sps"])
         assert r["lo"] <= r["ratio"] <= r["hi"]
