@@ -113,6 +113,9 @@ def test_the_report_has_the_section_its_verdicts_and_its_figure(tmp_path, data, 
         assert r["judged"].text() in section
     for _, r in pair_verdicts(cmp).iterrows():
         assert r["jpeg"].text() in section and r["memory"].text() in section
+    doc = json.loads(paths.verdicts.read_text())  # tools tell the pipelines apart
+    assert sorted(a["input"] for a in doc["answers"]) == ["jpeg", "memory"]
+    assert sorted(p["input"] for p in doc["pairs"]) == ["jpeg", "memory"]
     titles = [line[3:] for line in md.splitlines() if line.startswith("## ")]
     before = titles[titles.index(TITLE) - 1]  # beside the throughput it explains
     assert before == ("Cost" if "Cost" in titles else "Throughput and scaling")
