@@ -61,7 +61,7 @@ def _reps_of(data: Data, r: pd.Series) -> pd.DataFrame:
     return mine
 
 
-def _median(values: list[float]) -> float:
+def _median(values: list[float | None] | list[float]) -> float:
     vals = [float(v) for v in values if v is not None and not pd.isna(v)]
     return float(np.median(vals)) if vals else np.nan
 
