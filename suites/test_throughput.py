@@ -7,7 +7,12 @@ the same number). A step's time is the slowest rank's; samples/s = global batch
 go into extra_info, and for DDP its own runtime statistics of the timed steps
 (hvd_vs_ddp/harness/ddp_stats.py, --ddp-sample-rate). Also the compute-only step time of the
 same per-rank batch (single process per rank, no communication) for exposed
-communication. A knob set that compiles (`--knob-set compile`, docs/compile.md) records
+communication. `--input jpeg` feeds image workloads from JPEG files decoded and augmented
+by DataLoader workers on the host (`--loader-workers`, `--pin-memory`;
+hvd_vs_ddp/workloads/jpeg_set.py) instead of tensors in memory, and records the time
+each step waited for its batch and the host CPU of each rank, its threads and its
+loader workers over the timed rounds (hvd_vs_ddp/harness/host_cpu.py). A knob set that
+compiles (`--knob-set compile`, docs/compile.md) records
 its compile time (the warm-up steps that compiled), graphs, graph breaks and recompiles
 during the timed rounds apart (hvd_vs_ddp/harness/compile_stats.py); a backend that cannot
 honour its compile mode is skipped with the reason. A knob set that changes the maths
@@ -16,9 +21,12 @@ honour its compile mode is skipped with the reason. A knob set that changes the 
 
     torchrun --standalone --nproc-per-node 2 -m pytest suites/test_throughput.py \
         --benchmark-json out.json
+    horovodrun -np 2 pytest suites/test_throughput.py --input jpeg --workloads resnet50
 """
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
 from typing import NamedTuple
 
@@ -30,12 +38,14 @@ from hvd_vs_ddp.backends import catalog, placement, registry
 from hvd_vs_ddp.backends.compile_support import refusal as compile_refusal
 from hvd_vs_ddp.backends.env import SINGLE
 from hvd_vs_ddp.backends.held_bytes import held_bytes
+from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.harness import compile_stats, loss_bound, profiling, startup, suite_run, tuning
 from hvd_vs_ddp.harness.ddp_stats import DDPStats
+from hvd_vs_ddp.harness.host_cpu import HostCpu
 from hvd_vs_ddp.harness.knobs import SETS, by_name
 from hvd_vs_ddp.harness.monitor import Monitor
 from hvd_vs_ddp.results_schema import ComputeOnlyRecord, HorovodTimelineRecord, ThroughputRecord
-from hvd_vs_ddp.workloads import compiling
+from hvd_vs_ddp.workloads import compiling, jpeg_set
 from hvd_vs_ddp.workloads.external import slug  # a workload spec as a test id
 from hvd_vs_ddp.workloads.loop import Trainer
 
@@ -48,16 +58,38 @@ def _cells(suite):
             yield workload, knobs
 
 
+def _input_id(mode: str) -> str:
+    return "" if mode == jpeg_set.MEMORY else f"-{mode}"
+
+
 def pytest_generate_tests(metafunc):
     suite = suite_run.of(metafunc.config)
+    modes = suite.options.input
     if "throughput_cell" in metafunc.fixturenames:
-        cells = [(b, w, k) for w, k in _cells(suite) for b in suite.backends]
+        cells = [(b, w, k, m) for m in modes for w, k in _cells(suite) for b in suite.backends]
         metafunc.parametrize("throughput_cell", cells,
-                             ids=[f"{b}-{slug(w)}-{k.name}" for b, w, k in cells])
+                             ids=[f"{b}-{slug(w)}-{k.name}{_input_id(m)}"
+                                  for b, w, k, m in cells])
     if "compute_cell" in metafunc.fixturenames:
-        cells = list(_cells(suite))
+        cells = [(w, k, m) for m in modes for w, k in _cells(suite)]
         metafunc.parametrize("compute_cell", cells,
-                             ids=[f"{slug(w)}-{k.name}" for w, k in cells])
+                             ids=[f"{slug(w)}-{k.name}{_input_id(m)}" for w, k, m in cells])
+
+
+def _train_config(knobs, options, mode: str, workload):
+    """The knob set's loop settings with the input pipeline of `mode`: --input jpeg
+    decodes with --loader-workers workers per rank; --pin-memory for either. A workload
+    the JPEG pipeline cannot feed is skipped (a fact every rank sees alike)."""
+    if mode == jpeg_set.JPEG:
+        try:
+            jpeg_set.image_shape(workload)
+        except InputError as exc:
+            pytest.skip(str(exc))
+    pin = {"auto": None, "on": True, "off": False}[options.pin_memory]
+    workers = options.loader_workers if mode == jpeg_set.JPEG else knobs.num_workers
+    return dataclasses.replace(knobs.train_config(steps=1), input_mode=mode,
+                               num_workers=workers, pin_memory=pin,
+                               jpeg_size=options.jpeg_size)
 
 
 def _skip_gpu_only(knobs):
@@ -71,6 +103,8 @@ class Timed(NamedTuple):
     cuda_mb: float | None            # peak CUDA memory
     window: tuple[int, int] | None   # stats.mark() before and after the timed rounds
     starts: list[float]              # each timed step's start, seconds since the epoch
+    waits: list[float]               # each timed step's wait for its batches, seconds
+    cpu: dict                        # host CPU over the timed rounds (harness/host_cpu.py)
 
 
 def _timed(benchmark, trainer, backend, suite, stats=None, watch=None) -> Timed:
@@ -93,15 +127,19 @@ def _timed(benchmark, trainer, backend, suite, stats=None, watch=None) -> Timed:
         for index in backend.devices_in_use() or [gpu]:
             torch.cuda.reset_peak_memory_stats(index)
     watch.start_timed()
+    first = len(trainer.data_waits)
+    cpu = HostCpu(trainer.loader_pids)
     with Monitor(backend.rank, backend.devices_in_use() or gpu) as mon:
+        cpu.start()
         benchmark.pedantic(one_round, rounds=rounds, warmup_rounds=0, iterations=1)
+        usage = cpu.stop()
     watch.end_timed()
     window = (start, stats.mark()) if stats is not None else None
     cuda_mb = (torch.cuda.max_memory_allocated(backend.device) / 2**20) if gpu is not None else None
     # steps follow each other inside a round: a step starts when the one before ends
     starts = [t0 + float(sum(times[r * per_round:r * per_round + i]))
               for r, t0 in enumerate(round_starts) for i in range(per_round)]
-    return Timed(times, mon.series, cuda_mb, window, starts)
+    return Timed(times, mon.series, cuda_mb, window, starts, trainer.data_waits[first:], usage)
 
 
 def _slowest(rank_times: list[list[float]], per_round: int):
@@ -120,7 +158,7 @@ def _replace_stats(benchmark, round_times) -> None:
 
 
 def test_throughput(benchmark, suite, plugin, open_backend, make_workload, throughput_cell):
-    name, workload_name, knobs = throughput_cell
+    name, workload_name, knobs, mode = throughput_cell
     _skip_gpu_only(knobs)
     if knobs.communicates and not catalog.get(name).distributed:
         pytest.skip(f"{name}: knob set {knobs.name} changes communication; nothing to compare")
@@ -137,9 +175,10 @@ def test_throughput(benchmark, suite, plugin, open_backend, make_workload, throu
                 or compile_refusal(registry.get(name), knobs.compile, options))
     if conflict:
         pytest.skip(f"{name}: {conflict}")
-    backend = open_backend(name, options)
     workload = make_workload(workload_name)
-    trainer = Trainer(workload, backend, knobs.train_config(steps=1))
+    config = _train_config(knobs, suite.options, mode, workload)
+    backend = open_backend(name, options)
+    trainer = Trainer(workload, backend, config)
     watch = compile_stats.CompileWatch(knobs.compile)
     per_gpu = backend.devices_in_use()  # their peaks are reset after warm-up (_timed)
     stats = DDPStats(trainer.net, suite.options.ddp_sample_rate)
@@ -151,7 +190,7 @@ def test_throughput(benchmark, suite, plugin, open_backend, make_workload, throu
         "rss": max(timed.series["rss_mb"], default=None),
         "ddp": stats.rank_summary(*timed.window, backend.rank), "starts": timed.starts,
         "held": held_bytes(trainer.model, trainer.optimizer), "startup": startup.seconds(),
-        "compile": watch.rank_summary(),
+        "compile": watch.rank_summary(), "waits": timed.waits, "cpu": timed.cpu,
         "per_gpu": [torch.cuda.max_memory_allocated(i) / 2**20 for i in per_gpu] or None})
     losses = trainer.global_losses()
     loss_check = loss_bound.check(knobs, workload, backend, losses)  # maths-changing sets
@@ -231,23 +270,43 @@ def _record_throughput(benchmark, suite, backend, workload, knobs, trainer, gath
         ddp_stats=({"sample_rate": stats.sample_rate, **stats.layout(), "ranks": ddp}
                    if stats.active else None),
         profile_traces=traces, loss_check=loss_check, **(compiled or {}),
+        **_input_fields(trainer, gathered),
     ).to_dict())
+
+
+def _input_fields(trainer, gathered) -> dict:
+    """The input pipeline's fields of the record (docs/results-format.md): its mode and
+    knobs, per timed step the longest wait for a batch on any rank, and the host CPU of
+    each rank's process and of its loader workers (means over ranks; every rank's own,
+    its threads by group, in `input_pipeline`)."""
+    cpu = [g["cpu"] for g in gathered]
+    waits = np.max(np.asarray([g["waits"] for g in gathered], dtype=float), axis=0)
+    config = trainer.config
+    return {"input_mode": config.input_mode, "loader_workers": config.num_workers,
+            "pin_memory": bool(trainer.pin_memory), "data_wait_s": waits.tolist(),
+            "host_cpu_cores": float(np.mean([c["host_cpu_cores"] for c in cpu])),
+            "loader_cpu_cores": float(np.mean([c["loader_cpu_cores"] for c in cpu])),
+            "input_pipeline": {
+                "cores": os.cpu_count(), "jpeg_set": trainer.input_set,
+                "ranks": [{"rank": r, **c, "data_wait_s": g["waits"]}
+                          for r, (c, g) in enumerate(zip(cpu, gathered))]}}
 
 
 def test_compute_only(benchmark, suite, plugin, make_workload, compute_cell):
     """The same per-rank step with no communication, on every rank at once."""
-    workload_name, knobs = compute_cell
+    workload_name, knobs, mode = compute_cell
     _skip_gpu_only(knobs)
     if knobs.communicates:
         pytest.skip(f"knob set {knobs.name} only changes communication")
+    workload = make_workload(workload_name)
+    config = _train_config(knobs, suite.options, mode, workload)
     from hvd_vs_ddp.backends.local import SingleBackend
 
     backend = SingleBackend(knobs.backend_options(), env=SINGLE).setup()
     if torch.cuda.is_available():  # one GPU per rank, placed as the distributed backends are
         backend.device = torch.device("cuda", placement.here(plugin.env, on_gpu=True).ordinal)
         torch.cuda.set_device(backend.device)  # else every rank's context lands on GPU 0
-    workload = make_workload(workload_name)
-    trainer = Trainer(workload, backend, knobs.train_config(steps=1))
+    trainer = Trainer(workload, backend, config)
     times = _timed(benchmark, trainer, backend, suite).times
     rank_times = [t for t in plugin.coord.gather(times, "compute-only times")]
     per_step, round_times = _slowest(rank_times, suite.options.steps_per_round)
@@ -260,5 +319,5 @@ def test_compute_only(benchmark, suite, plugin, make_workload, compute_cell):
         knob_set=knobs.name, per_rank_batch=workload.batch_size,
         concurrent_ranks=plugin.env.world_size,
         step_times=per_step.tolist(), rank_step_times=rank_times,
-        step_time_median=float(np.median(per_step)),
+        step_time_median=float(np.median(per_step)), input_mode=mode,
     ).to_dict())

@@ -93,6 +93,17 @@ CASES: list[Case] = [
        "cannot change a resumed run"),
     _c(run("--resume", "runs/earlier", "--preset", "full"), "--preset", "resumed run"),
     _c(run("--resume", ""), "--resume", "empty"),
+    # -- run: --input (the input-pipeline axis, issue 51)
+    _c(run("--input", "jpg"), "--input", "unknown input", "memory, jpeg"),
+    _c(run("--input", ""), "--input", "empty"),
+    _c(run("--input", "jpeg", "--workloads", "gpt"), "--input jpeg", "labelled images"),
+    _c(run("--input", "jpeg", "--workloads", "resnet50", "--data-dir", "images-png"),
+       "--input jpeg", "holds no JPEG"),
+    _c(run("--suite-args", "--input jpeg"), "--input is chosen per cell", "run --input"),
+    _c(run("--suite-args", "--loader-workers -1"), "--loader-workers", ">= 0"),
+    _c(run("--suite-args", "--pin-memory maybe"), "--pin-memory", "unknown pin memory"),
+    _c(run("--suite-args", "--jpeg-size 5000"), "--jpeg-size", "<= 4096"),
+    _c(run("--resume", "runs/earlier", "--input", "jpeg"), "--input", "resumed run"),
     # -- run: --data-dir
     _c(run("--data-dir", "no/such/images"), "--data-dir", "no such directory"),
     _c(run("--data-dir", "images-empty"), "--data-dir", "holds no image"),
@@ -453,6 +464,13 @@ ISSUE50: list[Case] = [
 CASES += ISSUE50
 
 
+def _png(path: Path) -> None:
+    """A small readable PNG (an image the loaders read, but not a JPEG)."""
+    from PIL import Image
+
+    Image.new("RGB", (8, 8), (120, 30, 200)).save(path)
+
+
 def workdir(root: Path) -> Path:
     """The directory the cases run in (their relative paths point into it)."""
     runs = root / "runs"
@@ -475,6 +493,8 @@ def workdir(root: Path) -> Path:
     (runs / "corrupt" / "manifest.json").write_text(json.dumps(man)[:500])
     (root / "images-empty" / "cat").mkdir(parents=True)  # a class with no image
     (root / "images-empty" / "cat" / "notes.txt").write_text("no image here")
+    (root / "images-png" / "cat").mkdir(parents=True)  # readable images, but no JPEG
+    _png(root / "images-png" / "cat" / "a.png")
     (root / "images-broken" / "cat").mkdir(parents=True)
     (root / "images-broken" / "cat" / "a.jpg").write_bytes(b"not a jpeg")
     (root / "cifar-partial" / "cifar-10-batches-py").mkdir(parents=True)

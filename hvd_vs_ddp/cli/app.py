@@ -184,6 +184,11 @@ def _add_run(sub) -> None:
                      "preset to run, e.g. throughput,compute (default: all of them; "
                      "'compute' brings the compute-only reference cells, 'timeline' the "
                      "instrumented Horovod twins)")
+    run.add_argument("--input", type=argtypes.inputs, help="comma-separated input pipelines "
+                     "of the timed cells, an axis of the matrix: memory (tensors in memory, "
+                     "the default), jpeg (JPEG files decoded and augmented on the host by "
+                     "DataLoader workers: --suite-args \"--loader-workers N --pin-memory "
+                     "on|off\"), e.g. memory,jpeg")
     run.add_argument("--repeat", type=argtypes.repetitions, help="repetitions per cell, each "
                      "a fresh process, interleaved across cells (default: the preset's; "
                      "quick: 3; at most 1000)")

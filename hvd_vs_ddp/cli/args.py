@@ -145,6 +145,14 @@ def _suites() -> list[str]:
 suites = _known("suite", _suites)  # which of them a preset has: run_request.py
 
 
+def _inputs() -> list[str]:
+    from hvd_vs_ddp.results_schema.kinds.training import INPUT_MODES
+    return list(INPUT_MODES)
+
+
+inputs = _known("input", _inputs)  # run --input memory,jpeg: the input-pipeline axis
+
+
 def _workloads(text: str) -> tuple[str, ...]:
     """Workload names or specs (hvd_vs_ddp/workloads/external.py), each resolved (its
     module imported) and in its canonical form (a file's path made absolute)."""

@@ -19,6 +19,11 @@ A knob set whose compile mode a backend cannot honour gets no cell for it
 (hvd_vs_ddp/backends/compile_support.py); where this torch cannot compile at all, or a
 backend asked for by name is left with no cell by it, the preset is refused with the
 reason (one line).
+The input pipeline is an axis (`run --input memory,jpeg`, Preset.inputs): each throughput
+and compute-only cell is run once per input mode; a cell of another mode than "memory"
+runs the throughput (or compute) suite only, with `--input MODE`, and its id ends
+"-MODE" (the memory cells keep their ids, their other suites and their timeline twins;
+without "memory" those keep only the suites that do not time steps).
 
     python -m hvd_vs_ddp.cli.matrix quick      # lists the cells of a preset
 """
@@ -38,7 +43,10 @@ from hvd_vs_ddp.common.errors import InputError, UnknownName
 from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
 from hvd_vs_ddp.harness.options import SUITES, SuiteOptions
 from hvd_vs_ddp.harness.pytest_args import CELL_PLUGINS
+from hvd_vs_ddp.results_schema.kinds.training import INPUT_MODES
 from hvd_vs_ddp.workloads.external import slug as workload_slug
+
+MEMORY = INPUT_MODES[0]  # tensors in memory: the suites' default input
 
 BASELINES = tuple(catalog.names(distributed=False))  # one process: world size 1 only
 COMPUTE_ONLY = "compute-only"  # the pseudo-backend of the compute-only reference cell
@@ -61,11 +69,13 @@ class Cell:
     pytest_args: tuple[str, ...] = ()
     knob_set: str = "default"
     workload: str | None = None  # one workload only (Horovod autotune: one per process)
+    input: str = MEMORY  # the throughput suite's input pipeline (--input)
 
     @property
     def id(self) -> str:
         tail = "" if self.knob_set == "default" else f"-{self.knob_set}"
         tail += f"-{workload_slug(self.workload)}" if self.workload else ""
+        tail += "" if self.input == MEMORY else f"-{self.input}"
         tail += "-timeline" if "timeline" in self.suites else ""
         tail += "-recovery" if "recovery" in self.suites else ""
         return f"{self.backend}-{self.launcher}-np{self.world_size}{tail}"
@@ -80,7 +90,7 @@ class Cell:
         """The cell a manifest entry (as_dict() plus status fields) describes."""
         return cls(d["backend"], d["launcher"], int(d["world_size"]), tuple(d["suites"]),
                    tuple(d.get("pytest_args", ())), d.get("knob_set", "default"),
-                   d.get("workload"))
+                   d.get("workload"), d.get("input") or MEMORY)
 
 
 @dataclass(frozen=True)
@@ -97,6 +107,7 @@ class Preset:
     timeline: bool = True  # an instrumented Horovod timeline cell per Horovod cell (np >= 2)
     without_launchers: tuple[str, ...] = ()  # launcher rows this preset leaves out
     launchers: tuple[str, ...] = ()  # only these launchers (default: every fitting one)
+    inputs: tuple[str, ...] = (MEMORY,)  # input pipelines of the timed cells (run --input)
 
 
 TIMELINE_ROUNDS = 3  # rounds of an instrumented timeline cell (at most the preset's)
@@ -289,6 +300,31 @@ def cells(preset: Preset, backends: list[str] | None = None,
     for b in backends or ():
         if refused.get(b) and not any(c.backend == b for c in out):
             raise MatrixError(f"--backends {b}: {refused[b]}")
+    return with_inputs(out, preset.inputs)
+
+
+def with_inputs(cells: list[Cell], inputs: tuple[str, ...]) -> list[Cell]:
+    """Each timed cell (throughput, compute-only) once per input mode; see the module
+    docstring. Cells of one mode follow each other in the order of `inputs`."""
+    if tuple(inputs) == (MEMORY,):
+        return cells
+    out: list[Cell] = []
+    for cell in cells:
+        timed = [s for s in cell.suites if s in ("throughput", "compute")]
+        if not timed or "timeline" in cell.suites:  # twins, convergence, collectives...
+            if MEMORY in inputs or "timeline" not in cell.suites:
+                out.append(cell)
+            continue
+        for mode in inputs:
+            if mode == MEMORY:
+                out.append(cell)
+            else:
+                out.append(Cell(cell.backend, cell.launcher, cell.world_size, tuple(timed),
+                                cell.pytest_args, cell.knob_set, cell.workload, mode))
+        rest = tuple(s for s in cell.suites if s not in timed)
+        if MEMORY not in inputs and rest:  # what does not time steps still runs once
+            out.append(Cell(cell.backend, cell.launcher, cell.world_size, rest,
+                            cell.pytest_args, cell.knob_set, cell.workload))
     return out
 
 
@@ -381,7 +417,8 @@ def pytest_argv(cell: Cell, preset: Preset, json_path: str,
     backend = cell.backend if cell.backend != COMPUTE_ONLY else catalog.reference()
     opts = preset.options.replace(backends=(backend,), knob_set=cell.knob_set,
                                   workloads=(cell.workload,) if cell.workload
-                                  else tuple(workloads or preset.workloads), run_dir=run_dir)
+                                  else tuple(workloads or preset.workloads), run_dir=run_dir,
+                                  input=(cell.input,))
     if "timeline" in cell.suites:
         opts = opts.replace(horovod_timeline="auto",
                             rounds=min(TIMELINE_ROUNDS, opts.rounds))

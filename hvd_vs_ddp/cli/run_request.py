@@ -36,7 +36,7 @@ from hvd_vs_ddp.common.log import log
 RANKS_PER_CORE_LIMIT = 4
 # What a resumed run keeps from its manifest: giving any of these with --resume is refused.
 RESUME_KEEPS = ("preset", "backends", "workloads", "world_sizes", "name", "suite_args",
-                "data_dir", "order_seed", "profile", "launchers", "suites")
+                "data_dir", "order_seed", "profile", "launchers", "suites", "input")
 
 
 class RunRequestError(InputError):
@@ -117,6 +117,8 @@ def _fresh(args: Any) -> RunRequest:
             la for la in preset.without_launchers if la not in args.launchers))
     if args.suites:
         preset = _only_suites(preset, args.suites)
+    if getattr(args, "input", None):  # the input-pipeline axis (matrix.with_inputs)
+        preset = dataclasses.replace(preset, inputs=args.input)
     _check_runs_dir(args.runs_dir)
     _check_host_capacity(args.world_sizes, args.hosts)
     extra, opts = _suite_extra(args, preset)
@@ -224,6 +226,10 @@ def _suite_extra(args: Any, preset: Preset) -> tuple[tuple[str, ...], Any]:
     if args.profile:  # --suite-args "--profile-steps N" says how many
         given.setdefault("profile_steps", PROFILE_STEPS)
     checked = preset.options.replace(**given)  # validates the values together
+    if preset.inputs != checked.input:  # --input jpeg: a workload it can feed (one line)
+        trained = checked.workloads if checked.workloads != preset.options.workloads \
+            else tuple(args.workloads or preset.workloads)  # --suite-args --workloads wins
+        checked.replace(input=preset.inputs, workloads=trained)
     return tuple(checked.to_argv(base=preset.options)) + tuple(rest), checked
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.results_schema.kinds.training import INPUT_MODES
 
 # The suites' pytest node ids, by the names presets and cells use.
 SUITES = {
@@ -43,6 +44,9 @@ SUITES = {
 DEFAULT_WORKLOADS = ("resnet50", "gpt")
 CONVERGENCE_WORKLOADS = ("mlp", "gpt")  # the convergence suite's, unless given
 COLLECTIVE_OPS = ("allreduce", "broadcast", "allgather")  # the collectives suite's ops
+# The DataLoader's pin_memory settings (auto: on where the device is a GPU); the input
+# pipelines (INPUT_MODES) are the results format's (hvd_vs_ddp/workloads/jpeg_set.py).
+PIN_MEMORY = ("auto", "on", "off")
 
 
 def _opt(default: Any, help: str, **extra: Any) -> Any:
@@ -58,6 +62,10 @@ def _names(kind: str) -> list[str]:
         return workloads.names()
     if kind == "collective":
         return list(COLLECTIVE_OPS)
+    if kind == "input":
+        return list(INPUT_MODES)
+    if kind == "pin memory":
+        return list(PIN_MEMORY)
     from hvd_vs_ddp.harness.knobs import ALL, SETS
     return list(dict.fromkeys([*SETS, *(k.name for k in ALL)]))
 
@@ -89,6 +97,19 @@ class SuiteOptions:
     data_dir: str | None = _opt(None, "a local ImageFolder, or a folder holding CIFAR-10's "
                                 "cifar-10-batches-py: resnet50 trains on it (throughput, "
                                 "and a convergence cell); nothing is downloaded", path=True)
+    input: tuple[str, ...] = _opt(("memory",), "comma-separated input pipelines of the "
+                                  "throughput suite: memory (tensors in memory), jpeg (JPEG "
+                                  "files decoded and augmented on the host by DataLoader "
+                                  "workers; hvd_vs_ddp/workloads/jpeg_set.py)", csv="input",
+                                  per_cell="run --input")
+    loader_workers: int = _opt(2, "DataLoader worker processes per rank with --input jpeg "
+                               "(0: decode in the training process); memory input keeps "
+                               "its knob set's num_workers", minimum=0, maximum=256)
+    jpeg_size: int = _opt(0, "side in pixels of the synthetic JPEGs of --input jpeg (the "
+                          "decoding work per image); 0: twice the workload's image size",
+                          minimum=0, maximum=4096)
+    pin_memory: str = _opt("auto", "the DataLoader's pin_memory: auto (on with a GPU), on, "
+                           "off", names="pin memory")
     max_bytes: int = _opt(64 * 2**20, "largest collective message in bytes", minimum=4,
                          maximum=2**34)
     collective_ops: tuple[str, ...] = _opt(COLLECTIVE_OPS, "comma-separated collectives "
@@ -185,6 +206,8 @@ class SuiteOptions:
         if self.recovery_min_world > self.recovery_world_size:
             raise InputError(f"--recovery-min-world {self.recovery_min_world} is above "
                              f"--recovery-world-size {self.recovery_world_size} (the maximum)")
+        if "jpeg" in self.input:
+            _check_jpeg_workloads(self)
         if self.data_dir is not None:
             from hvd_vs_ddp.workloads.data import check_data_dir
 
@@ -223,6 +246,27 @@ class SuiteOptions:
             params = out.setdefault("resnet50", {})
             params.setdefault("data_dir", str(Path(self.data_dir).expanduser().resolve()))
         return out
+
+
+def _check_jpeg_workloads(opts: "SuiteOptions") -> None:
+    """--input jpeg feeds image classifiers only: at least one of the throughput
+    workloads must be one (the others are skipped with the reason in that pipeline)."""
+    from hvd_vs_ddp.workloads import jpeg_set
+    from hvd_vs_ddp.workloads import registry as workloads
+
+    params = opts.workload_params
+    for name in opts.workloads:
+        try:
+            workload = workloads.get(name, **params.get(name, {}))
+            jpeg_set.image_shape(workload)
+        except InputError:
+            continue
+        if workload.params.get("data_dir"):  # the user's folder: JPEGs in every class
+            jpeg_set.list_files(Path(workload.params["data_dir"]))
+        return
+    raise InputError(f"--input jpeg: none of the throughput workloads "
+                     f"({', '.join(opts.workloads)}) trains on labelled images; the host "
+                     "pipeline feeds image classifiers, e.g. --workloads resnet50")
 
 
 def flag_of(name: str) -> str:

@@ -87,7 +87,8 @@ def answers(data: Data, cmp: pd.DataFrame, margin: float) -> list[dict[str, Any]
     if tp.empty:
         return out
     multi = len(data.runs) > 1
-    for (run, _w, _p, _b, _k, _kn, ws), g in tp.groupby(CASE_KEY + ["world_size"], sort=True):
+    for key, g in tp.groupby(CASE_KEY + ["world_size"], sort=True):
+        run, ws = key[0], key[-1]
         case = g["case"].iloc[0]
         fastest = _best(g)
         h, d = _best(g[g["library"] == HOROVOD_LIB]), _best(g[g["library"] == DDP])
@@ -106,6 +107,7 @@ def answers(data: Data, cmp: pd.DataFrame, margin: float) -> list[dict[str, Any]
         else:
             sentence += "; no Horovod/DDP pair measured here."
         out.append({"run": run, "case": case, "workload": g["workload"].iloc[0],
+                    "input": g["input_mode"].iloc[0],  # the input pipeline (issue 51)
                     "world_size": int(ws), "fastest": _side(fastest), "best_horovod": _side(h),
                     "best_ddp": _side(d),
                     "comparison": judged.as_json() if judged is not None else None,
@@ -125,7 +127,8 @@ def where_it_holds(data: Data) -> list[str]:
 def verdicts_doc(data: Data, cmp: pd.DataFrame, margin: float) -> dict[str, Any]:
     """The verdicts.json document (docs/verdicts-format.md)."""
     pairs = [{"run": r["run"], "case": r["case"], "world_size": int(r["world_size"]),
-              **r["judged"].as_json()} for _, r in cmp.iterrows()] if not cmp.empty else []
+              "input": r.get("input_mode", "memory"), **r["judged"].as_json()}
+             for _, r in cmp.iterrows()] if not cmp.empty else []
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "margin": margin,
             "level": 0.95, "runs": [{"name": r.name, "path": str(r.path),
                                      "repeat": r.manifest.repeat or 1}

@@ -42,6 +42,7 @@ from hvd_vs_ddp.reports.errors import ReportError
 from hvd_vs_ddp.reports.figures import Figures, training_figures
 from hvd_vs_ddp.reports.figures_comm import comm_figures
 from hvd_vs_ddp.reports.frames import Data, build_frames
+from hvd_vs_ddp.reports.input_section import input_section
 from hvd_vs_ddp.reports.memory_table import dp_gpu_table, memory_table
 from hvd_vs_ddp.reports.projection_section import projection_section
 from hvd_vs_ddp.reports.recovery_section import recovery_section
@@ -53,7 +54,7 @@ from hvd_vs_ddp.run_model.load import Run, load_run
 
 TITLE = "Horovod or DDP? Benchmark report"
 _OURS = re.compile(r"^(throughput|scaling_efficiency|step_times|loss|busbw|exposed_comm|"
-                   r"where_step_goes|recovery_timeline|monitor_\d+)\.png$")
+                   r"where_step_goes|recovery_timeline|input_cpu|monitor_\d+)\.png$")
 
 
 @dataclass
@@ -229,6 +230,11 @@ def build_report(run_dirs: list[Path], out: Path,
         at = next((i + 1 for i, s in enumerate(sections)
                    if s.title == "Throughput and scaling"), 1)
         sections.insert(at, Section("Cost", [cost.cost_table(cf)]))
+    host_input = input_section(data, cmp, figs, margin)  # runs with --input jpeg
+    if host_input is not None:  # after "Throughput and scaling" (and "Cost")
+        titles = [s.title for s in sections]
+        after = "Cost" if "Cost" in titles else "Throughput and scaling"
+        sections.insert(titles.index(after) + 1 if after in titles else 1, host_input)
     if why is not None:  # after "Communication"
         at = next((i + 1 for i, s in enumerate(sections) if s.title == "Communication"), 1)
         sections.insert(at, why)

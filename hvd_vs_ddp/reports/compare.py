@@ -29,7 +29,7 @@ from hvd_vs_ddp.run_model import stats
 from hvd_vs_ddp.run_model.load import UNREADABLE, load_run
 
 MATCH_KEY = ["suite", "label", "launcher", "world_size", "workload", "workload_params",
-             "per_rank_batch", "knob_set", "knobs"]
+             "per_rank_batch", "knob_set", "knobs", "input_mode"]
 
 
 def _ranks(n: int) -> str:
@@ -55,6 +55,7 @@ def hvd_vs_ddp(tp: pd.DataFrame, margin: float = verdicts.DEFAULT_MARGIN) -> pd.
                 ci = verdicts.interval(_reps(h), _reps(d), h.get("plan"))  # run --budget
                 v = verdicts.judge(ci, margin, h["world_size"], h["series"], d["series"])
                 rows.append({"run": h["run"], "case": h["case"], "world_size": h["world_size"],
+                             "input_mode": h.get("input_mode", "memory"),
                              "horovod": h["series"], "ddp": d["series"],
                              "hvd_sps": h["sps_median"], "ddp_sps": d["sps_median"],
                              "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi, "reps": ci.reps,
@@ -126,7 +127,7 @@ def exposed_comm(data: Data) -> pd.DataFrame:
     tp, co = data.throughput, data.compute_only
     if tp.empty or co.empty:
         return pd.DataFrame()
-    key = ["run", "workload", "per_rank_batch", "knobs"]
+    key = ["run", "workload", "per_rank_batch", "knobs", "input_mode"]
     co = co.groupby(key + ["ranks"], as_index=False)["step_median"].median().rename(
         columns={"step_median": "compute_s", "ranks": "compute_ranks"})
     dist = tp[tp["backend"] != reference()]

@@ -34,7 +34,9 @@ from hvd_vs_ddp.results_schema import KINDS, BenchmarkRecord, summary
 from hvd_vs_ddp.run_model.load import Cell, Run, load_run
 
 # Cells that measure the same thing (Horovod vs DDP is compared inside one group).
-CASE_KEY = ["run", "workload", "workload_params", "per_rank_batch", "knob_set", "knobs"]
+# input_mode: the input pipeline ("memory", "jpeg"; hvd_vs_ddp/workloads/jpeg_set.py).
+CASE_KEY = ["run", "workload", "workload_params", "per_rank_batch", "knob_set", "knobs",
+            "input_mode"]
 
 
 @dataclass
@@ -60,7 +62,7 @@ def _common(run: Run, cell: Cell, rec: BenchmarkRecord, rep: int) -> dict[str, A
 
 
 POOL_KEY = ["run", "cell_id", "workload", "workload_params", "per_rank_batch", "knob_set",
-            "knobs"]
+            "knobs", "input_mode"]
 
 
 def pool_reps(reps: pd.DataFrame) -> pd.DataFrame:
@@ -88,6 +90,7 @@ def _case_labels(df: pd.DataFrame) -> pd.Series:
     out = []
     for (_, r), nb, npar in zip(df.iterrows(), nbatch, nparams):
         s = r["workload"] + ("" if r["knob_set"] == "default" else f" [{r['knob_set']}]")
+        s += "" if r.get("input_mode", "memory") == "memory" else f" [{r['input_mode']} input]"
         if nb > 1 or npar > 1:
             s += f", b{r['per_rank_batch']}/rank"
         if npar > 1:

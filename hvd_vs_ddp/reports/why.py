@@ -75,7 +75,8 @@ def _compute_reps(data: Data, r: pd.Series) -> tuple[list, int] | None:
     if co.empty or "steps" not in co:
         return None
     m = co[(co["run"] == r["run"]) & (co["workload"] == r["workload"])
-           & (co["per_rank_batch"] == r["per_rank_batch"]) & (co["knobs"] == r["knobs"])]
+           & (co["per_rank_batch"] == r["per_rank_batch"]) & (co["knobs"] == r["knobs"])
+           & (co["input_mode"] == r["input_mode"])]
     for ranks in (r["world_size"], 1):
         g = m[m["ranks"] == ranks]
         if not g.empty:

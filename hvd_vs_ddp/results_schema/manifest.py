@@ -116,6 +116,7 @@ class _CellId(Record):
 class CellEntry(RunStatus, _CellId):  # fields: the cell, its status, its repetitions
     repeats: list[Repetition] | None = opt(listof(instance(Repetition)), nested=Repetition)
     workload: str | None = opt(text)  # the one workload this cell runs (Horovod autotune)
+    input: str | None = opt(text)  # its input pipeline when not "memory" (run --input)
 
     def consistency(self) -> None:
         reps = [r.rep for r in self.repeats or []]
@@ -126,11 +127,13 @@ class CellEntry(RunStatus, _CellId):  # fields: the cell, its status, its repeti
     @classmethod
     def pending(cls, id: str, backend: str, launcher: str, world_size: int,
                 suites: Iterable[str], pytest_args: Iterable[str] = (),
-                knob_set: str = "default", workload: str | None = None) -> "CellEntry":
-        """A cell not run yet, from matrix.Cell.as_dict() (tuples become lists)."""
+                knob_set: str = "default", workload: str | None = None,
+                input: str | None = None) -> "CellEntry":
+        """A cell not run yet, from matrix.Cell.as_dict() (tuples become lists); its
+        input pipeline is written only when it is not "memory" (the default)."""
         return cls(id=id, backend=backend, launcher=launcher, world_size=world_size,
                    suites=list(suites), pytest_args=list(pytest_args), knob_set=knob_set,
-                   workload=workload)
+                   workload=workload, input=None if input in (None, "memory") else input)
 
 
 @dataclass(kw_only=True)

@@ -174,6 +174,12 @@ class ShardedBatches:
     def __iter__(self) -> "ShardedBatches":
         return self
 
+    def worker_pids(self) -> list[int]:
+        """Process ids of the DataLoader's workers (they persist across epochs); empty
+        without workers or before the first batch."""
+        it = self._it if self._it is not None else getattr(self.loader, "_iterator", None)
+        return [w.pid for w in getattr(it, "_workers", []) if w.pid is not None]
+
     def __next__(self):
         while True:
             if self._it is None:

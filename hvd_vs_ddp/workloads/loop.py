@@ -28,7 +28,7 @@ import torch
 from hvd_vs_ddp.backends.base import Backend, BackendUnavailable
 from hvd_vs_ddp.backends.compile_support import MODES as COMPILE_MODES
 from hvd_vs_ddp.backends.compile_support import refusal as compile_refusal
-from hvd_vs_ddp.workloads import compiling
+from hvd_vs_ddp.workloads import compiling, jpeg_set
 from hvd_vs_ddp.workloads.data import ShardedBatches
 from hvd_vs_ddp.workloads.spec import Workload
 
@@ -51,6 +51,10 @@ class TrainConfig:
     empty_cache: torch.cuda.empty_cache() after every step (GPU only; a no-op on CPU).
     compile: "eager", "inductor" or "compiled-autograd" (hvd_vs_ddp/workloads/compiling.py;
         a backend that cannot honour it is refused before anything is built).
+    input_mode: "memory" (the workload's tensors) or "jpeg" (JPEG files decoded and
+        augmented on the host: hvd_vs_ddp/workloads/jpeg_set.py).
+    pin_memory: the DataLoader's pin_memory; None: on where the device is a GPU.
+    jpeg_size: the side of the synthetic JPEGs (input_mode "jpeg"); 0: jpeg_set's default.
     """
 
     steps: int = 10
@@ -63,6 +67,9 @@ class TrainConfig:
     host_sync: bool = False
     empty_cache: bool = False
     compile: str = "eager"
+    input_mode: str = "memory"
+    pin_memory: bool | None = None
+    jpeg_size: int = 0
 
     def __post_init__(self) -> None:
         if self.steps < 1:
@@ -73,6 +80,9 @@ class TrainConfig:
             raise ValueError(f"num_workers must be >= 0, got {self.num_workers}")
         if self.compile not in COMPILE_MODES:
             raise ValueError(f"compile must be one of {COMPILE_MODES}, got {self.compile!r}")
+        if self.input_mode not in jpeg_set.INPUT_MODES:
+            raise ValueError(f"input_mode must be one of {jpeg_set.INPUT_MODES}, "
+                             f"got {self.input_mode!r}")
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -168,15 +178,25 @@ class Trainer:
         self.model.train()
         # what the forward pass calls: the model, or the model compiled (config.compile)
         self.net = compiling.apply(backend, self.model, config.compile)
+        dataset: torch.utils.data.Dataset
+        if config.input_mode == jpeg_set.JPEG:
+            files = jpeg_set.dataset_for(workload, config.jpeg_size)
+            self.input_set: dict | None = jpeg_set.describe(files)  # what was read
+            dataset = files
+        else:
+            dataset, self.input_set = workload.build_dataset(workload.seed), None
+        self.pin_memory = (self.device.type == "cuda" if config.pin_memory is None
+                           else config.pin_memory)
         self.batches = ShardedBatches(
-            workload.build_dataset(workload.seed), workload.batch_size, backend.rank,
-            backend.world_size, workload.seed, config.num_workers,
-            pin_memory=self.device.type == "cuda")
+            dataset, workload.batch_size, backend.rank, backend.world_size, workload.seed,
+            config.num_workers, pin_memory=self.pin_memory)
         self.accum = backend.options.accumulation_steps
         self.scaler = torch.amp.GradScaler("cuda") if config.precision == "fp16" else None
         self.channels_last = config.channels_last and workload.supports_channels_last
         self.local_losses: list[torch.Tensor] = []
         self.step_times: list[float] = []
+        # per step, the seconds it waited for its batches (next() on the loader)
+        self.data_waits: list[float] = []
         # whether run() lets the CPU run ahead of the device between its steps
         self.pipelined = self.device.type == "cuda"
 
@@ -201,14 +221,22 @@ class Trainer:
         self.step_times.extend([each] * steps)
         return each
 
+    def loader_pids(self) -> list[int]:
+        """The process ids of this rank's DataLoader workers (persistent once started;
+        empty with num_workers 0, or before the first batch)."""
+        return self.batches.worker_pids()
+
     def _work(self) -> None:
         """One optimizer step's work as the CPU issues it; on a GPU it may still be
         running when this returns."""
         backend, device, model = self.backend, self.device, self.model
         backend.zero_grad(self.optimizer, self.config.set_to_none)
         total = torch.zeros((), dtype=torch.float64, device=device)
+        waited = 0.0
         for micro in range(self.accum):
+            t0 = time.perf_counter()
             x, y = next(self.batches)
+            waited += time.perf_counter() - t0
             x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
             if self.channels_last and x.dim() == 4:
                 x = x.contiguous(memory_format=torch.channels_last)
@@ -224,6 +252,7 @@ class Trainer:
         if self.config.empty_cache and device.type == "cuda":
             torch.cuda.empty_cache()
         self.local_losses.append(total)
+        self.data_waits.append(waited)
 
     def _forward_backward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Loss of one micro-batch (already divided for accumulation), back-propagated."""

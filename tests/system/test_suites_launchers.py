@@ -54,6 +54,10 @@ def test_suites_under_launcher(jobs, launcher, ranks, expected):
         if b["extra_info"]["kind"] == "throughput":
             assert len(b["extra_info"]["rank_step_times"]) == ranks
             assert b["stats"]["rounds"] == 2
+            e = b["extra_info"]  # the input pipeline's fields (issue 51), every rank's own
+            assert e["input_mode"] == "memory" and e["host_cpu_cores"] > 0
+            assert len(e["data_wait_s"]) == len(e["step_times"])
+            assert [r["rank"] for r in e["input_pipeline"]["ranks"]] == list(range(ranks))
         if b["extra_info"]["kind"] == "convergence":  # the weight check ran and passed
             assert b["extra_info"]["weights_equal_across_ranks"] is True, b["extra_info"]
             assert b["extra_info"]["weight_rel_dev"] <= b["extra_info"]["weight_tolerance"]

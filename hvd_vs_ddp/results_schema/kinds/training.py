@@ -8,7 +8,13 @@ ddp_stats (DDP only): DDP's own runtime statistics of the timed steps, per rank
 compile_mode, compile_s, compile_steps, graphs, graph_breaks, recompiles_timed and
 compile_info (hvd_vs_ddp/harness/compile_stats.py). loss_check (knob sets that change the
 maths only): its mean loss against `single`'s and the set's bound
-(hvd_vs_ddp/harness/loss_bound.py). compute_only: the same per-rank step with no
+(hvd_vs_ddp/harness/loss_bound.py). The input pipeline (hvd_vs_ddp/workloads/jpeg_set.py,
+optional fields, absent on runs before it): input_mode ("memory": tensors in memory;
+"jpeg": JPEG files decoded and augmented by DataLoader workers on the host),
+loader_workers, pin_memory, data_wait_s (per timed step, the longest any rank waited for
+its batch), host_cpu_cores and loader_cpu_cores (CPU of each rank's process and of its
+loader workers over the timed rounds, in cores, the mean over ranks) and input_pipeline
+(every rank's own, its threads by group, the JPEG set). compute_only: the same per-rank step with no
 communication, run by `concurrent_ranks` processes at once (for exposed communication).
 
     rec = ThroughputRecord(backend="ddp-gloo", world_size=2, launcher="torchrun", ...)
@@ -24,12 +30,14 @@ import numpy as np
 from hvd_vs_ddp.results_schema import summary
 from hvd_vs_ddp.results_schema.fields import (
     Invalid,
+    flag,
     integer,
     listof,
     mapping,
     nullable,
     number,
     numbers,
+    one_of,
     opt,
     req,
     text,
@@ -37,6 +45,7 @@ from hvd_vs_ddp.results_schema.fields import (
 from hvd_vs_ddp.results_schema.kinds.base import BenchmarkRecord, array, as_json
 
 _times = listof(number(0), nonempty=True)
+INPUT_MODES = ("memory", "jpeg")  # the input pipelines (hvd_vs_ddp/workloads/jpeg_set.py)
 _per_rank = listof(nullable(number(0)))
 
 
@@ -111,6 +120,25 @@ def _compile_info(v: Any, name: str, finite: bool) -> None:
     listof(mapping)(v.get("ranks", []), f"{name}.ranks", finite)
 
 
+def _input_pipeline(v: Any, name: str, finite: bool) -> None:
+    """{"cores": the host's, "jpeg_set": {"root", "images", "classes", "image_size",
+    "source_px", "mean_file_kb"} or null, "ranks": [{"rank", "wall_s", "host_cpu_cores",
+    "loader_cpu_cores", "loader_workers", "threads": {group: cores}, "data_wait_s":
+    [per timed step]}]}."""
+    mapping(v, name, finite)
+    nullable(mapping)(v.get("jpeg_set"), f"{name}.jpeg_set", finite)
+    ranks = v.get("ranks", [])
+    listof(mapping)(ranks, f"{name}.ranks", finite)
+    for i, r in enumerate(ranks):
+        where = f"{name}.ranks[{i}]"
+        for key in ("host_cpu_cores", "loader_cpu_cores"):
+            number(0)(r.get(key, 0), f"{where}.{key}", finite)
+        mapping(r.get("threads", {}), f"{where}.threads", finite)
+        for group, cores in r.get("threads", {}).items():
+            number(0)(cores, f"{where}.threads.{group}", finite)
+        listof(number(0))(r.get("data_wait_s", []), f"{where}.data_wait_s", finite)
+
+
 def _equal_rows(step_times: list, rank_step_times: list | None, name: str) -> None:
     for i, row in enumerate(rank_step_times or []):
         if len(row) != len(step_times):
@@ -150,8 +178,18 @@ class ThroughputRecord(BenchmarkRecord):
     recompiles_timed: int | None = opt(integer(0))
     compile_info: dict[str, Any] | None = opt(_compile_info)
     loss_check: dict[str, Any] | None = opt(mapping)
+    input_mode: str | None = opt(one_of(*INPUT_MODES))
+    loader_workers: int | None = opt(integer(0))
+    pin_memory: bool | None = opt(flag)
+    data_wait_s: list[float] | None = opt(listof(number(0)))
+    host_cpu_cores: float | None = opt(number(0))
+    loader_cpu_cores: float | None = opt(number(0))
+    input_pipeline: dict[str, Any] | None = opt(_input_pipeline)
 
     def consistency(self) -> None:
+        if self.data_wait_s is not None and len(self.data_wait_s) != len(self.step_times):
+            raise Invalid("data_wait_s", f"has {len(self.data_wait_s)} values; expected "
+                          f"{len(self.step_times)} (one per timed step, like step_times)")
         if len(self.samples_per_s) != len(self.step_times):
             raise Invalid("samples_per_s", f"has {len(self.samples_per_s)} values; expected "
                           f"{len(self.step_times)} (one per step_times value)")
@@ -185,6 +223,15 @@ class ThroughputRecord(BenchmarkRecord):
                                 "recompiles_timed")},
                  "compile_info": self.compile_info,
                  "loss_check": self.loss_check,
+                 "input_mode": self.input_mode or "memory",
+                 "loader_workers": self.loader_workers, "pin_memory": self.pin_memory,
+                 "data_wait": (array(self.data_wait_s) if self.data_wait_s is not None
+                               else None),
+                 "host_cpu_cores": (self.host_cpu_cores if self.host_cpu_cores is not None
+                                    else np.nan),
+                 "loader_cpu_cores": (self.loader_cpu_cores
+                                      if self.loader_cpu_cores is not None else np.nan),
+                 "input_pipeline": self.input_pipeline,
                  **{key: (max(mem[key]) if mem.get(key) else np.nan) for key in HELD}}]
 
 
@@ -201,6 +248,7 @@ class ComputeOnlyRecord(BenchmarkRecord):
     concurrent_ranks: int | None = opt(integer(1))
     rank_step_times: list[list[float]] | None = opt(listof(listof(number(0))))
     step_time_median: float | None = opt(number())
+    input_mode: str | None = opt(one_of(*INPUT_MODES))
 
     def consistency(self) -> None:
         _equal_rows(self.step_times, self.rank_step_times, "rank_step_times")
@@ -209,5 +257,6 @@ class ComputeOnlyRecord(BenchmarkRecord):
         ranks = self.concurrent_ranks if self.concurrent_ranks is not None else self.world_size
         return [{**self.common_row(), "workload": self.workload, "knobs": as_json(self.knobs),
                  "ranks": int(ranks), "per_rank_batch": int(self.per_rank_batch),
+                 "input_mode": self.input_mode or "memory",
                  "steps": array(self.step_times),
                  "step_median": summary.median(array(self.step_times))}]
