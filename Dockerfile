@@ -101,9 +101,13 @@ EXPOSE 2222
 CMD ["hvd-vs-ddp", "doctor"]
 # Numeric, so that Kubernetes' runAsNonRoot can verify it.
 USER 1001:1001
+# The architectures Horovod is built for stay in the environment, so that
+# scripts/setup.sh inside the image (tox runs it) finds the installed build its own
+# instead of compiling another (its GPU operations come out NCCL by themselves there).
 ENV HOME=/home/hvd \
     PATH=/opt/hvd-vs-ddp/.venv/bin:${PATH} \
-    PYTHONUNBUFFERED=1
+    PYTHONUNBUFFERED=1 \
+    CUDAARCHS=${CUDAARCHS}
 
 # The source last: everything above is reused when only the source changed.
 COPY --chown=hvd:hvd . .

@@ -157,7 +157,9 @@ checks() {
     && python -c "import torch; assert torch.version.cuda, \"torch is not a CUDA build\"; print(\"torch\", torch.__version__, \"CUDA\", torch.version.cuda)"'
   step horovodrun inside horovodrun "horovodrun -np 2 python -m pytest suites/ $tiny"
   step torchrun inside torchrun "torchrun --standalone --nproc-per-node 2 -m pytest suites/ $tiny"
-  step tox-ddp inside tox-ddp "tox -e ddp -- $tiny"
+  # tox's set-up (scripts/setup.sh) must find the image's Horovod, not compile another.
+  step tox-ddp inside tox-ddp "set -o pipefail; tox -e ddp -- $tiny 2>&1 | tee /tmp/tox.log \
+    && if grep -q 'build_horovod: building' /tmp/tox.log; then echo 'tox compiled Horovod again' >&2; exit 1; fi"
   step run inside run "rm -rf /out/runs/image-quick /out/reports/image-quick \
     && hvd-vs-ddp run --preset quick --repeat 1 --workloads gpt --runs-dir /out/runs --name image-quick \
     && hvd-vs-ddp report /out/runs/image-quick -o /out/reports/image-quick/report.html \
