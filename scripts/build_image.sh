@@ -20,8 +20,8 @@
 #   inside   as the image's user (uid 1001), a host folder mounted at /out:
 #            hvd-vs-ddp doctor (+ Horovod's NCCL, MPI, Gloo ops, torch's CUDA build),
 #            horovodrun -np 2 and torchrun --nproc-per-node 2 over pytest suites/ (tiny
-#            sizes), tox -e ddp, hvd-vs-ddp run (the quick preset at one repetition, gpt
-#            only) and its report, written to the host folder
+#            sizes), tox -e ddp, hvd-vs-ddp run (the quick preset's 8 cells: one
+#            repetition, gpt only, tiny sizes) and its report, written to the host folder
 #
 # Knobs (environment):
 #   HVD_VS_DDP_IMAGE       the image's name (default localhost/hvd-vs-ddp:bookworm)
@@ -43,9 +43,13 @@ OUT=${HVD_VS_DDP_IMAGE_OUT:-$ROOT/image-out}
 MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # buildah's RUN --mount=type=cache folders (buildah 1.28: buildah-cache under TMPDIR)
 CACHE_DIR="${TMPDIR:-/var/tmp}/buildah-cache"
-TINY=(-p pytest_benchmark.plugin -p no:cacheprovider -q --workloads mlp
+TINY=(-p no:cacheprovider -q --workloads mlp
       --convergence-workloads mlp --rounds 2 --steps-per-round 1 --warmup-steps 1
       --convergence-steps 5 --max-bytes 65536 --collective-iters 5 --test-time-limit 300)
+
+# `hvd-vs-ddp run`: every cell of the quick preset (8, gpt only, one repetition) at these
+# sizes: what is checked is that the runner, its launchers and its report work in the image.
+RUN_SIZES="--rounds 2 --steps-per-round 1 --warmup-steps 1 --convergence-steps 3 --max-bytes 4096 --collective-iters 5 --convergence-workloads mlp"
 
 MODE=all FROM_NOTHING=0
 for arg in "$@"; do
@@ -162,6 +166,7 @@ checks() {
     && if grep -q 'build_horovod: building' /tmp/tox.log; then echo 'tox compiled Horovod again' >&2; exit 1; fi"
   step run inside run "rm -rf /out/runs/image-quick /out/reports/image-quick \
     && hvd-vs-ddp run --preset quick --repeat 1 --workloads gpt --runs-dir /out/runs --name image-quick \
+         --suite-args \"$RUN_SIZES\" \
     && hvd-vs-ddp report /out/runs/image-quick -o /out/reports/image-quick/report.html \
     && ls -l /out/reports/image-quick"
   buildah rm "$CTR" >/dev/null
