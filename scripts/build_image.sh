@@ -125,6 +125,8 @@ build() {
   # it stays out of the image).
   local ca=${SSL_CERT_FILE:-/etc/ssl/certs/ca-certificates.crt} SECRET=()
   if [[ -s $ca ]]; then SECRET=(--secret "id=ca,src=$ca"); fi
+  local before
+  before=$(buildah images -q --no-trunc "$IMAGE" 2>/dev/null || true)
   # --format docker: the OCI format has no SHELL (buildah ignores it there, and the
   # Dockerfile's RUNs need bash); docker build writes this format too.
   buildah bud --layers --force-rm --format docker --pull=never --isolation chroot \
@@ -132,8 +134,13 @@ build() {
     --build-arg REVISION="$(git rev-parse HEAD 2>/dev/null || true)" \
     --build-arg CREATED="$(date -u +%FT%TZ)" "${SECRET[@]}" \
     -t "$IMAGE" -f Dockerfile .
-  buildah inspect --type image --format '{{len .OCIv1.RootFS.DiffIDs}} layers' "$IMAGE"
-  buildah images --format '{{.Name}}:{{.Tag}} {{.Size}}' "$IMAGE"
+  echo "$(buildah inspect --type image --format '{{len .OCIv1.RootFS.DiffIDs}}' "$IMAGE") layers," \
+    "$(buildah images --format '{{.Name}}:{{.Tag}} {{.Size}}' "$IMAGE")"
+  # The previous build of this name, now untagged: its own layers go (vfs keeps each one
+  # whole, ~8 GB), the layers it shares with this build and the build caches stay.
+  if [[ -n $before && $before != "$(buildah images -q --no-trunc "$IMAGE")" ]]; then
+    if buildah rmi "$before" >/dev/null 2>&1; then echo "removed the previous build ${before:0:12}"; fi
+  fi
 }
 
 secrets() {
