@@ -6,6 +6,7 @@
 #   bash scripts/build_image.sh --from-nothing  # first remove the base, the image, its
 #                                               # layers and the build caches
 #   bash scripts/build_image.sh --build-only    # build and scan, no checks inside
+#   bash scripts/build_image.sh --no-build      # scan and check the image already built
 #   bash scripts/build_image.sh --clean         # remove everything this script made
 #
 # Steps (each prints its name and time; a failing step names itself, exit 1):
@@ -56,9 +57,10 @@ for arg in "$@"; do
   case $arg in
     --from-nothing) FROM_NOTHING=1 ;;
     --build-only) MODE=build ;;
+    --no-build) MODE=checks ;;
     --clean) MODE=clean ;;
     -h|--help) sed -n '2,/^# The steps are/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) echo "build_image: error: unknown argument '$arg' (expected --from-nothing, --build-only, --clean)" >&2; exit 2 ;;
+    *) echo "build_image: error: unknown argument '$arg' (expected --from-nothing, --build-only, --no-build, --clean)" >&2; exit 2 ;;
   esac
 done
 [[ $(id -u) -eq 0 ]] || { echo "build_image: error: run as root (debootstrap, buildah's chroot isolation and vfs storage need it)" >&2; exit 2; }
@@ -144,12 +146,12 @@ build() {
 }
 
 secrets() {
-  local dir
+  local dir rc=0
   dir=$(mktemp -d "${TMPDIR:-/var/tmp}/image-layers.XXXXXX")
-  # shellcheck disable=SC2064
-  trap "rm -rf '$dir'" RETURN
-  buildah push --disable-compression --quiet "$IMAGE" "oci:$dir/oci" >/dev/null
-  python3 "$ROOT/scripts/image_secrets.py" "$dir/oci"
+  buildah push --disable-compression --quiet "$IMAGE" "oci:$dir/oci" >/dev/null \
+    && python3 "$ROOT/scripts/image_secrets.py" "$dir/oci" || rc=$?
+  rm -rf "$dir"  # ~8 GB
+  return "$rc"
 }
 
 inside() {  # inside NAME SHELL-COMMAND: run it in the image as its user, /out mounted
@@ -192,10 +194,16 @@ main() {  # all of it parsed before it runs: the file may change during a build
   if [[ $MODE == clean ]]; then step clean clean; return 0; fi
   step tools tools
   if ((FROM_NOTHING)); then step clean clean; fi
-  step base base
-  step build build
-  step secrets secrets
-  if [[ $MODE == all ]]; then checks; fi
+  if [[ $MODE == checks ]]; then
+    have_image "$IMAGE" || { echo "build_image: error: no image $IMAGE to check; build it first" >&2; return 2; }
+    checks
+    step secrets secrets
+  else
+    step base base
+    step build build
+    step secrets secrets
+    if [[ $MODE == all ]]; then checks; fi
+  fi
   echo "build_image: done in $((SECONDS - START))s"
   printf '  %s\n' "${SUMMARY[@]}"
 }

@@ -18,6 +18,7 @@ whatever they hold (NAMES). Unit tests: tests/unit/test_image_secrets.py.
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import re
 import sys
@@ -32,8 +33,11 @@ OVERLAP = 256  # a match split across two chunks is still seen
 # fast), and the whole shape matched from there (a regular expression alone reads a
 # binary at ~10 MiB/s; this reads it at several hundred).
 CONTENT: tuple[tuple[str, tuple[bytes, ...], re.Pattern[bytes]], ...] = (
+    # The armour and a body: programs that read keys (ssh, sshd, gnutls) hold the armour
+    # alone as a string; a key has base64 after it (PEM's Proc-Type/DEK-Info may come first).
     ("private key", (b"-----BEGIN ",), re.compile(
-        rb"-----BEGIN (?:RSA |DSA |EC |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?-----")),
+        rb"-----BEGIN (?:RSA |DSA |EC |OPENSSH |ENCRYPTED |PGP )?PRIVATE KEY(?: BLOCK)?-----"
+        rb"\r?\n(?:[A-Za-z-]+: [^\n]*\n)*\r?\n?[A-Za-z0-9+/=]{20,}")),
     ("PuTTY private key", (b"PuTTY-User-Key-File-",), re.compile(rb"PuTTY-User-Key-File-\d: ")),
     ("GitHub token", (b"ghp_", b"gho_", b"ghu_", b"ghs_", b"ghr_", b"github_pat_"),
      re.compile(rb"(?:gh[pousr]_[A-Za-z0-9]{36}|github_pat_[A-Za-z0-9_]{82})(?![A-Za-z0-9_])")),
@@ -45,6 +49,12 @@ CONTENT: tuple[tuple[str, tuple[bytes, ...], re.Pattern[bytes]], ...] = (
      re.compile(rb"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}")),
     ("Hugging Face token", (b"hf_",), re.compile(rb"hf_[A-Za-z]{34}(?![A-Za-z0-9_])")),
 )
+# Keys that are in the image on purpose, by path (fnmatch) and why: public test vectors
+# compiled into a distribution's own library. Each one was looked at.
+ALLOWED = {
+    "usr/lib/*/libgnutls.so.*": "GnuTLS's FIPS self-test keys (Debian's libgnutls30; "
+                                "published in GnuTLS's source, lib/fips.c's tests)",
+}
 KEYS = 2  # CONTENT's first two are keys (anywhere in a file); the rest tokens
 COMPILED = (b"\x7fELF", b"!<arch>\n")  # ELF objects and ar archives (.a)
 # File names that hold credentials whatever is inside.
@@ -110,7 +120,7 @@ def scan_layer(index: int, layer: tarfile.TarFile, stats: list[int]) -> Iterator
             continue
         with f:
             what = _scan_stream(f)
-        if what:
+        if what and not any(fnmatch.fnmatchcase(path, glob) for glob in ALLOWED):
             yield Finding(index, path, what)
 
 

@@ -118,6 +118,7 @@ def test_compiled_code_is_searched_for_keys_not_tokens():
 
 @pytest.mark.parametrize("text", [
     b"use the public key -----BEGIN PUBLIC KEY-----",   # not private
+    b"\0-----BEGIN OPENSSH PRIVATE KEY-----\n\0-----END",  # ssh's own string: no body
     b"my_hf_" + b"a" * 34,                              # inside a word
     b"AKIA" + b"0" * 15,                                # too short
 ])
@@ -131,3 +132,11 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert err[0].startswith("image_secrets: error: no such file or folder")
     assert "not an OCI image layout" in err[1]
+
+
+def test_only_the_allowed_paths_may_hold_a_key(tmp_path, capsys):
+    layer = tmp_path / "layer.tar"
+    layer.write_bytes(layer_tar({"usr/lib/x86_64-linux-gnu/libgnutls.so.30.34.3": KEY,
+                                 "usr/lib/x86_64-linux-gnu/libother.so.1": KEY}))
+    rc, out = run(capsys, layer)
+    assert rc == 1 and "libother.so.1: private key" in out and "libgnutls" not in out
