@@ -338,9 +338,10 @@ build_wheel() {
 INSTALLED_URL=$("$PY" -c '
 import json
 from importlib import metadata
+from urllib.parse import unquote  # the key has a "+" (torch 2.14.1+cu130): %2B in the URL
 try:
-    print(json.loads(metadata.distribution("horovod").read_text("direct_url.json") or "{}")
-          .get("url", ""))
+    print(unquote(json.loads(metadata.distribution("horovod").read_text("direct_url.json")
+                             or "{}").get("url", "")))
 except Exception:
     pass' 2>/dev/null || true)
 if [[ -n $WHEEL ]]; then

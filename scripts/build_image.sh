@@ -156,7 +156,9 @@ secrets() {
 
 inside() {  # inside NAME SHELL-COMMAND: run it in the image as its user, /out mounted
   echo "\$ $2"
-  buildah run --isolation chroot -v "$OUT:/out" "$CTR" -- bash -c "$2"
+  # --uts host: the host's name, which its /etc/hosts resolves (buildah run names the
+  # container by its id and leaves it out of /etc/hosts: torchrun's c10d store then hangs).
+  buildah run --isolation chroot --uts host -v "$OUT:/out" "$CTR" -- bash -c "$2"
 }
 
 checks() {
