@@ -141,6 +141,7 @@ build() {
   # The previous build of this name, now untagged: its own layers go (vfs keeps each one
   # whole, ~8 GB), the layers it shares with this build and the build caches stay.
   if [[ -n $before && $before != "$(buildah images -q --no-trunc "$IMAGE")" ]]; then
+    before=${before#sha256:}
     if buildah rmi "$before" >/dev/null 2>&1; then echo "removed the previous build ${before:0:12}"; fi
   fi
 }
