@@ -332,8 +332,22 @@ build_wheel() {
   say "built $(basename "$built") in $(elapsed)"
 }
 
+# pip records where the installed wheel came from. Installed from this key's wheel, but
+# the wheel is gone: a build cache mounted only while an image was built (the Dockerfile),
+# so `tox` or scripts/setup.sh inside the image would compile Horovod again for nothing.
+INSTALLED_URL=$("$PY" -c '
+import json
+from importlib import metadata
+from urllib.parse import unquote  # the key has a "+" (torch 2.14.1+cu130): %2B in the URL
+try:
+    print(unquote(json.loads(metadata.distribution("horovod").read_text("direct_url.json")
+                             or "{}").get("url", "")))
+except Exception:
+    pass' 2>/dev/null || true)
 if [[ -n $WHEEL ]]; then
   say "cached wheel found: $(basename "$WHEEL")"
+elif [[ $INSTALLED_URL == */wheels/"$KEY"/horovod-"$HVD_VERSION"-*.whl ]]; then
+  say "horovod $HVD_VERSION for $KEY is installed (its wheel is no longer cached): nothing to build"
 else
   build_wheel
   WHEEL=$(find_wheel)
@@ -341,7 +355,8 @@ fi
 
 # --- install ----------------------------------------------------------------------
 # pip records the sha256 of the wheel it installed; skip the reinstall when it is this one.
-INSTALLED_HASH=$("$PY" -c '
+INSTALLED_HASH=""
+[[ -z $WHEEL ]] || INSTALLED_HASH=$("$PY" -c '
 import json
 from importlib import metadata
 try:
@@ -349,7 +364,9 @@ try:
           .get("archive_info", {}).get("hashes", {}).get("sha256", ""))
 except Exception:
     pass' 2>/dev/null || true)
-if [[ -n $INSTALLED_HASH && $INSTALLED_HASH == "$(sha256sum "$WHEEL" | cut -d' ' -f1)" ]]; then
+if [[ -z $WHEEL ]]; then
+  :  # installed from this key's wheel (above)
+elif [[ -n $INSTALLED_HASH && $INSTALLED_HASH == "$(sha256sum "$WHEEL" | cut -d' ' -f1)" ]]; then
   say "$(basename "$WHEEL") is already installed in $PY's environment"
 else
   say "installing $(basename "$WHEEL") into $PY's environment"

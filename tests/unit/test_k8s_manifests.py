@@ -145,7 +145,7 @@ def test_the_check_rejects_a_broken_job(kind, path, breakage):
 
 SHELL_FILES = ["deploy/slurm/compare.sbatch", "scripts/setup.sh", "scripts/test.sh",
                "scripts/build_horovod.sh", "scripts/compare.sh", "scripts/install_mpis.sh",
-               ".ci/run"]
+               "scripts/build_image.sh", ".ci/run"]
 
 
 @pytest.mark.parametrize("rel", SHELL_FILES)
