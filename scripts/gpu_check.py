@@ -68,10 +68,6 @@ def _run(cmd: list[str], limit: float, env: dict[str, str] | None = None) -> tup
     return proc.returncode, proc.stdout + proc.stderr
 
 
-def _last_error(output: str) -> str:
-    return selftest._reason(output)
-
-
 def _suite(launcher: str, backend: str, extra: list[str], json_path: Path,
            limit: float) -> tuple[int, str, dict | None]:
     """The throughput suite at one rank; (exit, output, the first throughput record)."""
@@ -88,13 +84,24 @@ def _suite(launcher: str, backend: str, extra: list[str], json_path: Path,
     return rc, out, rec
 
 
-def _from_record(line: Line, rc: int, out: str, rec: dict | None, secs: float) -> None:
-    line.seconds = secs
+def _suite_line(id: str, what: str, launcher: str, backend: str, skip: str | None,
+                args: list[str], json_path: Path, limit: float) -> tuple[Line, dict | None]:
+    """One line that runs the throughput suite at one rank (or is skipped with `skip`):
+    the line, with its samples/s or its failure, and the suite's throughput record."""
+    line = Line(id, what, f"{launcher} x1")
+    if skip:
+        line.where, line.figure = "-", skip
+        return line, None
+    say(id)
+    t0 = time.monotonic()
+    rc, out, rec = _suite(launcher, backend, args, json_path, limit)
+    line.seconds = time.monotonic() - t0
     if rc != 0 or rec is None:
-        line.status, line.figure = "fail", f"exit {rc}: {_last_error(out)}"
-        return
+        line.status, line.figure = "fail", f"exit {rc}: {selftest._reason(out)}"
+        return line, None
     line.status = "pass"
     line.figure = f"{rec['samples_per_s_median']:.4g} samples/s"
+    return line, rec
 
 
 def check(horovod_benchmark: str | None, out_dir: Path, limit: float) -> list[Line]:
@@ -121,18 +128,11 @@ def check(horovod_benchmark: str | None, out_dir: Path, limit: float) -> list[Li
                     "--steps-per-round", "5", "--warmup-steps", "3"]
     for backend, launcher, skip in (("ddp-nccl", "torchrun", no_gpu or no_torchrun),
                                     ("horovod", hvd_launcher, no_gpu or no_hvd)):
-        line = Line(f"compile:{backend}", f"torch.compile (inductor) gpt, {backend}",
-                    f"{launcher} x1")
+        line, rec = _suite_line(f"compile:{backend}", f"torch.compile (inductor) gpt, {backend}",
+                                launcher, backend, skip, compile_args,
+                                out_dir / f"compile-{backend}.json", limit)
         lines.append(line)
-        if skip:
-            line.where, line.figure = "-", skip
-            continue
-        say(f"compile {backend}")
-        t0 = time.monotonic()
-        rc, out, rec = _suite(launcher, backend, compile_args,
-                              out_dir / f"compile-{backend}.json", limit)
-        _from_record(line, rc, out, rec, time.monotonic() - t0)
-        if line.status == "pass" and rec is not None:
+        if rec is not None:
             if rec.get("compile_mode") != "inductor":
                 line.status, line.figure = "fail", f"compile_mode {rec.get('compile_mode')!r}"
             else:
@@ -145,18 +145,12 @@ def check(horovod_benchmark: str | None, out_dir: Path, limit: float) -> list[Li
     for backend, launcher, skip in (("single", "single", no_gpu),
                                     ("ddp-nccl", "torchrun", no_gpu or no_torchrun),
                                     ("horovod", hvd_launcher, no_gpu or no_hvd)):
-        line = Line(f"resnet50:{backend}", f"suite ResNet-50 224px b{BATCH}, {backend}",
-                    f"{launcher} x1")
+        line, rec = _suite_line(f"resnet50:{backend}",
+                                f"suite ResNet-50 224px b{BATCH}, {backend}", launcher,
+                                backend, skip, resnet_args,
+                                out_dir / f"resnet50-{backend}.json", limit)
         lines.append(line)
-        if skip:
-            line.where, line.figure = "-", skip
-            continue
-        say(f"resnet50 {backend}")
-        t0 = time.monotonic()
-        rc, out, rec = _suite(launcher, backend, resnet_args,
-                              out_dir / f"resnet50-{backend}.json", limit)
-        _from_record(line, rc, out, rec, time.monotonic() - t0)
-        if line.status == "pass" and rec is not None:
+        if rec is not None:
             measured[backend] = float(rec["samples_per_s_median"])
             joules = [r.get("gpu_energy_j") for r in (rec.get("monitor") or {}).get("ranks", [])]
             steps = len(rec.get("step_times") or [])
@@ -184,7 +178,7 @@ def check(horovod_benchmark: str | None, out_dir: Path, limit: float) -> list[Li
             measured["horovod-synthetic"] = float(m.group(1))
             bench.status, bench.figure = "pass", f"{m.group(1)} +-{m.group(2)} img/s"
         else:
-            bench.status, bench.figure = "fail", f"exit {rc}: {_last_error(out)}"
+            bench.status, bench.figure = "fail", f"exit {rc}: {selftest._reason(out)}"
     ratio = Line("resnet50:suite/synthetic", "suite horovod / Horovod's benchmark, same GPU")
     lines.append(ratio)
     if "horovod" in measured and "horovod-synthetic" in measured:
