@@ -191,7 +191,6 @@ class Runner:
         if self.manifest.budget is not None and self._t0 is not None:
             self.manifest.budget["spent_s"] = round(self.elapsed(), 1)
         self.manifest.check(where=str(self.manifest_path))  # a writer's bug fails here
-        self.manifest.digest = None
         self.manifest.digest = self.manifest.content_digest()  # an edit shows later
         write_json_atomic(self.manifest_path, self.manifest.to_dict(), kind=RUN_MANIFEST,
                           owner=self.run_dir)  # the output gate: its own manifest only
