@@ -26,6 +26,8 @@ from typing import Any, Sequence
 
 import psutil
 
+from hvd_vs_ddp.backends import placement
+
 
 class Monitor:
     def __init__(self, rank: int, gpu_index: int | Sequence[int] | None = None,
@@ -136,26 +138,17 @@ class Monitor:
 
 def visible_device(cuda_index: int, visible: str | None) -> str | None:
     """The CUDA_VISIBLE_DEVICES entry behind CUDA index `cuda_index` ("3", "GPU-<uuid>"),
-    the index itself when the variable is unset, None when the index is not visible."""
+    the index itself when the variable is unset, None when the index is not visible (read
+    as the placement reads it: hvd_vs_ddp/backends/placement.py visible_devices)."""
     if visible is None:
         return str(cuda_index)
-    entries = [e.strip() for e in visible.split(",") if e.strip()]
-    return entries[cuda_index] if 0 <= cuda_index < len(entries) else None
-
-
-def _cuda_uuid(cuda_index: int) -> str | None:
-    try:
-        import torch
-
-        uuid = getattr(torch.cuda.get_device_properties(cuda_index), "uuid", None)
-    except Exception:  # no CUDA here
-        return None
-    return f"GPU-{uuid}" if uuid is not None else None
+    names = placement.visible_devices({"CUDA_VISIBLE_DEVICES": visible}, cuda_index + 1)
+    return names[cuda_index] if 0 <= cuda_index < len(names) else None
 
 
 def nvml_handle(pynvml, cuda_index: int):
     """(NVML handle, UUID) of this process's CUDA device `cuda_index`."""
-    uuid = _cuda_uuid(cuda_index)
+    uuid = placement.gpu_uuid(cuda_index)
     if uuid is None:  # old torch: trust CUDA_VISIBLE_DEVICES (NVML and CUDA order by PCI bus)
         entry = visible_device(cuda_index, os.environ.get("CUDA_VISIBLE_DEVICES"))
         if entry is None:
