@@ -1,10 +1,12 @@
 """`hvd-vs-ddp run --budget MINUTES`: settle the verdicts within a time budget.
 
-After the planned repetitions (`--repeat`, at least 2) the runner judges every
-Horovod/DDP pair of the run as the report does (hvd_vs_ddp/reports/compare.py, disturbed
-repetitions left out as there) and, while some pair is inconclusive and time is left,
-adds one interleaved repetition to the cells of ONE open pair: the pair whose next
-repetition is most likely to settle it, per second it costs. Only the pair's lagging
+After the planned repetitions (`--repeat`, at least 2) the runner judges every pair the
+report judges (hvd_vs_ddp/reports/judged.py: Horovod vs DDP throughput, a library
+compiled vs eager, best Horovod vs best DDP over knob sets, time to recover after a
+kill), with the report's own code, disturbed repetitions left out as there, and, while
+some pair is inconclusive and time is left, adds one interleaved repetition to the
+cells of ONE open pair, whatever its kind: the pair whose next repetition is most
+likely to settle it, per second it costs (`choose`). Only the pair's lagging
 cells run (a cell shared with another pair may be ahead), in a shuffled order. A pair
 stops getting repetitions once its verdict is firm or it reached `max_reps`
 (3 x planned). The budget is wall-clock time for the whole run, planned repetitions
@@ -20,6 +22,14 @@ planned repetitions and goes on settling with the time left (`--budget M` on res
 sets a new total). An added repetition that fails is dropped from the cell (its log
 stays) and the cell gets no more; the plan lists it under `failed`.
 
+Every kind alike: a pair's arms are the cells whose repetitions feed it (recovery: one
+trial per repetition of the Horovod Elastic cell and of the torch-side cell, which runs
+every torch-side path, so one added repetition feeds each of that world size's
+recovery pairs); tuning's best of each side is picked anew at each look, so the cells
+that get a repetition are the current best's. The progress line names the open pairs
+and their kinds; the report's budget line ("repetitions per verdict", "left open")
+lists every kind by the same names (compile:, tuning:, recovery: before the pair).
+
 The choice (a heuristic, documented here): with the pair's interval half-width h at
 level 1-alpha_k over n repetitions (s = h/z_k), one more repetition gives about
 h' = z_{k+1} s sqrt(n/(n+1)); the estimate's distance d from the nearer margin edge moves
@@ -34,11 +44,14 @@ import math
 import random
 import statistics
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hvd_vs_ddp.results_schema import Repetition
 from hvd_vs_ddp.run_model import stats
-from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN, INCONCLUSIVE
+from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN
+
+if TYPE_CHECKING:  # the report's code loads only when a budget judges
+    from hvd_vs_ddp.reports.judged import Judged
 
 RULE = ("Bonferroni alpha spending over looks: alpha/2 at the planned repetitions, "
         "alpha/(2(K-1)) at each later look, K = max_reps - planned + 1")
@@ -55,26 +68,21 @@ def new_plan(minutes: float, planned: int, margin: float = DEFAULT_MARGIN) -> di
             "open": [], "failed": [], "stopped": None}
 
 
-def pair_name(r) -> str:
-    return f"{r['case']} np{int(r['world_size'])} {r['horovod']} vs {r['ddp']}"
-
-
-def judge(run_dir, plan: dict[str, Any]):
-    """The run's Horovod/DDP pairs as the report judges them: a DataFrame (may be empty)."""
-    import pandas as pd
-
-    from hvd_vs_ddp.reports.compare import hvd_vs_ddp
+def judge(run_dir, plan: dict[str, Any]) -> list[Judged]:
+    """Every pair the report judges in the run (hvd_vs_ddp/reports/judged.py: throughput,
+    compile axis, tuning best vs best, recovery), judged by the report's own code with
+    the plan's margin, disturbed repetitions left out as there; [] if unreadable."""
     from hvd_vs_ddp.reports.frames import build_frames
+    from hvd_vs_ddp.reports.judged import judged_pairs
     from hvd_vs_ddp.results_schema.errors import ResultsError
     from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
     from hvd_vs_ddp.run_model.load import load_run
     try:
         run = load_run(run_dir)
     except ResultsError:
-        return pd.DataFrame()
+        return []
     leave_out_disturbed(run)
-    tp = build_frames([run]).throughput
-    return hvd_vs_ddp(tp, plan["margin"]) if not tp.empty else pd.DataFrame()
+    return judged_pairs(build_frames([run]), plan["margin"])
 
 
 def settle_chance(ci: stats.RatioCI, plan: dict[str, Any]) -> float:
@@ -101,15 +109,40 @@ def _seconds(entry) -> float:
     return statistics.mean(later or first or [60.0])
 
 
-def _state(cmp, plan: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for _, r in cmp.iterrows():
-        v = r["judged"]
-        out.append({"pair": pair_name(r), "verdict": v.verdict, "faster": v.faster,
-                    "repetitions": int(v.ci.reps), "look": v.ci.look,
-                    "cells": [r["hvd_cell"], r["ddp_cell"]],
-                    "open": v.verdict == INCONCLUSIVE})
-    return out
+def _state(pairs: list[Judged], plan: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"pair": p.name, "kind": p.kind, "verdict": p.verdict,
+             "repetitions": int(p.ci.reps), "look": p.ci.look, "cells": p.all_cells,
+             "open": p.open} for p in pairs]
+
+
+def choose(pairs: list[Judged], manifest, plan: dict[str, Any], left: float,
+           stuck: set[str]) -> tuple[tuple[float, str, list] | None, str]:
+    """The open pair whose next repetition has the best chance to settle it per second,
+    of every kind alike: (chance, pair name, its lagging cell entries), or None and why
+    no pair can have one."""
+    options, why = [], set()
+    for p in pairs:
+        if not p.open:
+            continue
+        if set(p.all_cells) & stuck:
+            why.add("a cell's added repetition failed")
+            continue
+        entries = [manifest.cell(c) for c in p.all_cells]
+        counts = [len(_passed(e)) for e in entries]
+        if min(counts) >= plan["max_reps"]:
+            why.add(f"max_reps ({plan['max_reps']}) reached")
+            continue
+        lag = [e for e, c in zip(entries, counts) if c == min(counts)]
+        cost = sum(_seconds(e) for e in lag)
+        if cost > left:
+            why.add("budget spent")
+            continue
+        chance = settle_chance(p.ci, plan)
+        options.append((chance / cost, chance, p.name, lag))
+    if not options:
+        return None, "; ".join(sorted(why))
+    _, chance, name, lag = max(options, key=lambda o: o[0])
+    return (chance, name, lag), ""
 
 
 def settle(runner, progress=None, stream=None) -> None:
@@ -119,41 +152,24 @@ def settle(runner, progress=None, stream=None) -> None:
     rng = random.Random(m.order_seed)
     stuck: set[str] = {f["cell"] for f in plan.get("failed") or []}
     while True:
-        cmp = judge(runner.run_dir, plan)
-        pairs = _state(cmp, plan) if not cmp.empty else []
-        plan["pairs"] = pairs
-        plan["open"] = [p["pair"] for p in pairs if p["open"]]
+        pairs = judge(runner.run_dir, plan)
+        plan["pairs"] = _state(pairs, plan)
+        plan["open"] = [p.name for p in pairs if p.open]
         left = plan["minutes"] * 60 - runner.elapsed()
         runner.save()
+        kinds = sorted({p.kind for p in pairs if p.open})
         print(f"budget: {len(pairs) - len(plan['open'])} of {len(pairs)} pair(s) settled; "
-              f"open: {', '.join(plan['open']) or 'none'}; {max(left, 0) / 60:.1f} min left",
-              file=stream, flush=True)
+              f"open: {', '.join(plan['open']) or 'none'}"
+              + (f" ({', '.join(kinds)})" if kinds else "")
+              + f"; {max(left, 0) / 60:.1f} min left", file=stream, flush=True)
         if not plan["open"]:
-            plan["stopped"] = "every pair settled" if pairs else "no Horovod/DDP pair to judge"
+            plan["stopped"] = "every pair settled" if pairs else "no pair to judge"
             break
-        options, why = [], set()
-        for (_, r), p in zip(cmp.iterrows(), pairs):
-            if not p["open"]:
-                continue
-            if set(p["cells"]) & stuck:
-                why.add("a cell's added repetition failed")
-                continue
-            entries = [m.cell(c) for c in p["cells"]]
-            counts = [len(_passed(e)) for e in entries]
-            if min(counts) >= plan["max_reps"]:
-                why.add(f"max_reps ({plan['max_reps']}) reached")
-                continue
-            lag = [e for e, c in zip(entries, counts) if c == min(counts)]
-            cost = sum(_seconds(e) for e in lag)
-            if cost > left:
-                why.add("budget spent")
-                continue
-            chance = settle_chance(r["judged"].ci, plan)
-            options.append((chance / cost, chance, p["pair"], lag))
-        if not options:
-            plan["stopped"] = "; ".join(sorted(why))
+        pick, why = choose(pairs, m, plan, left, stuck)
+        if pick is None:
+            plan["stopped"] = why
             break
-        _, chance, name, lag = max(options, key=lambda o: o[0])
+        chance, name, lag = pick
         rng.shuffle(lag)
         print(f"budget: next {name} (chance to settle {chance:.0%}): "
               f"{', '.join(e.id for e in lag)}", file=stream, flush=True)

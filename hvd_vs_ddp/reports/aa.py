@@ -11,6 +11,13 @@ are fresh processes interleaved exactly as two cells of a pair are, and each arm
 own code (hvd_vs_ddp/reports/verdicts.py `interval` and `judge`, margin 5%; in a run
 with a budget, the sequential interval). Any run with 4 or more repetitions per cell works.
 
+The compile axis: a compiled series (knobs "compile", docs/compile.md) is split the same
+way, compiled arm against compiled arm (its case is labelled with its knob set, e.g.
+"mlp [inductor]"), and the summary gives the compiled series' rates on a line of their
+own: a run of the compile preset with `--repeat 4` or more gives A/A pairs eager and
+compiled, each library, measured alike (a compiled repetition after the first
+compiles into the cell's warm cache, so its timed steps are like any other's).
+
     python -m hvd_vs_ddp.reports.aa RUN_DIR... [--margin 0.05]   # the table, the rates
 """
 from __future__ import annotations
@@ -23,6 +30,7 @@ from pathlib import Path
 import pandas as pd
 
 from hvd_vs_ddp.reports import verdicts
+from hvd_vs_ddp.reports.compiled_section import EAGER, _mode
 from hvd_vs_ddp.reports.frames import Data, build_frames
 from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
 from hvd_vs_ddp.run_model.load import load_run
@@ -41,6 +49,7 @@ def aa_pairs(data: Data, margin: float = verdicts.DEFAULT_MARGIN) -> pd.DataFram
         v = verdicts.judge(ci, margin, int(r["world_size"]), f"{r['series']} (A)",
                            f"{r['series']} (B)")
         rows.append({"run": r["run"], "case": r["case"], "series": r["series"],
+                     "compile": _mode(r),  # "eager", or the compile mode (compile axis)
                      "world_size": int(r["world_size"]), "reps": f"{len(a)}+{len(b)}",
                      "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi, "verdict": v.verdict,
                      "false": v.verdict == verdicts.FASTER, "text": v.text()})
@@ -64,12 +73,23 @@ def upper_bound(k: int, n: int, level: float = 0.95) -> float:
 def summary(df: pd.DataFrame) -> list[str]:
     if df.empty:
         return ["no series with 4 or more repetitions: nothing to check"]
+    out = [_rates("A/A pairs", df)]
+    compiled = df[df["compile"] != EAGER] if "compile" in df else df.iloc[:0]
+    if not compiled.empty:  # the compile axis: its own line, eager's beside it
+        out += [_rates("  eager", df[df["compile"] == EAGER]),
+                _rates("  compiled", compiled)]
+    return out
+
+
+def _rates(what: str, df: pd.DataFrame) -> str:
     n, k = len(df), int(df["false"].sum())
+    if n == 0:
+        return f"{what}: none"
     eq = int((df["verdict"] == verdicts.EQUIVALENT).sum())
     width = statistics.median(df["hi"] / df["lo"])
-    return [f"A/A pairs: {n}; false 'faster': {k} ({k / n:.0%}; 95% upper bound "
+    return (f"{what}: {n}; false 'faster': {k} ({k / n:.0%}; 95% upper bound "
             f"{upper_bound(k, n):.0%}); equivalent: {eq} ({eq / n:.0%}); inconclusive: "
-            f"{n - k - eq}; median interval width hi/lo {width:.3f}"]
+            f"{n - k - eq}; median interval width hi/lo {width:.3f}")
 
 
 def table(df: pd.DataFrame) -> list[str]:

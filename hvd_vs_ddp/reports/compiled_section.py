@@ -121,6 +121,7 @@ def pairs(data: Data, margin: float) -> pd.DataFrame:
             "run": c["run"], "case": e["case"], "compiled_case": c["case"],
             "workload": c["workload"], "world_size": int(c["world_size"]),
             "series": c["series"], "label": c["label"], "mode": c["_mode"],
+            "cell": c["cell_id"], "eager_cell": e["cell_id"],  # run --budget's cells
             "eager_sps": e["sps_median"], "compiled_sps": c["sps_median"],
             "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi, "reps": ci.reps,
             "verdict": v.verdict, "judged": v,

@@ -9,7 +9,8 @@ committing; (2) the verdicts between the libraries at each world size: Horovod E
 against each torch-side series (torchrun with each checkpoint pattern, torchft) on time
 to recover (a ratio of medians with
 the two-level bootstrap interval over repetitions, hvd_vs_ddp/run_model/stats.py, and the
-margin's words, hvd_vs_ddp/reports/verdicts.py) and on steps lost; (3) one timeline figure
+margin's words, hvd_vs_ddp/reports/verdicts.py; in a run with a budget, the sequential
+interval at the pair's look) and on steps lost; (3) one timeline figure
 per library (completed step against seconds since the kill, every trial, the kill and
 each recovery marked); (4) the same verdicts and rows for verdicts.json ("recovery").
 
@@ -30,8 +31,7 @@ from hvd_vs_ddp.reports.frames import Data
 from hvd_vs_ddp.reports.render import Notes, Section
 from hvd_vs_ddp.reports.tables import Table
 from hvd_vs_ddp.reports.theme import color, style
-from hvd_vs_ddp.reports.verdicts import judge
-from hvd_vs_ddp.run_model.stats import ratio_ci
+from hvd_vs_ddp.reports.verdicts import interval, judge
 
 TITLE = "Failure and recovery"
 FIGURE = "recovery_timeline"
@@ -131,25 +131,35 @@ def _horovod(g: pd.DataFrame) -> pd.Series:
     return g["backend"].map(catalog.library) == catalog.HOROVOD_LIB
 
 
-def verdicts(df: pd.DataFrame, margin: float) -> list[dict[str, Any]]:
-    """Horovod Elastic vs every torch-side series, per run and world size."""
+def plans_of(data: Data) -> dict[str, Any]:
+    """Each run's budget plan (run --budget), by run name; None for a fixed design."""
+    return {r.name: getattr(r.manifest, "budget", None) for r in data.runs}
+
+
+def verdicts(df: pd.DataFrame, margin: float,
+             plans: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """Horovod Elastic vs every torch-side series, per run and world size. In a run with
+    a budget (plans: plans_of) the interval is the sequential one at the pair's look."""
     out = []
     for (run, world), g in df.groupby(["run", "world_size"], sort=False):
         hvd = g[_horovod(g)]
         for (_path, _ckpt, series), t in g[~_horovod(g)].groupby(
                 ["path", "checkpoint", "series"], sort=False):
             for h_series, h in hvd.groupby("series", sort=False):
-                out.append(_pair(run, int(world), h_series, h, series, t, margin))
+                out.append(_pair(run, int(world), h_series, h, series, t, margin,
+                                 (plans or {}).get(run)))
     return out
 
 
-def _pair(run, world, a, ga, b, gb, margin) -> dict[str, Any]:
+def _pair(run, world, a, ga, b, gb, margin, plan=None) -> dict[str, Any]:
     row: dict[str, Any] = {"run": run, "world_size": world, "a": a, "b": b,
-                           "trials": [len(ga), len(gb)]}
+                           "trials": [len(ga), len(gb)],
+                           "cells": {"a": sorted(set(ga["cell_id"])),  # run --budget
+                                     "b": sorted(set(gb["cell_id"]))}}
     ra, rb = _reps(ga, "recovery_s"), _reps(gb, "recovery_s")
     if ra and rb:
         # b / a: > 1 means a (Horovod) went on sooner after the kill
-        v = judge(ratio_ci(rb, ra), margin, max(world, 2), a, b)
+        v = judge(interval(rb, ra, plan), margin, max(world, 2), a, b)
         ma, mb = _median(ga["recovery_s"]), _median(gb["recovery_s"])
         row["time_to_recover"] = {**v.as_json(), "scope": "recovery", "a_median_s": ma,
                                   "b_median_s": mb,
@@ -185,6 +195,8 @@ def _recover_text(v, ma: float | None, mb: float | None) -> str:
         s = f"{v.a} vs {v.b}: inconclusive ({band}; more trials would settle it)"
     if v.strength == "indicative":
         s += "; indicative only: one trial per side"
+    if v.ci.look is not None:  # a budgeted run: what the verdict took
+        s += f"; after {v.ci.reps} trials (look {v.ci.look}, {v.ci.level:.2%} interval)"
     return "time to recover: " + s
 
 
@@ -252,7 +264,7 @@ def recovery_section(data: Data, figs: Figures, margin: float
     df = _frame(data)
     if df.empty:
         return None, [], {"pairs": [], "trials": []}
-    pairs = verdicts(df, margin)
+    pairs = verdicts(df, margin, plans_of(data))
     figure(df, figs)
     blocks: list = [table(df)]
     fig = figs.get(FIGURE)

@@ -151,6 +151,7 @@ def _chosen(r: pd.Series) -> str:
 
 def _side(r: pd.Series | None) -> dict[str, Any] | None:
     return None if r is None else {"series": r["series"], "knob_set": r["knob_set"],
+                                   "cell": r["cell_id"],  # run --budget adds to it
                                    "settings": _chosen(r),
                                    "samples_per_s": float(r["sps_median"]),
                                    "repetitions": int(r.get("n_reps", 1))}

@@ -34,18 +34,29 @@ class _Cell:
 
 
 class Replay:
-    """The runner's surface the budget uses; a repetition restores the recorded one."""
+    """The runner's surface the budget uses; a repetition restores a recorded one.
+
+    A new run is cut back to its first `planned` repetitions; resume=True takes the run
+    as the last session left it (its manifest, its clock at the plan's spent_s)."""
     aggregate = staticmethod(_aggregate)
 
-    def __init__(self, run_dir: Path, minutes: float, fail: str | None = None) -> None:
+    def __init__(self, run_dir: Path, minutes: float, fail: str | None = None,
+                 planned: int = 3, resume: bool = False) -> None:
         self.run_dir, self.fail, self.clock, self.ran = run_dir, fail, 0.0, []
+        self.planned = planned
         self.manifest, _ = load_manifest(run_dir)
-        for e in self.manifest.cells:
-            e.repeats = e.repeats[:3]
-            _aggregate(e)
-        self.manifest.repeat, self.manifest.order = 3, [
-            o for o in self.manifest.order if int(o.rsplit(".r", 1)[1]) <= 3]
-        self.manifest.budget = budget.new_plan(minutes, 3)
+        self.recorded = {e.id: len(list((run_dir / "cells").glob(f"{e.id}.r*.json")))
+                         for e in self.manifest.cells}
+        if resume:
+            self.manifest.budget["minutes"] = float(minutes)
+            self.clock = float(self.manifest.budget["spent_s"])
+        else:
+            for e in self.manifest.cells:
+                e.repeats = e.repeats[:planned]
+                _aggregate(e)
+            self.manifest.repeat, self.manifest.order = planned, [
+                o for o in self.manifest.order if int(o.rsplit(".r", 1)[1]) <= planned]
+            self.manifest.budget = budget.new_plan(minutes, planned)
         self.cells = [_Cell(e.id) for e in self.manifest.cells]
         self.save()
 
@@ -53,6 +64,8 @@ class Replay:
         return self.clock
 
     def save(self) -> None:
+        if self.manifest.budget is not None:
+            self.manifest.budget["spent_s"] = self.clock
         self.manifest.check()
         (self.run_dir / "manifest.json").write_text(json.dumps(self.manifest.to_dict()))
 
@@ -62,7 +75,8 @@ class Replay:
         if entry.id == self.fail:
             rep.status, rep.error, rep.seconds = "failed", f"{entry.id}: broke", STEP_S
             return
-        src = 4 + (rep.rep - 4) % 3  # recorded repetitions 4..6, again and again
+        n, p = self.recorded[entry.id], self.planned  # cpu-repeats: 4..6, again and again
+        src = p + 1 + (rep.rep - p - 1) % (n - p) if n > p else 1 + (rep.rep - 1) % n
         rep.status, rep.seconds, rep.returncode = "passed", STEP_S, 0
         rep.results = f"cells/{entry.id}.r{src}.json"
         rep.log = f"logs/{entry.id}.r{src}.log"
@@ -89,9 +103,10 @@ def test_only_open_pairs_lagging_cells_get_repetitions(run_dir):
     assert plan["open"] == [p["pair"] for p in plan["pairs"] if p["open"]]
     # the plan's verdicts are what the report's code says of the final state
     final = budget.judge(run_dir, plan)
-    for (_, row), p in zip(final.iterrows(), plan["pairs"]):
-        assert row["judged"].verdict == p["verdict"]
-        assert row["judged"].ci.look == stats.look_of(p["repetitions"], 3)
+    assert [j.name for j in final] == [p["pair"] for p in plan["pairs"]]
+    for j, p in zip(final, plan["pairs"]):
+        assert j.verdict == p["verdict"] and j.kind == p["kind"] == "throughput"
+        assert j.ci.look == stats.look_of(p["repetitions"], 3)
 
 
 def test_max_reps_stops_a_pair(run_dir):
@@ -135,3 +150,78 @@ def test_bad_budget_is_one_line_and_exit_2(tmp_path, capsys):
     assert err[-1] == ("hvd-vs-ddp: error: --budget 8 needs --repeat 2 or more (with one "
                        "repetition the interval is within-run only and no look is valid)")
     assert not runs.exists()
+
+
+# -- every pair the report judges (issue 52 item 3) ---------------------------------
+FIXTURES = RUN.parent
+
+
+def _copy(tmp_path, name: str) -> Path:
+    dst = tmp_path / name
+    shutil.copytree(FIXTURES / name, dst)
+    return dst
+
+
+@pytest.mark.parametrize("fixture, kind", [("cpu-compile", "compile"),
+                                           ("cpu-tune", "tuning"),
+                                           ("cpu-recovery", "recovery")])
+def test_the_chooser_takes_a_compile_tuning_or_recovery_pair(tmp_path, fixture, kind):
+    """Judged by the report's code at the first look of a budget (planned 2); with one
+    pair of the kind the only open one, the chooser gives ITS lagging cells a
+    repetition. (The recorded recovery pairs are all firm, so "open" is set here.)"""
+    from dataclasses import replace
+
+    r = Replay(_copy(tmp_path, fixture), minutes=60.0, planned=2)
+    plan = r.manifest.budget
+    pairs = budget.judge(r.run_dir, plan)
+    mine = [p for p in pairs if p.kind == kind]
+    assert mine and len({p.name for p in pairs}) == len(pairs)
+    assert all(p.ci.look == 1 and p.ci.level == pytest.approx(1 - plan["alpha"] / 2)
+               for p in pairs)  # the sequential interval, recovery's too
+    for target in mine:
+        only = [replace(p, verdict="inconclusive" if p is target else "faster")
+                for p in pairs]
+        pick, why = budget.choose(only, r.manifest, plan, 3600.0, set())
+        assert pick is not None, why
+        chance, name, lag = pick
+        assert name == target.name and 0 <= chance <= 1
+        assert lag and {e.id for e in lag} <= set(target.all_cells)
+    closed = [replace(p, verdict="faster") for p in pairs]
+    assert budget.choose(closed, r.manifest, plan, 3600.0, set()) == (None, "")
+
+
+def test_compile_pairs_are_settled_and_resume_goes_on(tmp_path):
+    """The loop itself on the recorded compile run: its first choice is a compile pair
+    (compiled vs eager), the plan and the report's budget line name every kind, and
+    a resumed run goes on from the plan with the time left."""
+    import io
+
+    from hvd_vs_ddp.reports.verdicts import budget_lines
+    from hvd_vs_ddp.run_model.load import load_run
+
+    out = io.StringIO()
+    r = Replay(_copy(tmp_path, "cpu-compile"), minutes=1.0, planned=2)
+    budget.settle(r, stream=out)
+    first = [ln for ln in out.getvalue().splitlines() if ln.startswith("budget: next")]
+    assert first and first[0].startswith("budget: next compile: "), out.getvalue()
+    plan = r.manifest.budget
+    assert plan["stopped"] == "budget spent" and len(r.ran) == 3
+    assert {p["kind"] for p in plan["pairs"]} == {"throughput", "compile"}
+    assert "(compile, throughput)" in out.getvalue()  # progress: the open kinds
+    line = budget_lines([load_run(r.run_dir)])[0]
+    for p in plan["pairs"]:
+        assert f"{p['pair']}: {p['verdict']} after {p['repetitions']}" in line
+        assert (p["pair"] in line.split("Left open", 1)[-1]) == p["open"]
+    done = {e.id: len(e.repeats) for e in r.manifest.cells}
+
+    again = Replay(r.run_dir, minutes=2.0, planned=2, resume=True)  # run --resume
+    assert again.clock == pytest.approx(60.0)
+    budget.settle(again, stream=io.StringIO())
+    assert again.ran and again.clock <= 120.0
+    for e in again.manifest.cells:  # nothing redone, repetitions numbered on
+        assert len(e.repeats) >= done[e.id]
+        assert [x.rep for x in e.repeats] == list(range(1, len(e.repeats) + 1))
+    assert again.ran[0].rsplit(".r", 1)[1] != "1"
+    final = budget.judge(again.run_dir, again.manifest.budget)
+    assert [(j.name, j.verdict) for j in final] == [
+        (p["pair"], p["verdict"]) for p in again.manifest.budget["pairs"]]

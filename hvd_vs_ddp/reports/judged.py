@@ -1,0 +1,137 @@
+"""Every pair the report judges, as one flat list: what `run --budget` settles.
+
+The report judges four kinds of pair, each in its own section and with its own code;
+this module only collects their verdicts (never judges anew), each with the cells
+whose repetitions feed the two arms:
+
+- throughput: Horovod vs each DDP transport per case and world size
+  (hvd_vs_ddp/reports/compare.py `hvd_vs_ddp`);
+- compile:    a library compiled vs the same library eager (reports/compiled_section.py
+  `pairs`; compiled Horovod vs compiled DDP is a throughput pair of the compiled case);
+- tuning:     best Horovod vs best DDP over their knob sets (reports/tuning.py
+  `at_best`; the pair at defaults is a throughput pair of the "default" case). The
+  best of each side is picked after measuring, so its cell may change from one look
+  to the next; the pair keeps its name;
+- recovery:   time to recover, Horovod Elastic vs each torch-side series
+  (reports/recovery_section.py `verdicts`; each trial is one repetition's value).
+
+In a run with a budget every one of them is judged with the sequential interval at its
+look (hvd_vs_ddp/reports/verdicts.py `interval`).
+
+    from hvd_vs_ddp.reports.judged import judged_pairs
+    for p in judged_pairs(data, margin=0.05): print(p.kind, p.name, p.verdict, p.cells)
+    python -m hvd_vs_ddp.reports.judged RUN_DIR [--margin 0.05]   # one line per pair
+"""
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hvd_vs_ddp.reports import verdicts
+from hvd_vs_ddp.reports.frames import Data
+from hvd_vs_ddp.run_model.stats import LEVEL, RatioCI
+
+KINDS = ("throughput", "compile", "tuning", "recovery")
+
+
+@dataclass(frozen=True)
+class Judged:
+    kind: str                          # one of KINDS
+    name: str                          # unique in a run; the budget's and report's label
+    verdict: str                       # faster, equivalent, inconclusive
+    ci: RatioCI                        # the interval the verdict came from (look, level)
+    cells: tuple[tuple[str, ...], ...]  # the cell ids of each arm
+
+    @property
+    def open(self) -> bool:
+        return self.verdict == verdicts.INCONCLUSIVE
+
+    @property
+    def all_cells(self) -> list[str]:
+        return sorted({c for arm in self.cells for c in arm})
+
+
+def ci_of(j: dict[str, Any]) -> RatioCI:
+    """The interval back from a verdict's as_json() (tuning, recovery keep only that)."""
+    return RatioCI(float(j["ratio"]), float(j["lo"]), float(j["hi"]),
+                   int(j.get("repetitions") or 1), float(j.get("level") or LEVEL),
+                   look=j.get("look"))
+
+
+def throughput_name(r) -> str:
+    return f"{r['case']} np{int(r['world_size'])} {r['horovod']} vs {r['ddp']}"
+
+
+def _throughput(data: Data, margin: float) -> list[Judged]:
+    from hvd_vs_ddp.reports.compare import hvd_vs_ddp
+    cmp = hvd_vs_ddp(data.throughput, margin) if not data.throughput.empty else None
+    return [] if cmp is None or cmp.empty else [
+        Judged("throughput", throughput_name(r), r["judged"].verdict, r["judged"].ci,
+               ((r["hvd_cell"],), (r["ddp_cell"],))) for _, r in cmp.iterrows()]
+
+
+def _compile(data: Data, margin: float) -> list[Judged]:
+    from hvd_vs_ddp.reports.compiled_section import pairs
+    p = pairs(data, margin)
+    return [] if p.empty else [
+        Judged("compile", f"compile: {r['case']} np{int(r['world_size'])} {r['series']} "
+                          f"{r['mode']} vs eager", r["verdict"], r["judged"].ci,
+               ((r["cell"],), (r["eager_cell"],))) for _, r in p.iterrows()]
+
+
+def _tuning(data: Data, margin: float) -> list[Judged]:
+    from hvd_vs_ddp.reports.tuning import at_best
+    out = []
+    for e in at_best(data, margin):
+        j, h, d = e.get("at_best"), e.get("best_horovod"), e.get("best_ddp")
+        if j is None or not h or not d:
+            continue
+        out.append(Judged("tuning", f"tuning: {e['workload']} np{e['world_size']} best "
+                                    "horovod vs best ddp", j["verdict"], ci_of(j),
+                          ((h["cell"],), (d["cell"],))))
+    return out
+
+
+def _recovery(data: Data, margin: float) -> list[Judged]:
+    from hvd_vs_ddp.reports.recovery_section import _frame, plans_of
+    from hvd_vs_ddp.reports.recovery_section import verdicts as rec
+    df = _frame(data)
+    out = []
+    for p in rec(df, margin, plans_of(data)) if not df.empty else []:
+        j = p.get("time_to_recover")
+        if j is None:
+            continue
+        out.append(Judged("recovery", f"recovery: np{p['world_size']} {p['a']} vs {p['b']}",
+                          j["verdict"], ci_of(j),
+                          (tuple(p["cells"]["a"]), tuple(p["cells"]["b"]))))
+    return out
+
+
+def judged_pairs(data: Data, margin: float = verdicts.DEFAULT_MARGIN) -> list[Judged]:
+    """Every pair the report judges, throughput first, then compile, tuning, recovery."""
+    return [*_throughput(data, margin), *_compile(data, margin), *_tuning(data, margin),
+            *_recovery(data, margin)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    from hvd_vs_ddp.reports.frames import build_frames
+    from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
+    from hvd_vs_ddp.run_model.load import load_run
+
+    ap = argparse.ArgumentParser(prog="python -m hvd_vs_ddp.reports.judged",
+                                 description=__doc__)
+    ap.add_argument("run_dir")
+    ap.add_argument("--margin", type=float, default=verdicts.DEFAULT_MARGIN)
+    args = ap.parse_args(argv)
+    run = load_run(Path(args.run_dir))
+    leave_out_disturbed(run)  # as the report does
+    for p in judged_pairs(build_frames([run]), verdicts.check_margin(args.margin)):
+        print(f"{p.kind:10} {p.verdict:12} {p.ci.text()} n={p.ci.reps} look={p.ci.look} "
+              f"{p.name} [{' | '.join(','.join(a) for a in p.cells)}]")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
