@@ -162,6 +162,7 @@ def test_runner_records_a_killed_cell_and_resume_reruns_it(tmp_path, monkeypatch
     runs = tmp_path / "runs"
     args = ["run", "--backends", "ddp-gloo", "--world-sizes", "2", "--workloads", "mlp",
             "--runs-dir", str(runs), "--name", "killed", "--allow-failures", "--repeat", "1",
+            "--suites", "throughput,compute",  # a timed cell and its compute-only twin
             "--suite-args", TINY_RUN_SUITE_ARGS]
     injected = {"HVD_VS_DDP_TEST_KILL_RANK": "1",  # tests/plugins/kill_rank.py: rank 1
                 "PYTEST_PLUGINS": "tests.plugins.kill_rank"}  # kills itself in every cell
