@@ -21,9 +21,9 @@ stated with its likely cause (`disagreement`). Stragglers: how long each rank wa
 for the last one at the gradient exchange (DDP: end of backward compute on the host's
 wall clock; Horovod: the ranks' ready reports, on uncached negotiations only).
 
-    from hvd_vs_ddp.reports.why import where_step_goes
+    from hvd_vs_ddp.reports.sections.why.steps import where_step_goes
     why = where_step_goes(data)      # Why(steps, stragglers, layout, notes)
-    python -m hvd_vs_ddp.reports.why RUN_DIR    # prints the three tables
+    python -m hvd_vs_ddp.reports.sections.why.steps RUN_DIR    # prints the three tables
 """
 from __future__ import annotations
 
