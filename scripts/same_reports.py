@@ -4,7 +4,8 @@ The reports built from tests/fixtures/runs must stay identical in every number w
 report's code is only reorganised (issue 47: sections built from a list). This builds each
 fixture's report (each run alone, and two before/after pairs) once with the code in
 --before and once with the code in --after (default: this checkout), from the SAME fixture
-folders, and compares report.md, verdicts.json and the names of the figures byte for byte.
+folders, and compares report.md, verdicts.json, report.html (its figures inline) and the
+names of the figures byte for byte.
 
     git archive aacca53 | (mkdir -p /tmp/before && tar -x -C /tmp/before)
     python scripts/same_reports.py --before /tmp/before            # exit 0: all identical
@@ -28,7 +29,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parents[1]
 FIXTURES = HERE / "tests" / "fixtures" / "runs"
 PAIRS = [("cpu-small", "cpu-repeats"), ("cpu-tune", "cpu-compile")]
-COMPARED = ("report.md", "verdicts.json")
+COMPARED = ("report.md", "verdicts.json", "report.html")
 
 _BUILD = """
 import sys
@@ -65,7 +66,7 @@ def compare(before: Path, after: Path) -> list[str]:
                 diff = difflib.unified_diff(old.splitlines(), new.splitlines(),
                                             f"before/{case}/{name}", f"after/{case}/{name}",
                                             lineterm="", n=1)
-                problems.append("\n".join(list(diff)[:40]))
+                problems.append("\n".join(ln[:160] for ln in list(diff)[:40]))
         figs = [sorted(p.name for p in (d / "report_figures").glob("*.png")) for d in (a, b)]
         if figs[0] != figs[1]:
             problems.append(f"{case}: figures differ: {figs[0]} != {figs[1]}")
