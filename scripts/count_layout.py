@@ -11,7 +11,8 @@ Issue 47's before/after figures, counted the same way on any checkout:
    names (manifest.json, cells, logs, inductor-cache, projection.json, damaged), used as a
    path (not as a JSON key: `d["cells"]`, `{"cells": ...}`, `.get("cells")` do not count;
    the folders' names, common words, only as `x / "cells"` or in a tuple of layout names),
-   or recovering the run folder from a results path (`.parent.parent`).
+   a path string starting "cells/" or "logs/", or recovering the run folder from a
+   results path (`.parent.parent`).
 2. Files that call the output gate directly (common/outputs.py's check, check_one,
    write_json, write_files, enclosing_run), outside common/.
 3. How the report places sections: `title ==` searches and `sections.insert(` in
@@ -63,6 +64,10 @@ def layout_names(tree: ast.AST) -> list[str]:
                 and node.value in LAYOUT and not _is_key(node, parents.get(node)) \
                 and _as_path(node, parents.get(node)):
             found.append(f"{node.lineno}: {node.value!r}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and node.value.startswith(("cells/", "logs/")) \
+                and not isinstance(parents.get(node), ast.Expr):  # a path, not a docstring
+            found.append(f"{node.lineno}: {node.value[:20]!r}")
         if isinstance(node, ast.Attribute) and node.attr == "parent" \
                 and isinstance(node.value, ast.Attribute) and node.value.attr == "parent":
             found.append(f"{node.lineno}: .parent.parent")

@@ -164,7 +164,8 @@ def _check_usable(run_dir: Path, man: Manifest) -> None:
     gone = [c.id for c in passed if not any(rel and (run_dir / rel).is_file()
                                             for rel in files[c.id])]
     if passed and len(gone) == len(passed):
-        first = next((rel for rel in files[gone[0]] if rel), f"cells/{gone[0]}.json")
+        first = next((rel for rel in files[gone[0]] if rel),
+                     run.relative(run.results(gone[0])))
         raise ResultsError(f"{run_dir}: none of the results files of the manifest's "
                            f"{len(passed)} passed cell(s) is there (e.g. {first}); "
                            "restore cells/ or run again")
