@@ -32,6 +32,7 @@ from hvd_vs_ddp.backends.options import BackendOptions
 from hvd_vs_ddp.common import outputs
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.log import configure as configure_logging
+from hvd_vs_ddp.common.run_folder import check_output
 from hvd_vs_ddp.harness import (
     collective_pytest,
     horovod_timeline,
@@ -80,8 +81,7 @@ def pytest_configure(config: pytest.Config) -> None:
             if not Path(json_path).resolve().parent.is_dir():
                 raise InputError(f"--benchmark-json {json_path}: folder "
                                  f"{Path(json_path).resolve().parent} does not exist")
-            outputs.check_one(outputs.Output(Path(json_path), outputs.CELL_RESULTS),
-                              owner=Path(opts.run_dir) if opts.run_dir else None)
+            check_output(Path(json_path), outputs.CELL_RESULTS, opts.run_dir)
     except InputError as exc:
         raise pytest.UsageError(f"--benchmark-json {exc}" if isinstance(
             exc, outputs.OutputRefused) else str(exc)) from None

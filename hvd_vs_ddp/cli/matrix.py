@@ -40,6 +40,7 @@ import torch
 from hvd_vs_ddp.backends import catalog, compile_support, registry
 from hvd_vs_ddp.backends.launchers import ONE_HOST_LAUNCHERS, matrix_launchers
 from hvd_vs_ddp.common.errors import InputError, UnknownName
+from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
 from hvd_vs_ddp.harness.options import SUITES, SuiteOptions
 from hvd_vs_ddp.harness.pytest_args import CELL_PLUGINS
@@ -111,7 +112,6 @@ class Preset:
 
 
 TIMELINE_ROUNDS = 3  # rounds of an instrumented timeline cell (at most the preset's)
-COMPILE_CACHE = "inductor-cache"  # RUN_DIR/inductor-cache/<cell id>/: a cell's compiles
 # Untimed steps of an autotune cell: Horovod scores one parameter sample per ~10 steps
 # (hvd_vs_ddp/backends/horovod.py AUTOTUNE_BUDGET), so 60 give it its 4 fixed test points and the
 # first Bayesian ones; the autotuned cell runs at the best of those (README).
@@ -423,8 +423,8 @@ def pytest_argv(cell: Cell, preset: Preset, json_path: str,
         opts = opts.replace(horovod_timeline="auto",
                             rounds=min(TIMELINE_ROUNDS, opts.rounds))
     if by_name(cell.knob_set).compile != "eager":  # cold in its first repetition, then warm
-        opts = opts.replace(compile_cache=str(Path(json_path).resolve().parent.parent
-                                              / COMPILE_CACHE / cell.id))
+        run = RunFolder(Path(run_dir)) if run_dir else RunFolder.of_results(Path(json_path))
+        opts = opts.replace(compile_cache=str(run.compile_cache(cell.id)))
     if "recovery" in cell.suites:
         opts = opts.replace(recovery_world_size=cell.world_size,
                             recovery_workload=cell.workload or opts.workloads[0])

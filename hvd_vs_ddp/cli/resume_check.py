@@ -22,11 +22,13 @@ import os
 import sys
 from pathlib import Path
 
+from hvd_vs_ddp.common import run_layout
 from hvd_vs_ddp.common.outputs import Digest, digest
+from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.results_schema import Manifest, Repetition, load_manifest
 from hvd_vs_ddp.results_schema.integrity import Damage, check_run, runs_of
 
-DAMAGED = "damaged"  # the run directory's folder for files moved aside by a resume
+DAMAGED = run_layout.DAMAGED  # the run's folder for files moved aside (RunFolder.damaged)
 
 
 def _label(manifest: Manifest, cell_id: str, rep: int) -> str:
@@ -44,7 +46,7 @@ def _move_aside(run_dir: Path, rel: str, stamp: str) -> None:
     if not (src.exists() or src.is_symlink()) or \
             not src.parent.resolve().is_relative_to(run_dir.resolve()):
         return  # a file, a link or a folder where a file was: out of the re-run's way
-    dst = run_dir / DAMAGED / stamp / rel
+    dst = RunFolder(run_dir).damaged(stamp) / rel
     dst.parent.mkdir(parents=True, exist_ok=True)
     os.replace(src, dst)
 

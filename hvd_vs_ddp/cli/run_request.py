@@ -30,6 +30,7 @@ from hvd_vs_ddp.cli.args import PROFILE_STEPS
 from hvd_vs_ddp.cli.matrix import Cell, Preset
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.log import log
+from hvd_vs_ddp.common.run_folder import RunFolder
 
 # Without --hosts every rank runs on this host; beyond this many ranks per core a run is
 # a typo (--world-sizes 100000), not a measurement (ranks on a 2-core machine: 1-4).
@@ -75,7 +76,7 @@ def _resumed(args: Any) -> RunRequest:
                               "resumed run (it keeps its cells and options); drop "
                               f"{'it' if len(given) == 1 else 'them'}")
     run_dir = Path(args.resume)
-    if not (run_dir / "manifest.json").is_file():
+    if not RunFolder(run_dir).is_run():
         raise RunRequestError(f"--resume {run_dir}: no manifest.json there")
     try:
         manifest, _ = load_manifest(run_dir)
@@ -84,7 +85,7 @@ def _resumed(args: Any) -> RunRequest:
                               f"hvd-vs-ddp manifest ({exc})") from None
     if manifest.preset not in matrix.PRESETS:
         raise RunRequestError(f"--resume {run_dir}: manifest.json is not a readable "
-                              f"hvd-vs-ddp manifest ({run_dir / 'manifest.json'}: preset is "
+                              f"hvd-vs-ddp manifest ({RunFolder(run_dir).manifest}: preset is "
                               f"{manifest.preset!r}; expected one of "
                               f"{', '.join(matrix.PRESETS)}.)")
     if args.repeat is not None and args.repeat != (manifest.repeat or 1):
@@ -185,9 +186,9 @@ def _check_place(run_dir: Path) -> None:
     will write first, as the run's own."""
     from hvd_vs_ddp.common import outputs
 
+    run = RunFolder(run_dir)
     try:
-        outputs.check_one(outputs.Output(run_dir / "manifest.json", outputs.RUN_MANIFEST),
-                          owner=run_dir)
+        run.check((run.manifest, outputs.RUN_MANIFEST))
     except outputs.OutputRefused as exc:
         raise RunRequestError(f"--runs-dir/--name: {exc}") from None
 

@@ -61,6 +61,7 @@ from hvd_vs_ddp.cli.run_lock import CELL_MARKER, RunLock, marker_root
 from hvd_vs_ddp.common import cpu_load, interrupt, outputs, processes
 from hvd_vs_ddp.common.checkout import ROOT, suites_root
 from hvd_vs_ddp.common.log import log
+from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.harness import versions
 from hvd_vs_ddp.results_schema import FORMAT as RUN_MANIFEST
 from hvd_vs_ddp.results_schema import (
@@ -69,7 +70,6 @@ from hvd_vs_ddp.results_schema import (
     Repetition,
     integrity,
     load_manifest,
-    write_json_atomic,
 )
 
 
@@ -138,7 +138,8 @@ class Runner:
         self.repeat = repeat if repeat is not None else preset.repeat
         self.order_seed = (order_seed if order_seed is not None
                            else random.SystemRandom().randrange(2**31))
-        self.manifest_path = run_dir / "manifest.json"
+        self.folder = RunFolder(run_dir)  # every path in the run (common/run_folder.py)
+        self.manifest_path = self.folder.manifest
         self.current: subprocess.Popen | None = None
         self.marker: str | None = None  # HVD_VS_DDP_CELL of the cell in flight
         self.lock = RunLock(run_dir)  # one runner per run (hvd_vs_ddp/cli/run_lock.py)
@@ -192,8 +193,8 @@ class Runner:
             self.manifest.budget["spent_s"] = round(self.elapsed(), 1)
         self.manifest.check(where=str(self.manifest_path))  # a writer's bug fails here
         self.manifest.digest = self.manifest.content_digest()  # an edit shows later
-        write_json_atomic(self.manifest_path, self.manifest.to_dict(), kind=RUN_MANIFEST,
-                          owner=self.run_dir)  # the output gate: its own manifest only
+        self.folder.write_json(self.manifest_path, RUN_MANIFEST,
+                               self.manifest.to_dict())  # the output gate: its own manifest
 
     # -- running ---------------------------------------------------------
     def run(self, progress=None) -> Manifest:
@@ -203,9 +204,7 @@ class Runner:
             self.lock.release()
 
     def _run(self, progress) -> Manifest:
-        fresh = not self.run_dir.exists()
-        (self.run_dir / "cells").mkdir(parents=True, exist_ok=True)
-        (self.run_dir / "logs").mkdir(exist_ok=True)
+        fresh = self.folder.make()  # the folder, cells/ and logs/
         self.lock.claim()
         if self.resuming:  # no status trusted: damaged files are re-run (resume_check)
             for line in [*self.notes, *resume_check.repair(self.run_dir, self.manifest)]:
@@ -214,11 +213,7 @@ class Runner:
             self.save()
         except OSError:  # a full disk: leave no empty run directory behind a fresh run
             if fresh:
-                for d in (self.run_dir / "cells", self.run_dir / "logs", self.run_dir):
-                    try:
-                        d.rmdir()
-                    except OSError:
-                        pass
+                self.folder.unmake()
             raise
         try:
             with interrupt.raising():
@@ -301,8 +296,8 @@ class Runner:
         """Run one repetition of a cell as a fresh launch; record it in `rep`."""
         single = len(entry.repeats or []) == 1
         stem = cell.id if single else f"{cell.id}.r{rep.rep}"
-        results = self.run_dir / "cells" / f"{stem}.json"
-        log_path = self.run_dir / "logs" / f"{stem}.log"
+        results = self.folder.results(stem)
+        log_path = self.folder.log(stem)
         avail = launchers.available(cell.launcher)
         rep.status, rep.error, rep.started = "running", None, now()
         if not avail:
@@ -320,7 +315,7 @@ class Runner:
         if self.pythonpath:  # the ranks import external workloads as the parent did
             env["PYTHONPATH"] = os.pathsep.join(
                 [*self.pythonpath, *filter(None, [env.get("PYTHONPATH")])])
-        outputs.check_one(outputs.Output(log_path, outputs.CELL_LOG), owner=self.run_dir)
+        self.folder.check((log_path, outputs.CELL_LOG))
         self.marker = f"{marker_root(self.run_dir)}{stem}/{uuid.uuid4().hex}"
         env[CELL_MARKER] = self.marker
         # mpirun across --hosts exports the cell's variables to remote ranks (-x)

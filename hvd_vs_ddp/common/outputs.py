@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from hvd_vs_ddp.common import interrupt
+from hvd_vs_ddp.common import interrupt, run_layout
 from hvd_vs_ddp.common.errors import InputError, WriteError
 
 RUN_MANIFEST = "hvd-vs-ddp/run"          # the results format's name (results_schema)
@@ -74,11 +74,11 @@ WHAT = {RUN_MANIFEST: "a run's manifest", CELL_RESULTS: "a cell's results",
         FIGURE: "a report's figure", HOROVOD_TIMELINE: "a Horovod timeline",
         PROFILER_TRACE: "a profiler trace", RECOVERY_PLAN: "a recovery trial's plan",
         RECOVERY_TRIAL: "a recovery trial's outcome"}
-# what a run writes inside its own directory, and where
-RUN_OWNED = {RUN_MANIFEST: ("manifest.json",), CELL_RESULTS: ("cells",),
-             HOROVOD_TIMELINE: ("cells",), PROFILER_TRACE: ("cells",), CELL_LOG: ("logs",),
-             "horovod-autotune-log": ("cells",), RECOVERY_PLAN: ("cells",),
-             RECOVERY_TRIAL: ("cells",)}
+# what a run writes inside its own directory, and where (hvd_vs_ddp/common/run_layout.py)
+_M, _C, _L = run_layout.MANIFEST, run_layout.CELLS, run_layout.LOGS
+RUN_OWNED = {RUN_MANIFEST: (_M,), CELL_RESULTS: (_C,), HOROVOD_TIMELINE: (_C,),
+             PROFILER_TRACE: (_C,), CELL_LOG: (_L,), "horovod-autotune-log": (_C,),
+             RECOVERY_PLAN: (_C,), RECOVERY_TRIAL: (_C,)}
 TAG = "hvd-vs-ddp-output"  # the marker in text files (an HTML comment) and PNG text chunks
 _TEXT_MARK = re.compile(r"<!-- " + TAG + r" (\{.*?\}) -->")
 _OLD_REPORT = "<title>Horovod or DDP? Benchmark report</title>"  # before markers (2026-11)
@@ -243,7 +243,7 @@ def enclosing_run(path: Path) -> Path | None:
     """The run directory `path` lies in (itself included), by its manifest's marker."""
     path = Path(path).expanduser().resolve()
     for folder in (path, *path.parents):
-        manifest = folder / "manifest.json"
+        manifest = folder / run_layout.MANIFEST
         if manifest.is_file():
             mark = identify(manifest)
             if mark is not None and mark.kind == RUN_MANIFEST:
@@ -264,9 +264,9 @@ def _own_place(out: Output, path: Path, run: Path, owner: Path | None) -> bool:
     if owner is not None and Path(owner).expanduser().resolve() == run:
         where = RUN_OWNED.get(out.kind, ())
         rel = path.relative_to(run).parts
-        return bool(rel) and (rel[0] in where if rel[0] != "manifest.json"
-                              else "manifest.json" in where and len(rel) == 1)
-    return out.kind == PROJECTION and path == run / "projection.json" and \
+        return bool(rel) and (rel[0] in where if rel[0] != run_layout.MANIFEST
+                              else run_layout.MANIFEST in where and len(rel) == 1)
+    return out.kind == PROJECTION and path == run / run_layout.PROJECTION and \
         out.inputs == (str(run),)
 
 
@@ -310,7 +310,7 @@ def check_one(out: Output, owner: Path | None = None) -> None:
     run = enclosing_run(path)
     if run is not None and not _own_place(out, path, run, owner):
         what = WHAT.get(out.kind, "this output")
-        if out.kind == PROJECTION and path == run / "projection.json":
+        if out.kind == PROJECTION and path == run / run_layout.PROJECTION:
             raise _refuse(out, f"is the projection file of run {run}; it may hold only a "
                                f"projection of that run, not of {', '.join(out.inputs)}")
         raise _refuse(out, f"lies inside the run directory {run} (its manifest, cells/ and "

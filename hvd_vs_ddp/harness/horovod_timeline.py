@@ -22,6 +22,7 @@ from pathlib import Path
 
 from hvd_vs_ddp.common import outputs
 from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.common.run_folder import check_output
 
 SUFFIX = ".horovod-timeline.json"
 
@@ -47,8 +48,7 @@ def target(option: str | None, benchmark_json: str | os.PathLike | None,
     if not path.parent.is_dir():
         raise InputError(f"--horovod-timeline {option}: folder {path.parent} does not exist")
     try:
-        outputs.check_one(outputs.Output(path, outputs.HOROVOD_TIMELINE),
-                          owner=Path(owner) if owner else None)
+        check_output(path, outputs.HOROVOD_TIMELINE, owner)
     except outputs.OutputRefused as exc:
         raise InputError(f"--horovod-timeline {exc}") from None
     ref = (path.name if results is not None and path.parent == results.parent

@@ -308,14 +308,14 @@ def _check_output(path: str, field_name: str, run_dir: str | None) -> None:
     """A file an option names to write: its folder exists and is writable, and it may
     replace only a file of its own kind (hvd_vs_ddp/common/outputs.py)."""
     from hvd_vs_ddp.common import outputs
+    from hvd_vs_ddp.common.run_folder import check_output
 
     kind = SuiteOptions.__dataclass_fields__[field_name].metadata["output"]
     try:
         folder = Path(path).expanduser().resolve().parent
         if not folder.is_dir():
             raise InputError(f"{flag_of(field_name)} {path}: folder {folder} does not exist")
-        outputs.check_one(outputs.Output(Path(path), kind),
-                          owner=Path(run_dir) if run_dir else None)
+        check_output(Path(path), kind, run_dir)
     except outputs.OutputRefused as exc:
         raise InputError(f"{flag_of(field_name)} {exc}") from None
 

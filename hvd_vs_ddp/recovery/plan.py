@@ -296,9 +296,10 @@ class Plan:
         recovery plan: it may replace only an earlier trial's (inside a run directory
         only for that run, `owner`)."""
         from hvd_vs_ddp.common import outputs
+        from hvd_vs_ddp.common.run_folder import write_output
 
-        outputs.write_json(outputs.Output(path, outputs.RECOVERY_PLAN),
-                           {"format": outputs.RECOVERY_PLAN, **self.to_dict()}, owner=owner)
+        write_output(path, outputs.RECOVERY_PLAN,
+                     {"format": outputs.RECOVERY_PLAN, **self.to_dict()}, owner)
         return path
 
     @classmethod

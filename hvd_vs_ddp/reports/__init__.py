@@ -14,7 +14,9 @@ Modules: load (read + validate), frames (tidy tables, repetitions pooled), stats
 answer (one answer per case and world size, verdicts.json), tails (percentiles,
 first step, stragglers), compare (ratios, scaling, exposed comm, headlines), tables,
 theme (backend colours), figures + figures_comm (seaborn), render (HTML/Markdown),
-build (build_report, atomic writes).
+context (everything the sections read, computed once), sections/ (one module or package
+per section, each with `build(ctx)`, in the one ORDER of sections/__init__.py),
+build (build_report: settings, context, sections, atomic writes).
 """
 from __future__ import annotations
 

@@ -35,19 +35,13 @@ from pathlib import Path
 
 from hvd_vs_ddp.common import outputs
 from hvd_vs_ddp.common.outputs import Output
-from hvd_vs_ddp.reports import compare, cost, tables, tails, tuning, verdicts
+from hvd_vs_ddp.reports import compare, cost, verdicts
 from hvd_vs_ddp.reports.answer import answers, verdicts_doc, where_it_holds
-from hvd_vs_ddp.reports.compiled_section import answer_sentences, compiled_section
+from hvd_vs_ddp.reports.compiled_section import answer_sentences
+from hvd_vs_ddp.reports.context import ReportContext, report_context
 from hvd_vs_ddp.reports.errors import ReportError
-from hvd_vs_ddp.reports.figures import Figures, training_figures
-from hvd_vs_ddp.reports.figures_comm import comm_figures
-from hvd_vs_ddp.reports.frames import Data, build_frames
-from hvd_vs_ddp.reports.input_section import input_section
-from hvd_vs_ddp.reports.memory_table import dp_gpu_table, memory_table
-from hvd_vs_ddp.reports.projection_section import projection_section
-from hvd_vs_ddp.reports.recovery_section import recovery_section
-from hvd_vs_ddp.reports.render import Block, Notes, Section, render_html, render_markdown
-from hvd_vs_ddp.reports.why_section import why_section
+from hvd_vs_ddp.reports.render import Section, render_html, render_markdown
+from hvd_vs_ddp.reports.sections import build_sections
 from hvd_vs_ddp.results_schema import write_files_atomic
 from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
 from hvd_vs_ddp.run_model.load import Run, load_run
@@ -125,80 +119,16 @@ def _subtitle(runs: list[Run]) -> list[str]:
     return out
 
 
-def _sections(data: Data, tp, cmp, ex, ba, ba_notes, figs: Figures,
-              margin: float) -> list[Section]:
-    def fig(name):
-        f = figs.get(name)
-        return [] if f is None else [f]
-    multi = len(data.runs) > 1
-    secs = [Section("Horovod vs DDP", [tables.comparison_table(cmp, margin)]
-                    if not cmp.empty else ["No case was measured with both a Horovod and a "
-                                           "DDP backend at the same world size."])]
-    best = tuning.section(tuning.at_best(data, margin))  # runs with per-library knob sets
-    secs += [best] if best is not None else []
-    secs.append(Section("Throughput and scaling", (
-        [tables.throughput_table(tp)] if not tp.empty else ["No throughput results."])
-        + fig("throughput") + fig("scaling_efficiency")))
-    steps: list[Block] = []
-    if not tp.empty:
-        st = tails.stragglers(tp)
-        steps += [tables.tails_table(tails.tails(tp))]
-        steps += [tables.straggler_table(st), Notes(tails.straggler_notes(st) or [
-            "No rank was the slowest in most steps beyond chance (p < 0.01)."])] \
-            if not st.empty else []
-    secs.append(Section("Step times", steps + fig("step_times")))
-    comm: list[Block] = [tables.exposed_table(ex)] if not ex.empty else []
-    comm += fig("exposed_comm")
-    if not data.collective.empty:
-        comm.append(tables.collectives_table(data.collective, data.memcpy))
-    secs.append(Section("Communication", comm + fig("busbw")))
-    conv: list[Block] = [tables.convergence_table(data.convergence)] \
-        if not data.convergence.empty else []
-    conv += fig("loss")
-    conv += [tables.tta_table(data.tta)] if not data.tta.empty else [
-        "No time-to-accuracy results."]
-    secs.append(Section("Convergence", conv))
-    mon = figs.group("monitor")
-    held = [t for t in (memory_table(tp), dp_gpu_table(tp)) if t is not None]
-    secs.append(Section("Utilisation and memory", held + ([mon] if mon else fig("monitor"))))
-    if len(data.runs) == 2:
-        a, b = data.runs[0].name, data.runs[1].name
-        blocks: list[Block] = [tables.before_after_table(ba, a, b)] if not ba.empty else [
-            "No throughput cell matches between the two runs."]
-        secs.append(Section("Before / after", blocks + ([Notes(ba_notes)] if ba_notes else [])))
-    elif multi:
-        data.notes.append("Before/after comparison needs exactly two run directories.")
-    if not data.cells.empty and (data.cells["status"] != "passed").any():
-        secs.append(Section("Failed cells", [tables.failed_table(data.cells)]))
-    secs.append(Section("Metadata", [tables.run_meta_table(data), tables.knob_table(data),
-                                     tables.cell_meta_table(data)]))
-    notes = data.notes + figs.notes
-    secs.append(Section("Notes", [Notes(notes + [
-        "Throughput = global batch / step time, each step timed on every rank and "
-        "represented by the slowest rank; medians over timed steps after warm-up.",
-        "Verdicts come from 95% two-level bootstrap intervals of ratios of medians "
-        "(repetitions, then steps; 2000 resamples, fixed seed) with a practical margin of "
-        f"±{margin * 100:g}% (report --margin): 'faster' beyond it, 'equivalent' inside "
-        "it, else 'inconclusive'. With one repetition an interval is within-run only and "
-        "a verdict is indicative. At 1 rank nothing is communicated: the ratio is "
-        "framework overhead, not a win."])]))
-    return secs
-
-
-def build_report(run_dirs: list[Path], out: Path,
-                 margin: float = verdicts.DEFAULT_MARGIN,
-                 keep_disturbed: bool = False, price_per_device_hour: float | None = None,
-                 epoch_samples: int = cost.IMAGENET_1K_TRAIN) -> ReportPaths:
-    """Read run_dirs (never modified), write out (.html), out.md, out_figures/*.png and
-    verdicts.json beside them. Repetitions disturbed by other work on the host are left
-    out of the timings unless keep_disturbed (hvd_vs_ddp/run_model/disturbed.py). The Cost section
-    (hvd_vs_ddp/reports/cost.py) prices device-hours when price_per_device_hour is given."""
+def _settings(margin: float, price_per_device_hour: float | None,
+              epoch_samples: int) -> tuple[float, float | None, int]:
     try:
-        margin = verdicts.check_margin(margin)
-        price = cost.check_price(price_per_device_hour)
-        epoch_samples = cost.check_epoch_samples(epoch_samples)
+        return (verdicts.check_margin(margin), cost.check_price(price_per_device_hour),
+                cost.check_epoch_samples(epoch_samples))
     except ValueError as err:
         raise ReportError(str(err)) from None
+
+
+def _run_dirs(run_dirs: list[Path]) -> list[Path]:
     run_dirs = [Path(d) for d in run_dirs]
     if not run_dirs:
         raise ReportError("no run directory given; pass one or more directories written by "
@@ -209,54 +139,31 @@ def build_report(run_dirs: list[Path], out: Path,
             raise ReportError(f"{d}: this run directory is given twice (also as "
                               f"{first[d.resolve()]}); give each run once (two runs make a "
                               "before/after comparison)")
-    html_path, md_path, figdir, vjson = output_paths(run_dirs, out)
+    return run_dirs
+
+
+def _load(run_dirs: list[Path], keep_disturbed: bool) -> list[Run]:
     runs = [load_run(d, n) for d, n in zip(run_dirs, _names(run_dirs))]
     for r in runs:
         r.notes += leave_out_disturbed(r, keep=keep_disturbed)
-    data = build_frames(runs)
-    tp = compare.add_scaling(data.throughput)
-    cmp = compare.hvd_vs_ddp(tp, margin)
-    ex = compare.exposed_comm(data)
-    ba, ba_notes = (compare.before_after(tp, runs[0].name, runs[1].name, margin)
-                    if len(runs) == 2 else (None, []))
-    figs = Figures()
-    multi = len(runs) > 1
-    training_figures(tp, data.convergence, figs, multi)
-    comm_figures(data.collective, data.memcpy, ex, tp, figs, multi)
-    why = why_section(data, figs, multi)
-    sections = _sections(data, tp, cmp, ex, ba, ba_notes, figs, margin)
-    cf = cost.cost_frame(tp, data.throughput_reps, price, epoch_samples)
-    if not cf.empty:  # after "Throughput and scaling"
-        at = next((i + 1 for i, s in enumerate(sections)
-                   if s.title == "Throughput and scaling"), 1)
-        sections.insert(at, Section("Cost", [cost.cost_table(cf)]))
-    host_input = input_section(data, cmp, figs, margin)  # runs with --input jpeg
-    if host_input is not None:  # after "Throughput and scaling" (and "Cost")
-        titles = [s.title for s in sections]
-        after = "Cost" if "Cost" in titles else "Throughput and scaling"
-        sections.insert(titles.index(after) + 1 if after in titles else 1, host_input)
-    if why is not None:  # after "Communication"
-        at = next((i + 1 for i, s in enumerate(sections) if s.title == "Communication"), 1)
-        sections.insert(at, why)
-    compiled = compiled_section(data, cmp, margin)  # runs with a compiling knob set
-    if compiled is not None:  # after the Horovod/DDP answer (and "Each at its best")
-        at = next((i + 1 for i, s in enumerate(sections) if s.title == "Each at its best"),
-                  1)
-        sections.insert(at, compiled)
-    recovered, recovery_heads, recovery_doc = recovery_section(data, figs, margin)
-    if recovered is not None:  # after "Convergence"
-        at = next((i + 1 for i, s in enumerate(sections) if s.title == "Convergence"), 1)
-        sections.insert(at, recovered)
-    projected = projection_section([(r.name, r.path) for r in runs])
-    if projected is not None:  # last: apart from every measured figure
-        sections.append(projected)
-    heads = compare.headlines(data, cmp, ba, margin,
-                              [a["sentence"] for a in answers(data, cmp, margin)]
-                              + answer_sentences(data, cmp, margin)
-                              + recovery_heads
-                              + where_it_holds(data))
-    sub = _subtitle(runs)
+    return runs
 
+
+def _headlines(ctx: ReportContext) -> list[str]:
+    data, cmp, margin = ctx.data, ctx.cmp, ctx.margin
+    return compare.headlines(data, cmp, ctx.before_after, margin,
+                             [a["sentence"] for a in answers(data, cmp, margin)]
+                             + answer_sentences(data, cmp, margin)
+                             + ctx.recovery.headlines
+                             + where_it_holds(data))
+
+
+def _files(ctx: ReportContext, sections: list[Section], run_dirs: list[Path],
+           html_path: Path, md_path: Path, figdir: Path, vjson: Path
+           ) -> tuple[dict[Output, bytes], list[Path]]:
+    """Every file of the report, by its gated output, and the figures' paths."""
+    figs = ctx.figs
+    heads, sub = _headlines(ctx), _subtitle(ctx.runs)
     written = [figdir / f"{f.name}.png" for f in figs.items]
     rel = {f.name: f"{figdir.name}/{f.name}.png" for f in figs.items}
     inputs = report_inputs(run_dirs)
@@ -269,8 +176,13 @@ def build_report(run_dirs: list[Path], out: Path,
         TITLE, sub, heads, sections).replace(
         doctype, doctype + outputs.text_marker(outputs.REPORT_HTML, inputs), 1).encode()
     files[Output(vjson, outputs.VERDICTS, inputs)] = json.dumps(
-        {**verdicts_doc(data, cmp, margin), "cost": cost.records(cf),
-         "recovery": recovery_doc, "inputs": list(inputs)}, indent=1).encode()
+        {**verdicts_doc(ctx.data, ctx.cmp, ctx.margin), "cost": cost.records(ctx.cost),
+         "recovery": ctx.recovery.doc, "inputs": list(inputs)}, indent=1).encode()
+    return files, written
+
+
+def _write(files: dict[Output, bytes], html_path: Path, figdir: Path,
+           written: list[Path]) -> None:
     made = [d for d in (*reversed(html_path.parents), figdir) if not d.exists()]
     try:
         html_path.parent.mkdir(parents=True, exist_ok=True)
@@ -285,5 +197,23 @@ def build_report(run_dirs: list[Path], out: Path,
         mark = outputs.identify(stale) if stale not in written else None
         if mark is not None and mark.kind == outputs.FIGURE and _OURS.match(stale.name):
             stale.unlink()  # a figure an earlier report wrote at this path
+
+
+def build_report(run_dirs: list[Path], out: Path,
+                 margin: float = verdicts.DEFAULT_MARGIN,
+                 keep_disturbed: bool = False, price_per_device_hour: float | None = None,
+                 epoch_samples: int = cost.IMAGENET_1K_TRAIN) -> ReportPaths:
+    """Read run_dirs (never modified), write out (.html), out.md, out_figures/*.png and
+    verdicts.json beside them. Repetitions disturbed by other work on the host are left
+    out of the timings unless keep_disturbed (hvd_vs_ddp/run_model/disturbed.py). The Cost section
+    (hvd_vs_ddp/reports/cost.py) prices device-hours when price_per_device_hour is given."""
+    margin, price, epoch_samples = _settings(margin, price_per_device_hour, epoch_samples)
+    run_dirs = _run_dirs(run_dirs)
+    html_path, md_path, figdir, vjson = output_paths(run_dirs, out)  # gated: before any work
+    runs = _load(run_dirs, keep_disturbed)
+    ctx = report_context(runs, margin, price, epoch_samples)
+    sections = build_sections(ctx)  # in hvd_vs_ddp/reports/sections/__init__.py's ORDER
+    files, written = _files(ctx, sections, run_dirs, html_path, md_path, figdir, vjson)
+    _write(files, html_path, figdir, written)
     unreadable = [f"{r.name}: cell {c.id!r}: {c.unreadable}" for r in runs for c in r.unreadable]
     return ReportPaths(html_path, md_path, figdir, written, vjson, unreadable)

@@ -13,7 +13,7 @@ and world size whose knobs differ only in the compile mode. Per such pair:
 - overlap before and after: communication, the part hidden under backward and the
   exposed part from the library's own figures (DDP's runtime statistics, Horovod's
   timeline), the subtraction (step - compute-only step) and the profiler's ruler, all
-  from hvd_vs_ddp.reports.why / why_profile;
+  from hvd_vs_ddp.reports.sections.why (steps, profiler);
 - compiled Horovod against compiled DDP beside the eager verdict, and one sentence for
   the answer box where compiling changes which library is faster.
 
@@ -141,8 +141,8 @@ def pairs(data: Data, margin: float) -> pd.DataFrame:
 
 def _why_rows(data: Data) -> pd.DataFrame:
     """Where-the-step-goes rows (own figures, subtraction) with the profiler's ruler."""
-    from hvd_vs_ddp.reports.why import where_step_goes
-    from hvd_vs_ddp.reports.why_profile import KEYS, profiler_frame
+    from hvd_vs_ddp.reports.sections.why.profiler import KEYS, profiler_frame
+    from hvd_vs_ddp.reports.sections.why.steps import where_step_goes
 
     steps = where_step_goes(data).steps
     prof, _ = profiler_frame(data)

@@ -18,7 +18,8 @@ import json
 from pathlib import Path
 
 from hvd_vs_ddp.backends.launchers import ONE_HOST_LAUNCHERS
-from hvd_vs_ddp.reports.projection_section import FILE, FORMAT
+from hvd_vs_ddp.common.run_folder import RunFolder
+from hvd_vs_ddp.reports.projection_section import FORMAT
 
 
 def _sizes(run) -> list[int]:
@@ -44,7 +45,7 @@ def _link(run) -> str:
 
 
 def _projected(run) -> str | None:
-    f = Path(run.path) / FILE
+    f = RunFolder(Path(run.path)).projection
     try:
         doc = json.loads(f.read_text())
     except (OSError, ValueError):

@@ -13,7 +13,7 @@ Per rank and profiled step (the `hvd_vs_ddp.step#K` marker's interval W):
 - overlap |C n M n W|; exposed communication |M n W| - overlap; idle = |W| - |C u M|.
 A step waits for its last rank, so the cell's figure per step is read on the rank that
 computed longest (as DDP's own statistics are read on the rank that finished backward
-last, hvd_vs_ddp/reports/why.py).
+last, hvd_vs_ddp/reports/sections/why/steps.py).
 
 Why not Holistic Trace Analysis: its temporal breakdown and overlap read GPU kernels
 only (trace rows on a CUDA stream), so CPU traces give empty results, and it brings

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.reports.render import Notes, Section
 from hvd_vs_ddp.reports.tables import Table
 
-FILE = "projection.json"
 FORMAT = "hvd-vs-ddp/projection"
 
 
@@ -146,7 +146,7 @@ def projection_section(run_dirs: list[tuple[str, Path]]) -> Section | None:
     """The section for the runs that have a projection.json, else None."""
     blocks: list = []
     for name, path in run_dirs:
-        f = Path(path) / FILE
+        f = RunFolder(Path(path)).projection
         if not f.exists():
             continue
         doc, why = _read(f)

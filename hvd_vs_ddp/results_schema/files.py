@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.results_schema.errors import ResultsError, UnknownKind
 from hvd_vs_ddp.results_schema.io import read_json
 from hvd_vs_ddp.results_schema.kinds import BenchmarkRecord, record_from_dict
@@ -65,7 +66,7 @@ def load_manifest(run_dir: Path) -> tuple[Manifest, list[str]]:
     if not run_dir.is_dir():
         raise ResultsError(f"{run_dir}: not a directory; expected a run directory "
                            "written by `hvd-vs-ddp run`.")
-    path = run_dir / "manifest.json"
+    path = RunFolder(run_dir).manifest
     if not path.is_file():
         raise ResultsError(f"{run_dir}: no manifest.json; expected a run directory written "
                            "by `hvd-vs-ddp run` (pass the directory that holds manifest.json).")
@@ -76,14 +77,13 @@ def load_manifest(run_dir: Path) -> tuple[Manifest, list[str]]:
 
 def results_path(run_dir: Path, cell: CellEntry) -> Path:
     """The results file of a passed cell: named, inside the run directory, present."""
-    run_dir, rel = Path(run_dir), cell.results
+    run, rel = RunFolder(run_dir), cell.results
     if not rel:
-        raise ResultsError(f"{run_dir / 'manifest.json'}: passed cell {cell.id!r} names no "
-                           "results file.")
-    path = (run_dir / rel).resolve()
-    if not path.is_relative_to(run_dir.resolve()):
-        raise ResultsError(f"{run_dir / 'manifest.json'}: cell {cell.id!r} results {rel!r} "
-                           "lies outside the run directory.")
+        raise ResultsError(f"{run.manifest}: passed cell {cell.id!r} names no results file.")
+    path = run.file(rel)
+    if path is None:
+        raise ResultsError(f"{run.manifest}: cell {cell.id!r} results {rel!r} lies outside "
+                           "the run directory.")
     if not path.is_file():
         raise ResultsError(f"{path}: missing; the manifest says cell {cell.id!r} passed. "
                            "Re-run the cell or mark it failed.")

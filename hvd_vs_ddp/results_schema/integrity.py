@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from hvd_vs_ddp.common import run_layout
 from hvd_vs_ddp.common.outputs import Digest, digest
+from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.results_schema.errors import ResultsError
 from hvd_vs_ddp.results_schema.manifest import CellEntry, Manifest, Repetition, RunStatus
 
@@ -76,10 +78,7 @@ def written_by(run_dir: Path, stem: str, all_stems: Iterable[str]) -> list[Path]
     repetition with `stem` wrote, as they lie there now."""
     run_dir, all_stems = Path(run_dir), list(all_stems)
     found = []
-    for top in ("cells", "logs"):
-        folder = run_dir / top
-        if not folder.is_dir():
-            continue
+    for folder in RunFolder(run_dir).cell_folders():
         for entry in sorted(folder.iterdir()):
             if _owner(entry.name, all_stems) != stem:
                 continue
@@ -97,15 +96,13 @@ def record(run_dir: Path, stem: str, all_stems: Iterable[str]) -> dict[str, dict
     for path in written_by(run_dir, stem, all_stems):
         d = digest(path)
         if d is not None:
-            out[path.relative_to(run_dir).as_posix()] = d.to_dict()
+            out[RunFolder(run_dir).relative(path)] = d.to_dict()
     return out
 
 
 def _inside(run_dir: Path, rel: str) -> Path | None:
     """run_dir/rel if it stays inside the run directory (no '..', not absolute)."""
-    path = (run_dir / rel).resolve()
-    return path if path.is_relative_to(run_dir.resolve()) and not Path(rel).is_absolute() \
-        else None
+    return RunFolder(run_dir).file(rel)
 
 
 def check_files(run_dir: Path, files: dict[str, dict[str, Any]]) -> list[Damage]:
@@ -132,7 +129,7 @@ def check_rep(run_dir: Path, cell: CellEntry, rep: RunStatus) -> list[Damage]:
     if rep.status != "passed":
         return []
     if not rep.results:
-        return [Damage("manifest.json", f"passed cell {cell.id!r} names no results file")]
+        return [Damage(run_layout.MANIFEST, f"passed cell {cell.id!r} names no results file")]
     if rep.files is None:
         return _check_legacy(run_dir, cell, rep)
     damage = check_files(run_dir, rep.files)

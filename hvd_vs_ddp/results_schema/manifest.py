@@ -7,7 +7,7 @@ pytest-benchmark JSON once it ran.
 
     m = Manifest(command=[...], preset="quick", cells=[CellEntry.pending(**cell.as_dict())])
     m.cells[0].status = "passed"
-    write_json_atomic(run_dir / "manifest.json", m.to_dict())
+    RunFolder(run_dir).write_json(RunFolder(run_dir).manifest, RUN_MANIFEST, m.to_dict())
 
 Repetitions (`hvd-vs-ddp run --repeat N`, optional fields of format version 2): each
 cell runs N times, each time a fresh process with its own results file and log

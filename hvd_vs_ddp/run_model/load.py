@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Iterator, TypeVar
 
 from hvd_vs_ddp import results_schema as results
+from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.results_schema import BenchmarkRecord, CellEntry, MachineInfo, Manifest, integrity
 from hvd_vs_ddp.results_schema.errors import ResultsError
 
@@ -148,12 +149,13 @@ def _load_passed(run_dir: Path, entry: CellEntry, cell: Cell) -> list[str]:
 
 def _check_usable(run_dir: Path, man: Manifest) -> None:
     """One line when the directory is incomplete in a way nobody can report."""
-    where = run_dir / "manifest.json"
+    run = RunFolder(run_dir)
+    where = run.manifest
     if not man.cells:
         raise ResultsError(f"{where}: the manifest lists no cells; nothing was run in "
                            f"{run_dir} (start a run with `hvd-vs-ddp run`)")
     passed = [c for c in man.cells if c.status == "passed"]
-    if passed and not (run_dir / "cells").is_dir():
+    if passed and not run.cells.is_dir():
         raise ResultsError(f"{run_dir}: the cells/ folder is missing, but the manifest "
                            f"has {len(passed)} passed cell(s) whose results it held; "
                            "restore it or run again")
@@ -162,7 +164,8 @@ def _check_usable(run_dir: Path, man: Manifest) -> None:
     gone = [c.id for c in passed if not any(rel and (run_dir / rel).is_file()
                                             for rel in files[c.id])]
     if passed and len(gone) == len(passed):
-        first = next((rel for rel in files[gone[0]] if rel), f"cells/{gone[0]}.json")
+        first = next((rel for rel in files[gone[0]] if rel),
+                     run.relative(run.results(gone[0])))
         raise ResultsError(f"{run_dir}: none of the results files of the manifest's "
                            f"{len(passed)} passed cell(s) is there (e.g. {first}); "
                            "restore cells/ or run again")
@@ -176,7 +179,7 @@ def load_run(run_dir: Path, name: str | None = None) -> Run:
     man, notes = results.load_manifest(run_dir)
     for entry in man.cells:
         if entry.status not in REPORTED:
-            raise ResultsError(f"{run_dir / 'manifest.json'}: cell {entry.id!r} has status "
+            raise ResultsError(f"{RunFolder(run_dir).manifest}: cell {entry.id!r} has status "
                                f"{entry.status!r}: the run is still going, or its runner "
                                f"was killed; let it finish or `hvd-vs-ddp run --resume "
                                f"{run_dir}`, then report (a report reads cells that are "

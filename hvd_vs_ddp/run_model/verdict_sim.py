@@ -34,6 +34,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
+from hvd_vs_ddp.common.run_layout import MANIFEST
 from hvd_vs_ddp.results_schema.errors import ResultsError
 from hvd_vs_ddp.run_model import stats
 from hvd_vs_ddp.run_model.load import load_run
@@ -54,7 +55,7 @@ class Shapes:
         """Every throughput series with >= 2 repetitions of every run under `roots`."""
         series: dict[tuple, dict[int, np.ndarray]] = {}
         for root in roots:
-            for run_dir in sorted({p.parent for p in Path(root).rglob("manifest.json")}):
+            for run_dir in sorted({p.parent for p in Path(root).rglob(MANIFEST)}):
                 try:
                     run = load_run(run_dir)
                 except ResultsError:

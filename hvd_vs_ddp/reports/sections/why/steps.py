@@ -21,9 +21,9 @@ stated with its likely cause (`disagreement`). Stragglers: how long each rank wa
 for the last one at the gradient exchange (DDP: end of backward compute on the host's
 wall clock; Horovod: the ranks' ready reports, on uncached negotiations only).
 
-    from hvd_vs_ddp.reports.why import where_step_goes
+    from hvd_vs_ddp.reports.sections.why.steps import where_step_goes
     why = where_step_goes(data)      # Why(steps, stragglers, layout, notes)
-    python -m hvd_vs_ddp.reports.why RUN_DIR    # prints the three tables
+    python -m hvd_vs_ddp.reports.sections.why.steps RUN_DIR    # prints the three tables
 """
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from hvd_vs_ddp.backends import catalog
+from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.reports.frames import POOL_KEY, Data, build_frames
 from hvd_vs_ddp.reports.horovod_timeline import TimelineError, parse, per_step, read_events
 from hvd_vs_ddp.reports.theme import order
@@ -133,8 +134,8 @@ def beside_results(run: Run, cell_id: str, ref: str) -> Path:
     if p.is_absolute():
         return p
     cell = next(c for c in run.cells if c.id == cell_id)
-    results = cell.entry.results or "cells/x.json"
-    return run.path / Path(results).parent / p
+    results = cell.entry.results
+    return (run.path / Path(results).parent if results else RunFolder(run.path).cells) / p
 
 
 def _horovod(data: Data, notes: list[str]) -> pd.DataFrame:

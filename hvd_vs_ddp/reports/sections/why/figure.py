@@ -5,7 +5,7 @@ rest; Horovod: the rest of the step, the timeline's exposed tail) and, beside th
 the communication hidden under backward. Colours from hvd_vs_ddp.reports.theme (the backend's
 colour for its communication); absent data -> a one-line note.
 
-    from hvd_vs_ddp.reports.figures_why import why_figure
+    from hvd_vs_ddp.reports.sections.why.figure import why_figure
     why_figure(why.steps, figs, multi_run)      # appends to figs.items / figs.omitted
 """
 from __future__ import annotations

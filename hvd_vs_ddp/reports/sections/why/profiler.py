@@ -5,9 +5,9 @@ communication, their overlap and idle time from the torch.profiler traces of
 Each profiled step is read on the rank that computed longest (the step waits for it);
 the cell's figures are medians over every profiled step of every repetition. The
 profiler's exposed communication is compared with the subtraction's interval like the
-libraries' own figures (hvd_vs_ddp/reports/why.py).
+libraries' own figures (hvd_vs_ddp/reports/sections/why/steps.py).
 
-    from hvd_vs_ddp.reports.why_profile import profiler_frame
+    from hvd_vs_ddp.reports.sections.why.profiler import profiler_frame
     prof, notes = profiler_frame(data)
 """
 from __future__ import annotations
@@ -20,7 +20,7 @@ import pandas as pd
 from hvd_vs_ddp.backends.catalog import HOROVOD_LIB
 from hvd_vs_ddp.reports.frames import POOL_KEY, Data
 from hvd_vs_ddp.reports.profile_trace import TraceError, breakdown, read_trace
-from hvd_vs_ddp.reports.why import beside_results
+from hvd_vs_ddp.reports.sections.why.steps import beside_results
 
 KEYS = ("run", "case", "series", "world_size")
 PARTS = ("wall_s", "compute_s", "comm_s", "overlap_s", "exposed_comm_s", "idle_s")

@@ -1,7 +1,7 @@
-"""The report's "Where the step goes" section: the tables of hvd_vs_ddp.reports.why, its figure
-(hvd_vs_ddp.reports.figures_why) and the closing notes on disagreements.
+"""The report's "Where the step goes" section: the tables of steps.py (this package), its
+figure (figure.py) and the closing notes on disagreements.
 
-    from hvd_vs_ddp.reports.why_section import why_section
+    from hvd_vs_ddp.reports.sections.why.section import why_section
     section = why_section(data, figs, multi_run)     # a render.Section
 """
 from __future__ import annotations
@@ -9,12 +9,12 @@ from __future__ import annotations
 import pandas as pd
 
 from hvd_vs_ddp.reports.figures import Figures
-from hvd_vs_ddp.reports.figures_why import NAME, why_figure
 from hvd_vs_ddp.reports.frames import Data
 from hvd_vs_ddp.reports.render import Block, Notes, Section
+from hvd_vs_ddp.reports.sections.why.figure import NAME, why_figure
+from hvd_vs_ddp.reports.sections.why.profiler import KEYS, agreement, profiler_frame
+from hvd_vs_ddp.reports.sections.why.steps import Why, where_step_goes
 from hvd_vs_ddp.reports.tables import Table, human_bytes, ms
-from hvd_vs_ddp.reports.why import Why, where_step_goes
-from hvd_vs_ddp.reports.why_profile import KEYS, agreement, profiler_frame
 
 TITLE = "Where the step goes"
 
