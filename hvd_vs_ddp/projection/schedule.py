@@ -277,7 +277,10 @@ def _after(compute: StepCompute, loop: _Thread, terms: "Drawn | None"
     t = loop.t
     t["contention"] = terms.contention * _overlap(loop.spans, backward)
     backward += t["contention"]
-    sync = backward  # optimizer.synchronize(): every handle in hook order, in Python
+    # optimizer.synchronize(): every handle in hook order, in Python, from when the CPU
+    # reaches it (its last hook: ahead of the GPU by its lead), each handle once its
+    # response is done: only the walk over the handles done last outlasts the GPU
+    sync = min(backward, loop.enq[-1]) if loop.enq else backward
     for d in loop.done:
         sync = max(sync, d) + terms.sync_per_tensor_s
     after = max(0.0, sync - max(loop.stream, backward))
