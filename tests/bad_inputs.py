@@ -278,6 +278,8 @@ CASES: list[Case] = [
           "two"], ("--nics-per-node",)),
         (["runs/earlier", "--devices", "8", "--interconnect", "ib-hdr", "--algorithm",
           "magic"], ("--algorithm", "ring")),
+        (["runs/earlier", "--devices", "8", "--interconnect", "ib-hdr", "--optimizer",
+          "adam"], ("--optimizer", "foreach")),
         (["runs/earlier", "--devices", "8", "--interconnect", "ib-hdr", "--workloads", "bert"],
          ("--workloads bert", "not in", "mlp")),
         (["runs/earlier", "--devices", "8", "--interconnect", "ib-hdr", "--model",

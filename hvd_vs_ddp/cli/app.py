@@ -284,6 +284,11 @@ def _add_project(sub) -> None:
     pro.add_argument("--input-on-device", action="store_true", help="the input does not "
                      "load on the host (tensors in memory, or decoded on the GPU): the "
                      "verdicts need no host pipeline measurement")
+    pro.add_argument("--optimizer", choices=("foreach", "loop"), default="foreach",
+                     help="the optimizer's implementation on the target: foreach (torch's "
+                     "multi-tensor kernels, its default on CUDA since 2.0) or loop (one "
+                     "kernel launch or more per parameter: torch < 2.0, foreach=False); "
+                     "sets Horovod's exposed host tail (docs/projection.md)")
     pro.set_defaults(fn=_project)
 
 

@@ -62,7 +62,13 @@ CONTRADICTORY = "contradictory"
 # equal in all of these are one configuration, repeated
 CONFIG_FIELDS = ("source", "library", "model", "batch", "devices", "per_node", "intra",
                  "inter", "nics_per_node", "algorithm", "controller", "nccl_avg",
-                 "ddp_bucket_mb", "bucket_mb", "fusion_mb", "cycle_ms", "ready_wait")
+                 "ddp_bucket_mb", "bucket_mb", "fusion_mb", "cycle_ms", "ready_wait",
+                 "optimizer", "unpinned")
+# issue 51: a row's optimizer implementation (`optimizer`: "foreach", torch >= 2.0's
+# default on CUDA, or "loop"; empty: "loop", the rows that predate torch 2.0 and the
+# host tail as it was first charged) and the libraries whose script copies each batch
+# from pageable memory (`unpinned`: "horovod", "ddp", "ddp horovod"; empty: none)
+ROW_OPTIMIZER = "loop"
 
 
 @dataclass
@@ -154,7 +160,22 @@ def _inputs(row: dict, libs: list[Library]) -> Inputs:
                   np.array([float(row["compute_ms"]) / 1000]), libs, links,
                   int(row["per_node"]), controller=row.get("controller") or "mpi",
                   nccl_avg=(row.get("nccl_avg") or "yes") == "yes",
-                  gpu_ready_wait=(row.get("ready_wait") or "gpu") == "gpu")
+                  gpu_ready_wait=(row.get("ready_wait") or "gpu") == "gpu",
+                  optimizer=row.get("optimizer") or ROW_OPTIMIZER,
+                  input_bytes=_input_bytes(row))
+
+
+def _unpinned(row: dict) -> set[str]:
+    return set((row.get("unpinned") or "").split())
+
+
+def _input_bytes(row: dict) -> float:
+    """One sample's input where a side copies it from pageable memory: an fp32 image
+    crop, 3 x 224 x 224 (299 for Inception v3), as the published scripts feed it."""
+    if not _unpinned(row):
+        return 0.0
+    side = 299 if "inception" in row["model"].lower() else 224
+    return 3.0 * side * side * 4
 
 
 def _verdict(lo: float, hi: float, margin: float, ratio: float) -> str:
@@ -192,9 +213,12 @@ def _setting(row: dict, key: str) -> float:
 
 def _pair(row: dict, draws: int) -> Row:
     devices = int(row["devices"])
-    libs = [Library("ddp", "ddp", bucket_bytes=_setting(row, "ddp_bucket_mb") * 2**20),
+    unpinned = _unpinned(row)
+    libs = [Library("ddp", "ddp", bucket_bytes=_setting(row, "ddp_bucket_mb") * 2**20,
+                    pinned="ddp" not in unpinned),
             Library("horovod", "horovod", fusion_bytes=_setting(row, "fusion_mb") * 2**20,
-                    cycle_s=_setting(row, "cycle_ms") / 1000)]
+                    cycle_s=_setting(row, "cycle_ms") / 1000,
+                    pinned="horovod" not in unpinned)]
     d, h = project(_inputs(row, libs), [devices], draws=draws)
     out = Row(row["id"], row.get("source") or "", devices, row["model"],
               row.get("scope") or "in", row.get("url") or "", _config(row))

@@ -89,6 +89,7 @@ def check(args) -> dict[str, Any]:
     s["workloads"] = list(args.workloads) if args.workloads else None
     _check_pipeline(args, s)  # issue 51
     s["controller"] = args.controller
+    s["optimizer"] = getattr(args, "optimizer", None) or "foreach"
     s["margin"] = DEFAULT_MARGIN if args.margin is None else args.margin
     s["draws"] = args.draws
     out = args.output or (str(Path(args.run_dir) / "projection.json") if args.run_dir else None)
@@ -173,7 +174,8 @@ def _standalone(args, s) -> list[tuple[str, Inputs, list]]:
                     s["per_node"])
     inputs.notes.append(f"compute {s['compute_s'] * 1000:g} ms per step on one device "
                         "(given); libraries at today's defaults: DDP 25 MiB buckets, "
-                        "Horovod 128 MiB fusion and 1 ms cycle, NCCL >= 2.10")
+                        "Horovod 128 MiB fusion and 1 ms cycle, NCCL >= 2.10; optimizer "
+                        f"{s['optimizer']} (--optimizer)")
     return [(args.model, inputs, [])]
 
 
@@ -224,6 +226,7 @@ def run(args) -> int:
     for name, inputs, measured in items:
         _pipeline(s, inputs, inputs.run_cores)  # issue 51
         inputs.controller = s["controller"]
+        inputs.optimizer = s["optimizer"]  # issue 51: the host tail's per-gradient part
         inputs.gpu = s["links"] is not None
         inputs.model_error = model_error
         inputs.notes.append(_error_note(model_error))

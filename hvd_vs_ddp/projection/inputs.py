@@ -97,28 +97,29 @@ def _library(label: str, recs: list, fits: list[tuple[int, float, list[float]]],
     return Library(label, kind, **kw)
 
 
+@dataclass
+class _Run:
+    """What from_run reads once from a run directory, for every workload and mode."""
+    path: Path
+    cores: int
+    on_gpu: bool
+    recs: list            # typed records of several kinds, told apart by KIND
+    bench: list           # (record, repetition)
+    left_out: list[str]   # notes on the repetitions left out as disturbed
+    disturbed: list[str]  # cells still disturbed (too few quiet repetitions)
+    memcpy_bps: float
+
+
 def from_run(run_dir: Path, links: Links | None, per_node: int,
              workloads: list[str] | None = None, seed: int = 0,
              ) -> list[tuple[str, Inputs, list[Measured]]]:
-    from hvd_vs_ddp.projection.layout import workload_layout
-    from hvd_vs_ddp.results_schema import ResultsError
-    from hvd_vs_ddp.run_model.load import load_run
-
+    """Each workload (and input mode) of the run as the projection's inputs, in named
+    steps: the run read once (`_read_run`), then per case the reference compute
+    (`_reference`), the libraries and what they measured (`_libraries`) and the inputs
+    that gather them (`_case_inputs`)."""
     rng = np.random.default_rng(seed)
-    from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed, still_disturbed
-
-    try:
-        run = load_run(Path(run_dir))
-    except (ResultsError, InputError) as exc:
-        raise ProjectionInputError(f"{run_dir}: {exc}") from None
-    left_out = leave_out_disturbed(run)  # as the report does: disturbed repetitions out
-    disturbed = still_disturbed(run)     # and those too few to leave out
-    cores, on_gpu = run.cores, run.gpus > 0
-    # typed records of several kinds, told apart by KIND
-    recs: list[Any] = [b.record for b in run.benchmarks()]
-    bench: list[tuple[Any, int]] = [(b.record, b.rep) for b in run.benchmarks()]
-    timed = [r for r in recs if r.KIND in ("throughput", "compute_only")]
-    names = sorted({r.workload for r in timed})
+    run = _read_run(Path(run_dir))
+    names = sorted({r.workload for r in run.recs if r.KIND in ("throughput", "compute_only")})
     if not names:
         raise ProjectionInputError(f"{run_dir}: no throughput or compute-only results: "
                                    "nothing to project from (run the throughput suite)")
@@ -126,94 +127,150 @@ def from_run(run_dir: Path, links: Links | None, per_node: int,
         if w not in names:
             raise ProjectionInputError(f"--workloads {w}: not in {run_dir} (it has "
                                        f"{', '.join(names)})")
-    memcpy = [r.bandwidth_gbps for r in recs if r.KIND == "memcpy"]
-    memcpy_bps = (float(np.median(memcpy)) * 1e9 if memcpy and not on_gpu
-                  else DEFAULT_MEMCPY_BYTES_PER_S)
     out = []
     # issue 51: a run with the input-pipeline axis projects each input mode apart
     # (tensors in memory, or JPEG files decoded on the host): "<workload> [jpeg]"
-    cases = [(w, mode) for w in workloads or names for mode in _modes(bench, w)]
+    cases = [(w, mode) for w in workloads or names for mode in _modes(run.bench, w)]
     for w, mode in cases:
-        comp = [(r, k) for r, k in bench if r.KIND == "compute_only" and r.workload == w
-                and _mode(r) == mode] or [(r, k) for r, k in bench
+        comp = [(r, k) for r, k in run.bench if r.KIND == "compute_only" and r.workload == w
+                and _mode(r) == mode] or [(r, k) for r, k in run.bench
                                            if r.KIND == "compute_only" and r.workload == w]
-        thr = [(r, k) for r, k in bench if r.KIND == "throughput" and r.workload == w
+        thr = [(r, k) for r, k in run.bench if r.KIND == "throughput" and r.workload == w
                and _mode(r) == mode]
-        if comp:
-            conc = sorted({r.concurrent_ranks or r.world_size for r, _ in comp})
-            fitting = [c for c in conc if c <= cores] or conc[:1]
-            ref = max(fitting)
-            ref_reps = [r.step_times for r, _ in comp
-                        if (r.concurrent_ranks or r.world_size) == ref]
-        else:
-            single = [r for r, _ in thr if r.world_size == 1]
-            if not single:
-                raise ProjectionInputError(
-                    f"{run_dir}: workload {w} has no compute-only cell nor a one-rank "
-                    "throughput result: the per-rank compute time is unknown")
-            ref = 1
-            ref_reps = [r.step_times for r in single]
-        base = _bootstrap_medians(ref_reps, rng)
-        conc_median = {c: float(np.median(np.concatenate(
-            [r.step_times for r, _ in comp if (r.concurrent_ranks or r.world_size) == c])))
-            for c in {r.concurrent_ranks or r.world_size for r, _ in comp}}
-        one = [r.step_times for r, _ in thr if r.world_size == 1]
-        if one and 1 not in conc_median:  # one rank communicates nothing: its step is compute
-            conc_median[1] = float(np.median(np.concatenate(one)))
-        sample: Any = (thr or comp)[0][0]
-        layout = workload_layout(w, dict(sample.workload_params or {}), sample.per_rank_batch)
-        libs: list[Library] = []
-        measured: list[Measured] = []
-        by_label: dict[str, list] = {}
-        for r, _ in thr:  # a library is what ran above one rank (its controller known)
-            if r.world_size > 1 and catalog.library(r.backend) in catalog.COMPARED:
-                by_label.setdefault(_label(r), []).append(r)
-        for rs in by_label.values():  # + the same backend and knob set at one rank
-            rs += [r for r, _ in thr if r.world_size == 1 and r.backend == rs[0].backend
-                   and (r.knob_set or "default") == (rs[0].knob_set or "default")]
-        for label, rs in sorted(by_label.items()):
-            launchers = {r.launcher for r in rs if r.world_size > 1}
-            fits = [(c.world_size, float(s.bytes), list(s.times)) for c in recs
-                    if c.KIND == "collective" and c.op == "allreduce"
-                    and c.backend == rs[0].backend and c.launcher in launchers
-                    and c.world_size > 1 for s in c.sizes if s.times and s.correct]
-            if links is None and len({(p, n) for p, n, _ in fits}) < 2:
-                raise ProjectionInputError(
-                    f"{run_dir}: {label} has no allreduce sweep at 2 or more ranks (the "
-                    "collectives suite): --interconnect measured needs one; name an "
-                    "interconnect instead, or run the quick or full preset")
-            lib = _library(label, rs, fits if links is None else [], rng)
-            one = [r.step_times for r in rs if r.world_size == 1]
-            if one and on_gpu:  # its own one-device step: framework overhead included
-                # (not on a CPU: one rank there has every core's threads, unlike N ranks)
-                lib = _with_compute(lib, _bootstrap_medians(one, rng))
-            libs.append(lib)
-            for size in sorted({r.world_size for r in rs}):
-                at = [r for r in rs if r.world_size == size]
-                measured.append(Measured(
-                    label, w, size, float(np.median([np.median(r.samples_per_s) for r in at])),
-                    float(np.median(np.concatenate([r.step_times for r in at])))))
-        if not libs:
-            raise ProjectionInputError(f"{run_dir}: workload {w} has no DDP or Horovod "
-                                       "throughput result: no library to project")
-        inputs = Inputs(layout, int(sample.per_rank_batch), base, libs, links, per_node,
-                        memcpy_bps)
-        if not on_gpu:
-            inputs.compute_at = _cpu_scaling(ref, cores, conc_median)
-            inputs.notes.append(f"CPU run: ranks share the host's {cores} cores; a rank's "
-                                f"compute at L ranks per node is the compute-only step "
-                                f"measured at L ranks where the run has it "
-                                f"({', '.join(map(str, sorted(conc_median))) or 'none'}), "
-                                f"else the {ref}-rank one x max(L, {cores}) / "
-                                f"{max(ref, cores)} (time slicing)")
-        inputs.notes += left_out
-        inputs.disturbed = list(disturbed)
-        inputs.run_cores = cores
-        _stragglers(inputs, [r for r, _ in comp if (r.concurrent_ranks or r.world_size) == ref]
-                    or [r for r, _ in thr if r.world_size == 1])
-        _host_pipeline(inputs, [r for r, _ in thr], cores)
+        ref, base, conc_median = _reference(run, w, comp, thr, rng)
+        libs, measured = _libraries(run, w, thr, links, rng)
+        inputs = _case_inputs(run, w, comp, thr, ref, base, conc_median, libs, links,
+                              per_node)
         out.append((w if mode == "memory" else f"{w} [{mode}]", inputs, measured))
     return out
+
+
+def _read_run(run_dir: Path) -> _Run:
+    """The run loaded as the report loads it: disturbed repetitions left out, the rest
+    named; the host-to-host copy rate of a CPU run (its memcpy records)."""
+    from hvd_vs_ddp.results_schema import ResultsError
+    from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed, still_disturbed
+    from hvd_vs_ddp.run_model.load import load_run
+
+    try:
+        run = load_run(run_dir)
+    except (ResultsError, InputError) as exc:
+        raise ProjectionInputError(f"{run_dir}: {exc}") from None
+    left_out = leave_out_disturbed(run)  # as the report does: disturbed repetitions out
+    disturbed = still_disturbed(run)     # and those too few to leave out
+    on_gpu = run.gpus > 0
+    recs: list[Any] = [b.record for b in run.benchmarks()]
+    bench: list[tuple[Any, int]] = [(b.record, b.rep) for b in run.benchmarks()]
+    memcpy = [r.bandwidth_gbps for r in recs if r.KIND == "memcpy"]
+    memcpy_bps = (float(np.median(memcpy)) * 1e9 if memcpy and not on_gpu
+                  else DEFAULT_MEMCPY_BYTES_PER_S)
+    return _Run(run_dir, run.cores, on_gpu, recs, bench, left_out, list(disturbed),
+                memcpy_bps)
+
+
+def _reference(run: _Run, w: str, comp: list, thr: list, rng: np.random.Generator
+               ) -> tuple[int, np.ndarray, dict[int, float]]:
+    """The per-rank compute: the compute-only cells at the most concurrent ranks that
+    fit the host's cores (else the one-rank throughput steps), as bootstrap draws of
+    the median, and the median step at each concurrency measured."""
+    if comp:
+        conc = sorted({r.concurrent_ranks or r.world_size for r, _ in comp})
+        fitting = [c for c in conc if c <= run.cores] or conc[:1]
+        ref = max(fitting)
+        ref_reps = [r.step_times for r, _ in comp
+                    if (r.concurrent_ranks or r.world_size) == ref]
+    else:
+        single = [r for r, _ in thr if r.world_size == 1]
+        if not single:
+            raise ProjectionInputError(
+                f"{run.path}: workload {w} has no compute-only cell nor a one-rank "
+                "throughput result: the per-rank compute time is unknown")
+        ref = 1
+        ref_reps = [r.step_times for r in single]
+    base = _bootstrap_medians(ref_reps, rng)
+    conc_median = {c: float(np.median(np.concatenate(
+        [r.step_times for r, _ in comp if (r.concurrent_ranks or r.world_size) == c])))
+        for c in {r.concurrent_ranks or r.world_size for r, _ in comp}}
+    one = [r.step_times for r, _ in thr if r.world_size == 1]
+    if one and 1 not in conc_median:  # one rank communicates nothing: its step is compute
+        conc_median[1] = float(np.median(np.concatenate(one)))
+    return ref, base, conc_median
+
+
+def _libraries(run: _Run, w: str, thr: list, links: Links | None,
+               rng: np.random.Generator) -> tuple[list[Library], list[Measured]]:
+    """Each library that ran above one rank (one per backend, controller and knob set),
+    with its settings, its allreduce fits (`--interconnect measured`), its own
+    one-device step on GPUs, and its throughput measured at each size."""
+    libs: list[Library] = []
+    measured: list[Measured] = []
+    for label, rs in _by_label(thr):
+        launchers = {r.launcher for r in rs if r.world_size > 1}
+        fits = [(c.world_size, float(s.bytes), list(s.times)) for c in run.recs
+                if c.KIND == "collective" and c.op == "allreduce"
+                and c.backend == rs[0].backend and c.launcher in launchers
+                and c.world_size > 1 for s in c.sizes if s.times and s.correct]
+        if links is None and len({(p, n) for p, n, _ in fits}) < 2:
+            raise ProjectionInputError(
+                f"{run.path}: {label} has no allreduce sweep at 2 or more ranks (the "
+                "collectives suite): --interconnect measured needs one; name an "
+                "interconnect instead, or run the quick or full preset")
+        lib = _library(label, rs, fits if links is None else [], rng)
+        one = [r.step_times for r in rs if r.world_size == 1]
+        if one and run.on_gpu:  # its own one-device step: framework overhead included
+            # (not on a CPU: one rank there has every core's threads, unlike N ranks)
+            lib = _with_compute(lib, _bootstrap_medians(one, rng))
+        libs.append(lib)
+        for size in sorted({r.world_size for r in rs}):
+            at = [r for r in rs if r.world_size == size]
+            measured.append(Measured(
+                label, w, size, float(np.median([np.median(r.samples_per_s) for r in at])),
+                float(np.median(np.concatenate([r.step_times for r in at])))))
+    if not libs:
+        raise ProjectionInputError(f"{run.path}: workload {w} has no DDP or Horovod "
+                                   "throughput result: no library to project")
+    return libs, measured
+
+
+def _by_label(thr: list) -> list[tuple[str, list]]:
+    """A library is what ran above one rank (its controller known), with the same
+    backend and knob set at one rank added; sorted by label."""
+    by_label: dict[str, list] = {}
+    for r, _ in thr:
+        if r.world_size > 1 and catalog.library(r.backend) in catalog.COMPARED:
+            by_label.setdefault(_label(r), []).append(r)
+    for rs in by_label.values():
+        rs += [r for r, _ in thr if r.world_size == 1 and r.backend == rs[0].backend
+               and (r.knob_set or "default") == (rs[0].knob_set or "default")]
+    return sorted(by_label.items())
+
+
+def _case_inputs(run: _Run, w: str, comp: list, thr: list, ref: int, base: np.ndarray,
+                 conc_median: dict[int, float], libs: list[Library], links: Links | None,
+                 per_node: int) -> Inputs:
+    """The inputs of one workload and mode: layout, compute (time-sliced on a CPU run),
+    the run's notes and disturbed cells, stragglers and the host pipeline."""
+    from hvd_vs_ddp.projection.layout import workload_layout
+
+    sample: Any = (thr or comp)[0][0]
+    layout = workload_layout(w, dict(sample.workload_params or {}), sample.per_rank_batch)
+    inputs = Inputs(layout, int(sample.per_rank_batch), base, libs, links, per_node,
+                    run.memcpy_bps)
+    if not run.on_gpu:
+        inputs.compute_at = _cpu_scaling(ref, run.cores, conc_median)
+        inputs.notes.append(f"CPU run: ranks share the host's {run.cores} cores; a rank's "
+                            f"compute at L ranks per node is the compute-only step "
+                            f"measured at L ranks where the run has it "
+                            f"({', '.join(map(str, sorted(conc_median))) or 'none'}), "
+                            f"else the {ref}-rank one x max(L, {run.cores}) / "
+                            f"{max(ref, run.cores)} (time slicing)")
+    inputs.notes += run.left_out
+    inputs.disturbed = list(run.disturbed)
+    inputs.run_cores = run.cores
+    _stragglers(inputs, [r for r, _ in comp if (r.concurrent_ranks or r.world_size) == ref]
+                or [r for r, _ in thr if r.world_size == 1])
+    _host_pipeline(inputs, [r for r, _ in thr], run.cores)
+    return inputs
 
 
 def _mode(rec: Any) -> str:

@@ -52,6 +52,9 @@ class Library:
     residual_s: float = 0.0
     residual_devices: int = 0
     accepted: tuple[int, ...] = ()  # the hypotheses (draw numbers) calibration kept
+    # issue 51: the script copies each batch from pageable host memory (terms.py,
+    # 'pageable input'): a published row's `unpinned` column
+    pinned: bool = True
 
 
 @dataclass(frozen=True)
@@ -104,6 +107,10 @@ class Inputs:
     host: HostPipeline | None = None
     pipeline_measured: bool = False  # the run (or flags) said what feeds the ranks
     run_cores: int | None = None     # the host cores of the run it comes from
+    # issue 51: the optimizer's implementation (terms.py 'optimizer launches'): "foreach"
+    # (torch >= 2.0 on CUDA, today's default) or "loop" (one launch or more per parameter)
+    optimizer: str = "foreach"
+    input_bytes: float = 0.0         # bytes of one sample's input (a pageable copy's size)
 
     @property
     def jitter_range(self) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -121,7 +128,7 @@ class Inputs:
         inter = self.links.inter.name if self.links is not None and self.links.inter else ""
         return draw(rng, self.intra_name, self.controller, self.nccl_avg, inter,
                     self.bucket_view, self.contention_scale,
-                    gpu_ready_wait=self.gpu_ready_wait)
+                    gpu_ready_wait=self.gpu_ready_wait, optimizer=self.optimizer)
 
 
 @dataclass(frozen=True)
@@ -211,7 +218,28 @@ def step_time(inputs: Inputs, lib: Library, fabric: Fabric, compute_s: float,
             negotiation = 0.0
         step = horovod_step(compute, inputs.layout.grads, allreduce, lib.fusion_bytes,
                             lib.cycle_s, negotiation, inputs.memcpy_bytes_per_s, terms)
+    if not lib.pinned and terms is not None and inputs.input_bytes > 0:
+        step = _pageable_input(inputs, lib, step, terms)
     return step
+
+
+def _pageable_input(inputs: Inputs, lib: Library, step: Step, terms: Drawn) -> Step:
+    """A batch copied from pageable host memory (terms.py 'pageable input'): the stream
+    is synchronised before the copy, so the GPU waits for the copy and, for DDP, whose
+    CPU was ahead, for the launches that start the next step (the host tail's fixed
+    part; Horovod's is charged already)."""
+    copy = inputs.input_bytes * inputs.batch / terms.pageable_bytes_per_s
+    if lib.kind == catalog.DDP:
+        copy += terms.host_tail_fixed_s
+    return replace(step, step_s=step.step_s + copy, exposed_s=step.exposed_s + copy,
+                   terms={**step.terms, "pageable input": copy})
+
+
+def exposed_host_s(step: Step) -> float:
+    """The host work a rank does while its GPU waits (issue 51): Horovod's walk over its
+    last handles and its host tail, a pageable input copy."""
+    return sum(step.terms.get(k, 0.0) for k in ("synchronize", "host tail",
+                                                "pageable input"))
 
 
 def residual(inputs: Inputs, lib: Library, local: int) -> float:
@@ -258,6 +286,12 @@ def _draw(inputs: Inputs, lib: Library, n: int, idx: int, seed: int
     s = step_time(inputs, lib, fabric, t * slow, terms)
     if slow > 1:
         s = replace(s, terms={**s.terms, "stragglers": t * (slow - 1)})
+    if terms is not None and n > 1 and exposed_host_s(s) > 0:
+        # host work with the GPU waiting: the slowest of n ranks' sets the step
+        host = exposed_host_s(s) * (stragglers.factor(terms.host_sigma, n, terms.host_tail)
+                                    - 1)
+        s = replace(s, step_s=s.step_s + host, exposed_s=s.exposed_s + host,
+                    terms={**s.terms, "host jitter": host})
     if inputs.host is not None:  # the loader on the node's cores (host.py)
         wait = data_wait(inputs.host, lib.kind, local, s.step_s, s.comm_s)
         s = replace(s, step_s=s.step_s + wait, terms={**s.terms, "data wait": wait})

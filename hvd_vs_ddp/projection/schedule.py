@@ -146,90 +146,145 @@ def horovod_step(compute: StepCompute, grads: Sequence[Grad],
     ends, and a tensor is enqueued when its data exists; with them, when the CPU
     reaches its hook (the CPU's lead, terms.py), and the negotiation, ready waits,
     launches, contention, Python's synchronize and the host tail it exposes are
-    charged as named terms."""
+    charged as named terms. Three steps: when each gradient is enqueued and exists
+    (`_enqueued`), the cycles (`_Thread.run`), what follows backward (`_after`)."""
     order = sorted(grads, key=lambda g: g.ready)
+    data, enq = _enqueued(compute, order, terms)
+    loop = _Thread(order, data, enq, allreduce, fusion_bytes, cycle_s, negotiation_s,
+                   terms.copy_bytes_per_s if terms is not None else memcpy_bytes_per_s,
+                   terms)
+    loop.run()
+    backward, after = _after(compute, loop, terms)
+    return _finish(compute, loop.stream, loop.comm, loop.ops, backward, after, loop.t)
+
+
+def _enqueued(compute: StepCompute, order: Sequence[Grad], terms: "Drawn | None"
+              ) -> tuple[list[float], list[float]]:
+    """When each gradient's data exists on the device and when the CPU enqueues it.
+    Without terms both are when backward makes it; with them the CPU enters backward
+    ahead of the GPU by what it saved in forward, then paces itself, and where it is
+    slower than the GPU, the GPU waits for it."""
     data = [g.ready * compute.backward_s for g in order]
-    copy_bps = memcpy_bytes_per_s
-    t: dict[str, float] = {"negotiation": 0.0, "ready waits": 0.0, "launches": 0.0,
-                           "fusion copies": 0.0} if terms is not None else {}
-    if terms is not None:
-        copy_bps = terms.copy_bytes_per_s
-        # the CPU enters backward ahead of the GPU by what it saved in forward, then
-        # paces itself; where it is slower than the GPU, the GPU waits for it
-        cpu = -max(0.0, compute.forward_s - len(order) * terms.cpu_fwd_per_grad_s)
-        enq = []
-        for _ in order:
-            cpu += terms.cpu_per_grad_s
-            enq.append(cpu)
-        data = [max(d, e) for d, e in zip(data, enq)]
-    else:
-        enq = data
-    wake = terms.ready_wait_s if terms is not None else 0.0
-    launch = terms.horovod_launch_s if terms is not None else 0.0
-    period = max(cycle_s, negotiation_s, 1e-9)
-    cycle = thread = min(0.0, enq[0]) if enq else 0.0
-    stream, comm, ops, i = 0.0, 0.0, 0, 0
-    done: list[float] = []
-    spans: list[tuple[float, float]] = []
-    while i < len(order):
-        cycle = max(thread, cycle)
-        if enq[i] > cycle:  # nothing enqueued: empty cycles until the next tensor is
-            cycle = enq[i] if period <= 1e-9 else \
-                cycle + period * math.ceil((enq[i] - cycle) / period)
-        j = i
-        while j < len(order) and enq[j] <= cycle:
-            j += 1
-        thread = cycle + negotiation_s
+    if terms is None:
+        return data, data
+    cpu = -max(0.0, compute.forward_s - len(order) * terms.cpu_fwd_per_grad_s)
+    enq = []
+    for _ in order:
+        cpu += terms.cpu_per_grad_s
+        enq.append(cpu)
+    return [max(d, e) for d, e in zip(data, enq)], enq
+
+
+def _fuse(order: Sequence[Grad], first: int, last: int, fusion_bytes: float
+          ) -> list[list[int]]:
+    """The responses of one cycle: the tensors negotiated (first..last-1), in order,
+    packed into fusion buffers of at most `fusion_bytes` (a tensor larger alone)."""
+    responses: list[list[int]] = [[]]
+    filled = 0
+    for k in range(first, last):
+        if responses[-1] and filled + order[k].bytes > fusion_bytes:
+            responses.append([])
+            filled = 0
+        responses[-1].append(k)
+        filled += order[k].bytes
+    return responses
+
+
+@dataclass
+class _Thread:
+    """Horovod's background thread and its stream over one step's cycles."""
+    order: Sequence[Grad]
+    data: list[float]
+    enq: list[float]
+    allreduce: Callable[[float], float]
+    fusion_bytes: float
+    cycle_s: float
+    negotiation_s: float
+    copy_bps: float
+    terms: "Drawn | None"
+    thread: float = 0.0
+    stream: float = 0.0
+    comm: float = 0.0
+    ops: int = 0
+    done: list[float] = field(default_factory=list)
+    spans: list[tuple[float, float]] = field(default_factory=list)
+    t: dict[str, float] = field(default_factory=dict)
+
+    def run(self) -> None:
+        """Cycle after cycle until every tensor is launched: sleep to the cycle (empty
+        cycles until a tensor is enqueued), negotiate, launch each fused response."""
+        if self.terms is not None:
+            self.t = {"negotiation": 0.0, "ready waits": 0.0, "launches": 0.0,
+                      "fusion copies": 0.0}
+        period = max(self.cycle_s, self.negotiation_s, 1e-9)
+        cycle = self.thread = min(0.0, self.enq[0]) if self.enq else 0.0
+        i = 0
+        while i < len(self.order):
+            cycle = max(self.thread, cycle)
+            if self.enq[i] > cycle:  # nothing enqueued: empty cycles until the next is
+                cycle = self.enq[i] if period <= 1e-9 else \
+                    cycle + period * math.ceil((self.enq[i] - cycle) / period)
+            j = i
+            while j < len(self.order) and self.enq[j] <= cycle:
+                j += 1
+            self.thread = cycle + self.negotiation_s
+            if self.terms is not None:
+                self.t["negotiation"] += self.negotiation_s
+            for resp in _fuse(self.order, i, j, self.fusion_bytes):
+                self._launch(resp)
+            i = j
+            cycle += period
+
+    def _launch(self, resp: list[int]) -> None:
+        """One fused response: wait for its data (on the CPU, or on the stream), the
+        launch, the copies in and out (or the postscale), the allreduce on the stream."""
+        terms = self.terms
+        ready = max(self.data[k] for k in resp)
+        gpu_wait = terms is not None and terms.gpu_ready_wait
+        if ready > self.thread and not gpu_wait:  # WaitForData on the CPU: the thread
+            self.thread = ready + (terms.ready_wait_s if terms is not None else 0.0)
+            if terms is not None:                 # sleeps until the last of them exists
+                self.t["ready waits"] += terms.ready_wait_s
+        launch = terms.horovod_launch_s if terms is not None else 0.0
+        self.thread += launch
+        n = sum(self.order[k].bytes for k in resp)
+        copies = 2 * n / self.copy_bps if len(resp) > 1 else 0.0
+        if terms is not None and not terms.nccl_avg and len(resp) == 1:
+            copies += n / self.copy_bps  # postscale: ScaleBuffer on a single tensor
+        cost = self.allreduce(n) + copies
+        # Horovod >= 0.23 without its timeline: the stream waits for the ready
+        # events (gpuStreamWaitEvent) and the thread goes on to the next cycle
+        start = max(self.thread, self.stream, ready if gpu_wait else 0.0)
+        self.stream = start + cost
+        if terms is None:  # CPU tensors (Gloo, MPI): the thread runs the allreduce
+            self.thread = self.stream
+        self.spans.append((start, self.stream))
+        self.done += [self.stream] * len(resp)
+        self.comm += cost
+        self.ops += 1
         if terms is not None:
-            t["negotiation"] += negotiation_s
-        responses: list[list[int]] = [[]]
-        filled = 0
-        for k in range(i, j):
-            if responses[-1] and filled + order[k].bytes > fusion_bytes:
-                responses.append([])
-                filled = 0
-            responses[-1].append(k)
-            filled += order[k].bytes
-        for resp in responses:
-            ready = max(data[k] for k in resp)
-            gpu_wait = terms is not None and terms.gpu_ready_wait
-            if ready > thread and not gpu_wait:  # WaitForData on the CPU: the thread
-                thread = ready + wake              # sleeps until the last of them exists
-                if terms is not None:
-                    t["ready waits"] += wake
-            thread += launch
-            n = sum(order[k].bytes for k in resp)
-            copies = 2 * n / copy_bps if len(resp) > 1 else 0.0
-            if terms is not None and not terms.nccl_avg and len(resp) == 1:
-                copies += n / copy_bps  # postscale: ScaleBuffer on a single tensor
-            cost = allreduce(n) + copies
-            # Horovod >= 0.23 without its timeline: the stream waits for the ready
-            # events (gpuStreamWaitEvent) and the thread goes on to the next cycle
-            start = max(thread, stream, ready if gpu_wait else 0.0)
-            stream = start + cost
-            if terms is None:  # CPU tensors (Gloo, MPI): the thread runs the allreduce
-                thread = stream
-            spans.append((start, stream))
-            done += [stream] * len(resp)
-            comm += cost
-            ops += 1
-            if terms is not None:
-                t["launches"] += launch
-                t["fusion copies"] += copies
-        i = j
-        cycle += period
-    end = stream
+            self.t["launches"] += launch
+            self.t["fusion copies"] += copies
+
+
+def _after(compute: StepCompute, loop: _Thread, terms: "Drawn | None"
+           ) -> tuple[float, float]:
+    """Backward lengthened by contention, and what follows it: Python's synchronize
+    over every handle and the host tail it exposes (with terms; none without)."""
     backward = compute.backward_s
-    after = 0.0
-    if terms is not None:
-        t["contention"] = terms.contention * _overlap(spans, backward)
-        backward += t["contention"]
-        sync = backward  # optimizer.synchronize(): every handle in hook order, in Python
-        for d in done:
-            sync = max(sync, d) + terms.sync_per_tensor_s
-        after = max(0.0, sync - max(end, backward))
-        t["synchronize"] = after
-        # the CPU's lead is gone (completion waited on the CPU): the host tail is exposed
-        t["host tail"] = len(order) * terms.host_tail_per_grad_s + terms.host_tail_fixed_s
-        after += t["host tail"]
-    return _finish(compute, end, comm, ops, backward, after, t)
+    if terms is None:
+        return backward, 0.0
+    t = loop.t
+    t["contention"] = terms.contention * _overlap(loop.spans, backward)
+    backward += t["contention"]
+    # optimizer.synchronize(): every handle in hook order, in Python, from when the CPU
+    # reaches it (its last hook: ahead of the GPU by its lead), each handle once its
+    # response is done: only the walk over the handles done last outlasts the GPU
+    sync = min(backward, loop.enq[-1]) if loop.enq else backward
+    for d in loop.done:
+        sync = max(sync, d) + terms.sync_per_tensor_s
+    after = max(0.0, sync - max(loop.stream, backward))
+    t["synchronize"] = after
+    # the CPU's lead is gone (completion waited on the CPU): the host tail is exposed
+    t["host tail"] = len(loop.order) * terms.host_tail_per_grad_s + terms.host_tail_fixed_s
+    return backward, after + t["host tail"]

@@ -45,6 +45,26 @@ horovod/torch/optimizer.py)
   of the step's tail (launching the optimizer's kernels, zero_grad, the next batch, the
   first kernels of the next forward) runs while the GPU waits. DDP waits for its
   buckets on the GPU (the work's stream sync), its CPU stays ahead and hides this work.
+- optimizer launches: the host tail's per-gradient part depends on the optimizer's
+  implementation: a loop over parameters (one to three kernel launches each: torch < 2.0,
+  or foreach=False) or torch's multi-tensor `_foreach_*` kernels (a handful of launches
+  for all of them, plus a Python walk over the parameters; the default on CUDA since
+  torch 2.0, torch/optim/optimizer.py `_default_to_fused_or_foreach`), with
+  zero_grad(set_to_none=True) launching nothing (its default since torch 2.0,
+  pytorch/pytorch#92731).
+- pageable input: a batch copied to the device from pageable host memory
+  (DataLoader(pin_memory=False), then .cuda()) goes through a staging buffer, and the
+  CUDA runtime synchronises the stream before such a copy starts ("API synchronization
+  behavior": pageable host-to-device transfers): the CPU waits for the previous step's
+  GPU work, the GPU waits for the copy, at the pageable rate. A script's choice, not a
+  library's; charged to the side whose script does it (published rows' `unpinned`).
+- host jitter: the host work exposed each step (Horovod's host tail and the walk of its
+  last handles; a pageable copy) is done by each rank's CPU while the GPU waits, and a
+  synchronous step waits for the slowest rank's: it is stretched to the expected
+  maximum over N of its distribution (stragglers.py), the OS noise amplification of
+  bulk-synchronous programs (Petrini et al., SC'03; Hoefler et al., SC'10). Work the
+  CPU does ahead of the GPU (DDP's, or Horovod's before synchronize) is absorbed by
+  that lead and is not stretched.
 - CPU lead: a gradient's hook fires when the CPU's autograd engine reaches it, which on
   a GPU is ahead of the GPU computing it (kernel launches return at once). Horovod
   negotiates what the CPU enqueued during a cycle and fuses it into one response, then
@@ -60,7 +80,7 @@ horovod/torch/optimizer.py)
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -121,6 +141,31 @@ TERMS = {t.name: t for t in (
          "horovod/common/ops/gpu_operations.cc FinalizeGPUQueue (async completion off by "
          "default), horovod/torch/optimizer.py step; torch.optim per-parameter kernels; "
          + _ASSUMED, "default range"),
+    Term("host_tail_us_per_grad_foreach", "horovod", 0.5, 3, "µs of CPU per gradient",
+         "with torch's foreach optimizer (the default on CUDA since torch 2.0) the step "
+         "launches a few multi-tensor kernels for all parameters and zero_grad launches "
+         "none: what is left per gradient is the Python walk over the parameters "
+         "(grouping by device and dtype, the handles' grad.set_, p.grad = None)",
+         "torch/optim/optimizer.py _default_to_fused_or_foreach, torch/utils/"
+         "_foreach_utils.py _group_tensors_by_device_and_dtype (torch 2.0); zero_grad "
+         "set_to_none default: pytorch/pytorch#92731; " + _ASSUMED,
+         "default range; --optimizer (project), the `optimizer` column (published rows)"),
+    Term("pageable_h2d_gbps", "both", 4, 12, "GB/s",
+         "an input batch copied from pageable host memory: a host memcpy into a pinned "
+         "staging buffer pipelined with its DMA, after a stream synchronisation",
+         "CUDA runtime API, 'API synchronization behavior' (pageable host-to-device "
+         "copies synchronise the stream); NVIDIA bandwidthTest's pageable figures are "
+         "below the pinned PCIe rate (about 12 GB/s PCIe 3, 25 GB/s PCIe 4) and bounded "
+         "by one thread's memcpy; per PCIe generation below; " + _ASSUMED,
+         "from --intra-node (the GPU's PCIe generation)"),
+    Term("host_jitter", "horovod", 0.04, 0.28, "lognormal sigma of exposed host work "
+         "(and a tail of mean excess 0.06-0.23 of its median)",
+         "the host work a rank does while its GPU waits varies from step to step; the "
+         "step waits for the slowest of N ranks (stragglers.py)",
+         "measured: one-thread CPU work of about 1 ms per step in lock step on the "
+         "H200 device machine's quiet 16-core host (tests/fixtures/stragglers/"
+         "h200_lockstep.json: body sigma 0.04-0.28, tail mean excess 0.06-0.23 of the "
+         "median at 1-12 ranks)", "default range"),
     Term("host_tail_fixed_us", "horovod", 200, 1000, "µs of CPU per step",
          "the rest of the step's host tail: the loop, the next batch to the device, the "
          "first forward launches before the GPU has work again",
@@ -178,6 +223,15 @@ GPU_MEMORY_BW = {
     "pcie4": (900e9, 2039e9, "PCIe 4 nodes: V100 to A100 PCIe (1.9-2 TB/s)"),
     "pcie5": (2000e9, 3350e9, "PCIe 5 nodes: A100 to H100 (2-3.35 TB/s)"),
 }
+# Pageable host-to-device copy rate (bytes/s) by the node's PCIe generation, read from
+# the intra-node link (V100 nodes PCIe 3, A100 PCIe 4, H100 PCIe 5): term
+# pageable_h2d_gbps's range split by generation (assumed, see the term).
+PAGEABLE_H2D = {"nvlink1": (4e9, 8e9), "nvlink2": (4e9, 8e9), "pcie3": (4e9, 8e9),
+                "nvlink3": (6e9, 12e9), "pcie4": (6e9, 12e9),
+                "nvlink4": (8e9, 16e9), "nvlink5": (8e9, 16e9), "pcie5": (8e9, 16e9)}
+HOST_JITTER_SIGMA = (0.04, 0.28)   # h200_lockstep.json, 1-12 ranks (term host_jitter)
+HOST_JITTER_TAIL = (0.06, 0.23)    # mean excess over q90, relative to the median
+OPTIMIZERS = ("foreach", "loop")
 CONTROLLERS = ("mpi", "gloo")
 
 
@@ -201,6 +255,9 @@ class Drawn:
     bucket_view: bool = False
     gpu_ready_wait: bool = True    # Horovod >= 0.23 without timeline (see above)
     wake_s: float = 0.0            # mean wake-up delay of the background thread (issue 51)
+    pageable_bytes_per_s: float = 0.0  # an input copy from pageable memory (issue 51)
+    host_sigma: float = 0.0        # exposed host work's spread (host_jitter)
+    host_tail: float = 0.0         # its tail's mean excess, relative
 
     def negotiation_s(self, devices: int, per_node: int) -> float:
         """One cycle's agreement over the CPU controller among all ranks: the bitwise
@@ -236,17 +293,19 @@ def _u(rng: np.random.Generator, term: str, lo: float | None = None,
 def draw(rng: np.random.Generator, intra: str = "nvlink4", controller: str = "mpi",
          nccl_avg: bool = True, inter: str = "", bucket_view: bool = False,
          contention_scale: float = 1.0, middle: bool = False,
-         gpu_ready_wait: bool = True) -> Drawn:
+         gpu_ready_wait: bool = True, optimizer: str = "loop") -> Drawn:
     """One draw of every term. Always the same number of calls to `rng`, whatever the
     library, so two libraries drawn with the same seed see the same machine (their
     ratio's band then carries only what differs between them). `middle`: every range's
-    midpoint instead of a draw."""
+    midpoint instead of a draw. `optimizer`: "loop" (one kernel launch or more per
+    parameter) or "foreach" (torch's multi-tensor kernels) sets the host tail's
+    per-gradient range."""
     if middle:
         rng = _Middle()  # type: ignore[assignment]
     lo_bw, hi_bw, _ = GPU_MEMORY_BW.get(intra, (300e9, 3350e9, ""))
     fast, tcp = _u(rng, "host_hop_fast_us") * 1e-6, _u(rng, "host_hop_tcp_us") * 1e-6
     rdma = inter.startswith(("ib-", "roce-"))
-    return Drawn(
+    d = Drawn(
         contention=_u(rng, "contention") * contention_scale,
         ddp_launch_s=_u(rng, "ddp_launch_us") * 1e-6,
         horovod_launch_s=_u(rng, "horovod_launch_us") * 1e-6,
@@ -257,11 +316,19 @@ def draw(rng: np.random.Generator, intra: str = "nvlink4", controller: str = "mp
         copy_bytes_per_s=float(rng.uniform(lo_bw, hi_bw)) * _u(rng, "copy_efficiency"),
         cpu_per_grad_s=_u(rng, "cpu_us_per_grad") * 1e-6,
         cpu_fwd_per_grad_s=_u(rng, "cpu_fwd_us_per_grad") * 1e-6,
-        host_tail_per_grad_s=_u(rng, "host_tail_us_per_grad") * 1e-6,
+        host_tail_per_grad_s=_u(rng, "host_tail_us_per_grad") * 1e-6,  # loop; foreach below
         host_tail_fixed_s=_u(rng, "host_tail_fixed_us") * 1e-6,
         controller=controller, nccl_avg=nccl_avg, bucket_view=bucket_view,
         gpu_ready_wait=gpu_ready_wait,
         wake_s=_u(rng, "cycle_wake_us") * 1e-6)  # last: earlier draws stay as they were
+    # issue 51's second round, drawn after every earlier term (their draws unchanged)
+    foreach = _u(rng, "host_tail_us_per_grad_foreach") * 1e-6
+    lo_p, hi_p = PAGEABLE_H2D.get(intra, (4e9, 12e9))
+    return replace(
+        d, host_tail_per_grad_s=foreach if optimizer == "foreach" else d.host_tail_per_grad_s,
+        pageable_bytes_per_s=float(rng.uniform(lo_p, hi_p)),
+        host_sigma=float(rng.uniform(*HOST_JITTER_SIGMA)),
+        host_tail=float(rng.uniform(*HOST_JITTER_TAIL)))
 
 
 class _Middle:

@@ -156,10 +156,11 @@ def test_validation_out_of_sample_meets_its_error_and_coverage_goals():
     assert max(s["median_abs_error"].values()) <= against_published.GOAL, validation.goals_line(s)
     assert s["coverage"] >= against_published.GOAL_COVERAGE, validation.goals_line(s)
     # the projected ratios' measurement bands hold the published ratios; the verdict
-    # agreement goal itself is not met (docs/projection.md: Puhti's rows stay
+    # agreement goal itself is not met (docs/projection.md: Puhti's 2023 rows stay
     # inconclusive, three of Bagua's contradict each other); what it reaches is held
+    # (issue 51's second round: 61%, 14 firm and agreeing, Puhti 2022 among them)
     assert s["ratio_coverage"] >= against_published.GOAL_COVERAGE, validation.goals_line(s)
-    assert s["verdict_agreement"] >= 0.5 and s["firm_agree"] >= 12, validation.goals_line(s)
+    assert s["verdict_agreement"] >= 0.6 and s["firm_agree"] >= 14, validation.goals_line(s)
 
 
 def test_every_head_to_head_row_reports_both_errors_and_a_verdict():
@@ -181,7 +182,8 @@ def test_repeats_of_a_configuration_judge_its_published_verdict():
     assert len(bagua) == 3 and len({r.config for r in bagua}) == 1
     assert all(r.config_verdict == against_published.CONTRADICTORY for r in bagua)
     mahti = [r for r in rows.values() if r.id.startswith("csc-mahti")]
-    assert len({r.config for r in mahti}) == 1
+    # two configurations: torch 1.11's optimizer loop (2022), torch 2.0's foreach (2023)
+    assert len({r.config for r in mahti}) == 2
     assert {r.config_verdict for r in mahti} == {"faster (ddp)"}
 
 
