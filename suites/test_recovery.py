@@ -160,9 +160,9 @@ def test_recovery(benchmark, suite, plugin, recovery_case, tmp_path):
     if plugin.env.world_size != 1:
         pytest.skip("the recovery suite starts its own elastic job: run it in one process "
                     "(pytest suites/test_recovery.py, no launcher)")
-    avail = registry.availability(backend)
-    if not avail:
-        pytest.skip(f"{backend}: {avail.reason}")
+    why = suite.plan.why_not(backend)  # judged once, in the cell's plan (cell_plan.py)
+    if why:
+        pytest.skip(f"{backend}: {why}")
     path = PATHS[path_name]
     for avail in (launchers.available(path.launcher), path.available()):
         if not avail:

@@ -53,11 +53,19 @@ def create(name: str, options: BackendOptions | None = None, env=None) -> "Backe
     return get(name)(options, env)
 
 
-def availability(name: str) -> Availability:
+def judge(name: str, launch=None, options: BackendOptions | None = None,
+          compile: str = "eager", cuda: bool | None = None) -> Availability:
+    """Backend `name`'s one judgement (Backend.judge): whether it can run here, under
+    `launch`, with `options`, in compile mode `compile`; if not, why (one line)."""
     try:
-        return get(name).availability()
+        return get(name).judge(launch, options, compile, cuda)
     except ImportError as exc:  # a backend module whose own imports fail
         return Availability(False, f"cannot import: {exc}")
+
+
+def availability(name: str) -> Availability:
+    """Whether backend `name` is installed and usable here (judge, nothing else asked)."""
+    return judge(name)
 
 
 def doctor_lines() -> list[str]:

@@ -40,8 +40,10 @@ import torch
 from hvd_vs_ddp.backends import catalog, compile_support, registry
 from hvd_vs_ddp.backends.launchers import ONE_HOST_LAUNCHERS, matrix_launchers
 from hvd_vs_ddp.common.errors import InputError, UnknownName
+from hvd_vs_ddp.harness import cell_plan
+from hvd_vs_ddp.harness.cell_plan import CellPlan
 from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
-from hvd_vs_ddp.harness.options import SUITES, SuiteOptions
+from hvd_vs_ddp.harness.options import SUITES, SuiteOptions, split_argv
 from hvd_vs_ddp.harness.pytest_args import CELL_PLUGINS
 from hvd_vs_ddp.results_schema.kinds.training import INPUT_MODES
 from hvd_vs_ddp.workloads.external import slug as workload_slug
@@ -410,27 +412,62 @@ def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
     return out
 
 
-def pytest_argv(cell: Cell, preset: Preset, json_path: str,
-                workloads: list[str] | None = None, run_dir: str | None = None) -> list[str]:
-    """Arguments after `python` for the cell's pytest run; `run_dir`: the run directory
-    the cell writes into (its outputs may go only there: hvd_vs_ddp/common/outputs.py)."""
-    backend = cell.backend if cell.backend != COMPUTE_ONLY else catalog.reference()
-    opts = preset.options.replace(backends=(backend,), knob_set=cell.knob_set,
-                                  workloads=(cell.workload,) if cell.workload
-                                  else tuple(workloads or preset.workloads), run_dir=run_dir,
-                                  input=(cell.input,))
+def cell_options(cell: Cell, preset: Preset, workloads: list[str] | None = None,
+                 run_dir: str | None = None, json_path: str | None = None) -> SuiteOptions:
+    """The suites' options of one cell, built in one step (so each workload spec is
+    resolved once): the preset's, the cell's own choices (its backend, knob set,
+    workloads, input; a timeline twin's rounds, a compiling set's cache, a recovery
+    cell's world size), then the cell's own arguments (--suite-args, autotune), which
+    win as they did when they came last on its command line. `run_dir`: the run
+    directory the cell writes into (its outputs may go only there:
+    hvd_vs_ddp/common/outputs.py); without it, the one above `json_path`'s folder."""
+    given, _rest = split_argv(cell.pytest_args)
+    base = preset.options
+    changes: dict = {
+        "backends": (cell.backend if cell.backend != COMPUTE_ONLY else catalog.reference(),),
+        "knob_set": cell.knob_set, "run_dir": run_dir, "input": (cell.input,),
+        "workloads": ((cell.workload,) if cell.workload
+                      else tuple(workloads or preset.workloads))}
     if "timeline" in cell.suites:
-        opts = opts.replace(horovod_timeline="auto",
-                            rounds=min(TIMELINE_ROUNDS, opts.rounds))
+        changes.update(horovod_timeline="auto", rounds=min(TIMELINE_ROUNDS, base.rounds))
     if by_name(cell.knob_set).compile != "eager":  # cold in its first repetition, then warm
-        opts = opts.replace(compile_cache=str(Path(json_path).resolve().parent.parent
-                                              / COMPILE_CACHE / cell.id))
+        root = Path(run_dir) if run_dir else Path(json_path or ".").resolve().parent.parent
+        changes["compile_cache"] = str(root / COMPILE_CACHE / cell.id)
     if "recovery" in cell.suites:
-        opts = opts.replace(recovery_world_size=cell.world_size,
-                            recovery_workload=cell.workload or opts.workloads[0])
+        changes.update(recovery_world_size=cell.world_size,
+                       recovery_workload=cell.workload or changes["workloads"][0])
+    return base.replace(**{**changes, **given})
+
+
+def plan(cell: Cell, opts: SuiteOptions, hosts: str | None = None,
+         time_limit_s: float | None = None) -> CellPlan:
+    """The cell's plan (hvd_vs_ddp/harness/cell_plan.py), judged once before its ranks
+    start: its backend under its launcher and world size (a cell that starts its own job,
+    the recovery suite, is judged installed only), each knob set's options and compile
+    mode, and where each rank runs."""
+    from hvd_vs_ddp.backends.env import LauncherEnv
+    from hvd_vs_ddp.backends.launchers import parse_hosts
+
+    launcher, nprocs = launch_as(cell)
+    launch = None
+    if (launcher, nprocs) == (cell.launcher, cell.world_size):
+        per_host = ranks_per_host(cell.launcher, cell.world_size, hosts)
+        launch = LauncherEnv(cell.launcher, 0, cell.world_size, 0, per_host, 0)
+    spread = parse_hosts(hosts) if hosts and cell.launcher not in ONE_HOST_LAUNCHERS \
+        else None
+    return cell_plan.build(opts, launch, cell=cell.id, launcher=cell.launcher,
+                           world_size=cell.world_size, suites=cell.suites, hosts=spread,
+                           gpus=_gpus(), time_limit_s=time_limit_s)
+
+
+def pytest_argv(cell: Cell, plan_file: str, json_path: str) -> list[str]:
+    """Arguments after `python` for the cell's pytest run: its suites, its plan (which
+    holds its options, hvd_vs_ddp/harness/cell_plan.py) and the pytest arguments of its
+    own that are not the suites' options."""
+    _given, rest = split_argv(cell.pytest_args)
     return ["-m", "pytest", *CELL_PLUGINS, *(SUITES[s] for s in cell.suites),
-            "-p", "no:cacheprovider",
-            "-q", *opts.to_argv(), *cell.pytest_args, "--benchmark-json", json_path]
+            "-p", "no:cacheprovider", "-q", cell_plan.OPTION, plan_file, *rest,
+            "--benchmark-json", json_path]
 
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # judged whole: fullmatch
