@@ -1,4 +1,5 @@
-"""Backend names -> backend classes (their behaviour; what they are is in catalog.py).
+"""Backend names -> backend classes (their behaviour; what they are is in catalog.py,
+whose rows name their classes: `impl`), and each backend's one judgement (`judge`).
 
 Classes are imported lazily, so a missing Horovod or mpi4py only matters to the
 backends that need it, and this module is torch-free until a class is asked for. An
@@ -19,16 +20,8 @@ from hvd_vs_ddp.common.errors import UnknownName
 if TYPE_CHECKING:
     from hvd_vs_ddp.backends.base import Backend
 
-_BACKENDS: dict[str, str] = {
-    "single": "hvd_vs_ddp.backends.local:SingleBackend",
-    "dp": "hvd_vs_ddp.backends.local:DataParallelBackend",
-    "ddp-gloo": "hvd_vs_ddp.backends.ddp:DDPGlooBackend",
-    "ddp-nccl": "hvd_vs_ddp.backends.ddp:DDPNCCLBackend",
-    "ddp-mpi": "hvd_vs_ddp.backends.ddp:DDPMPIBackend",
-    "horovod": "hvd_vs_ddp.backends.horovod:HorovodBackend",
-    "fsdp": "hvd_vs_ddp.backends.sharded:FSDPBackend",
-    "zero": "hvd_vs_ddp.backends.sharded:ZeroBackend",
-}
+# name -> "module:Class", from each backend's catalog row (its one declaration)
+_BACKENDS: dict[str, str] = {name: row.impl for name, row in catalog.CATALOG.items()}
 
 
 def names() -> list[str]:

@@ -261,7 +261,7 @@ def cells(preset: Preset, backends: list[str] | None = None,
             if n == 1 and not (preset.all_at_one or backends or backend in BASELINES):
                 continue  # the quick preset: only the reference at one rank
             launchers_ = ("single",) if n == 1 else () if backend in BASELINES \
-                else matrix_launchers(backend, caps.requires)
+                else matrix_launchers(backend, caps.requires, caps.launchers)
             if backends and preset.launchers and n > 1 and launchers_ \
                     and not set(launchers_) & set(preset.launchers):
                 raise MatrixError(  # asked for by name: never left out without a word
