@@ -40,7 +40,7 @@ JUDGES = {
     "compile_refusal", "torch_refusal",
     # the matrix's and the run request's filters
     "_fits_here", "_gpus_short", "gpu_refusal", "_refused", "_runnable",
-    "_check_torch_compiles",
+    "_check_torch_compiles", "knob_refusal",
 }
 # generic names, counted only on the modules that judge with them
 QUALIFIED = {("compile_support", "refusal"), ("catalog", "conflict"), ("launchers", "fit"),

@@ -47,11 +47,12 @@ def create(name: str, options: BackendOptions | None = None, env=None) -> "Backe
 
 
 def judge(name: str, launch=None, options: BackendOptions | None = None,
-          compile: str = "eager", cuda: bool | None = None) -> Availability:
+          compile: str = "eager", cuda: bool | None = None,
+          installed: bool = True) -> Availability:
     """Backend `name`'s one judgement (Backend.judge): whether it can run here, under
     `launch`, with `options`, in compile mode `compile`; if not, why (one line)."""
     try:
-        return get(name).judge(launch, options, compile, cuda)
+        return get(name).judge(launch, options, compile, cuda, installed)
     except ImportError as exc:  # a backend module whose own imports fail
         return Availability(False, f"cannot import: {exc}")
 

@@ -283,11 +283,10 @@ def cells(preset: Preset, backends: list[str] | None = None,
                         out.extend(tuning_cells(backend, launcher, n, suites,
                                                 by_name(knob), workloads))
                         continue
-                    if catalog.conflict(backend, by_name(knob).backend_options(),
-                                        on_gpu=gpus > 0):
-                        continue  # a knob this backend has no equivalent of (fsdp)
-                    if _refused(backend, by_name(knob), refused):
-                        continue  # a compile mode it cannot honour (Horovod's autograd)
+                    why = knob_refusal(backend, by_name(knob))
+                    if why:  # a knob it has no equivalent of (fsdp), a compile mode it
+                        refused[backend] = f"knob set {knob}: {why}"  # cannot honour
+                        continue
                     out.append(Cell(backend, launcher, n, suites, knob_set=knob))
                     if "timeline" in caps.instruments and n > 1 and preset.timeline \
                             and "throughput" in suites and (
@@ -338,13 +337,13 @@ def _check_torch_compiles(knob_sets: list[KnobSet], gpus: int) -> None:
             raise MatrixError(f"knob set {k.name}: compile mode {k.compile} refused: {why}")
 
 
-def _refused(backend: str, knob: KnobSet, refused: dict[str, str]) -> bool:
-    """Whether `backend` cannot honour the knob set's compile mode (noted in `refused`)."""
-    why = compile_support.refusal(registry.get(backend), knob.compile,
-                                  knob.backend_options())
-    if why:
-        refused[backend] = f"knob set {knob.name}: {why}"
-    return why is not None
+def knob_refusal(backend: str, knob: KnobSet) -> str | None:
+    """Why `backend` cannot run knob set `knob` (its options, its compile mode), by the
+    backend's one judgement (Backend.judge), installed here or not (the run request
+    leaves out, or refuses, a backend missing here)."""
+    verdict = registry.judge(backend, None, knob.backend_options(), knob.compile,
+                             installed=False)
+    return None if verdict else verdict.reason
 
 
 def recovery_cells(preset: Preset, backends: tuple[str, ...],
@@ -396,10 +395,10 @@ def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
     """A library's own knob set: only for that library's backends; Horovod autotune is
     one cell per workload (Horovod reads it once per process), each followed by the
     autotuned cell that reads what it chose, and the hierarchical set needs > 1 host.
-    A set the backend cannot honour (option_conflict: PowerSGD over Gloo) gets no cell."""
+    A set the backend cannot honour (knob_refusal: PowerSGD over Gloo) gets no cell."""
     if not knob.applies_to(backend) or knob.hierarchical:
         return []
-    if catalog.conflict(backend, knob.backend_options(), on_gpu=_gpus() > 0):
+    if knob_refusal(backend, knob):
         return []
     if not (knob.autotune or knob.autotuned):
         return [Cell(backend, launcher, n, suites, knob_set=knob.name)]
