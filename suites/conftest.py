@@ -63,6 +63,8 @@ def pytest_configure(config: pytest.Config) -> None:
     try:  # a cell of `hvd-vs-ddp run`: its plan, judged before its ranks started; a
         # plain session: its options (the plan is built below, once the ranks can agree)
         planned = config.getoption("cell_plan")
+        if planned:
+            cell_plan.refuse_options_beside(planned, config.getoption)
         judged = cell_plan.read(planned) if planned else None
         opts = judged.options if judged else options.from_pytest(config)
     except InputError as exc:

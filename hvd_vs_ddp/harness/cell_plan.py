@@ -212,6 +212,18 @@ def read(file: str | Path) -> CellPlan:
         raise InputError(f"{OPTION} {file}: {exc}") from None
 
 
+def refuse_options_beside(file: str, getoption: Callable[[str], Any]) -> None:
+    """A pytest given --cell-plan takes every suite option from the plan: one given on its
+    command line too would be ignored, so it is refused (InputError, one line)."""
+    from hvd_vs_ddp.harness import options
+
+    given = [flag for flag, kwargs in options._declarations()
+             if getoption(kwargs["dest"]) not in (kwargs["default"], None, [])]
+    if given:
+        raise InputError(f"{OPTION} {file}: {', '.join(given)} given too; a cell's plan holds "
+                         "every suite option (drop them, or drop --cell-plan)")
+
+
 def add_to_pytest(parser: Any) -> None:
     """The suites' --cell-plan option (suites/conftest.py's pytest_addoption)."""
     parser.getgroup("hvd-vs-ddp suites").addoption(

@@ -116,6 +116,17 @@ def test_a_missing_or_foreign_plan_is_one_line(tmp_path):
         cell_plan.read(tmp_path / "x.json")
 
 
+def test_suite_options_beside_a_plan_are_refused_in_one_line():
+    from hvd_vs_ddp.harness import options
+
+    defaults = {kw["dest"]: kw["default"] for _, kw in options._declarations()}
+    cell_plan.refuse_options_beside("p.json", defaults.get)  # nothing given: fine
+    given = {**defaults, "rounds": 7, "workloads": "mlp"}
+    with pytest.raises(InputError, match=r"--cell-plan p.json: --workloads, --rounds given "
+                                         r"too; a cell's plan holds every suite option"):
+        cell_plan.refuse_options_beside("p.json", given.get)
+
+
 def test_a_ranks_pytest_takes_its_options_from_the_plan_and_judges_nothing(tmp_path):
     """A real pytest (its own option parsing and the suites' conftest are the subject):
     with --cell-plan it collects the plan's cells, and a workload the plan names but
