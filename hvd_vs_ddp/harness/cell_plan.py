@@ -74,6 +74,7 @@ class CellPlan:
     unfit: Mapping[str, str] = field(default_factory=dict)      # backend -> why not
     refusals: Mapping[str, str] = field(default_factory=dict)   # "backend knob" -> why
     time_limit_s: float | None = None   # the cell's wall-clock limit (the runner's)
+    paths: Mapping[str, str] = field(default_factory=dict)  # elastic path -> why not here
 
     # -- what the suites ask ----------------------------------------------
     def why_not(self, backend: str) -> str | None:
@@ -83,6 +84,11 @@ class CellPlan:
     def refusal(self, backend: str, knob: str) -> str | None:
         """Why `backend` cannot run knob set `knob` (its options, its compile mode)."""
         return self.unfit.get(backend) or self.refusals.get(_key(backend, knob))
+
+    def path_missing(self, path: str) -> str | None:
+        """Why elastic path `path` (the recovery suite's) cannot run here: its launcher,
+        its package or tools missing; None where it can."""
+        return self.paths.get(path)
 
     # -- the file ---------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -95,7 +101,7 @@ class CellPlan:
                 "suites": list(self.suites), "knob_sets": list(self.knob_sets),
                 "compile_modes": list(self.compile_modes), "inputs": list(self.inputs),
                 "options": opts, "unfit": dict(self.unfit), "refusals": dict(self.refusals),
-                "time_limit_s": self.time_limit_s}
+                "paths": dict(self.paths), "time_limit_s": self.time_limit_s}
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> "CellPlan":
@@ -110,7 +116,8 @@ class CellPlan:
                    suites=tuple(doc["suites"]), knob_sets=tuple(doc["knob_sets"]),
                    compile_modes=tuple(doc["compile_modes"]), inputs=tuple(doc["inputs"]),
                    options=_trusted(doc["options"]), unfit=dict(doc["unfit"]),
-                   refusals=dict(doc["refusals"]), time_limit_s=doc.get("time_limit_s"))
+                   refusals=dict(doc["refusals"]), paths=dict(doc.get("paths", {})),
+                   time_limit_s=doc.get("time_limit_s"))
 
 
 def _jsonable(value: Any) -> Any:
@@ -152,13 +159,31 @@ def build(options: SuiteOptions, launch: LauncherEnv | None, *, cell: str = "",
                 options.collective_timeout), knob.compile)
             if not said:
                 refusals[_key(backend, knob.name)] = said.reason
+    recovers = not suites or "recovery" in suites  # a session: whatever it collects
     return CellPlan(cell=cell, backends=tuple(options.backends), launcher=launcher,
                     world_size=world_size,
                     placement=_placement(hosts, world_size, gpus), suites=tuple(suites),
                     knob_sets=tuple(k.name for k in sets),
                     compile_modes=tuple(k.compile for k in sets),
                     inputs=tuple(options.input), options=options, unfit=unfit,
-                    refusals=refusals, time_limit_s=time_limit_s)
+                    refusals=refusals, time_limit_s=time_limit_s,
+                    paths=_elastic_paths(options.backends) if recovers else {})
+
+
+def _elastic_paths(backends: tuple[str, ...]) -> dict[str, str]:
+    """Why each elastic path of these backends cannot run here (the recovery suite's
+    trials: hvd_vs_ddp/recovery/plan.py), judged like the backends: once."""
+    from hvd_vs_ddp.backends import catalog, launchers
+    from hvd_vs_ddp.recovery.plan import PATHS
+
+    out: dict[str, str] = {}
+    for name in dict.fromkeys(p for b in backends for p in catalog.get(b).elastic):
+        path = PATHS[name]
+        for avail in (launchers.available(path.launcher), path.available()):
+            if not avail:
+                out[name] = avail.reason
+                break
+    return out
 
 
 def _placement(hosts: list[tuple[str, int]] | None, world_size: int, gpus: int

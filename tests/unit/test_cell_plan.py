@@ -116,6 +116,22 @@ def test_a_missing_or_foreign_plan_is_one_line(tmp_path):
         cell_plan.read(tmp_path / "x.json")
 
 
+def test_a_recovery_cell_judges_its_elastic_paths_once(monkeypatch):
+    """What the recovery suite asked in its process (the path's launcher, package and
+    tools) is in the plan of a cell that runs it, and only there."""
+    import dataclasses
+
+    from hvd_vs_ddp.recovery import plan as recovery
+
+    opts = SuiteOptions(backends=("ddp-gloo", "horovod"), workloads=("mlp",))
+    monkeypatch.setitem(recovery.PATHS, "torchft", dataclasses.replace(
+        recovery.PATHS["torchft"], tools=("no-such-lighthouse",)))
+    plan = cell_plan.build(opts, None, suites=("recovery",))
+    assert plan.path_missing("torchft").startswith("no-such-lighthouse not installed")
+    assert plan.path_missing("torchrun-elastic") is None
+    assert cell_plan.build(opts, None, suites=("throughput",)).paths == {}
+
+
 def test_suite_options_beside_a_plan_are_refused_in_one_line():
     from hvd_vs_ddp.harness import options
 
