@@ -1,11 +1,13 @@
 """Runs a comparison matrix cell by cell into a fresh run directory.
 
 Each cell is a pytest run of the suites under its launcher, with a time limit;
-rank 0 writes the cell's pytest-benchmark JSON to cells/<id>.json and the
-combined output goes to logs/<id>.log. The manifest (command, versions,
-hardware, git commit, start and end, every cell's status) is rewritten
-atomically after every cell, so an interrupted run leaves every finished cell
-readable and the manifest marked incomplete. A failed cell is recorded with its
+before it starts, the runner judges the cell once into its plan
+(hvd_vs_ddp/harness/cell_plan.py: options, verdicts, placement), written beside its
+results, which its ranks read instead of judging again; rank 0 writes the cell's
+pytest-benchmark JSON to cells/<id>.json and the combined output goes to logs/<id>.log.
+The manifest (command, versions, hardware, git commit, start and end, every cell's
+status) is rewritten atomically after every cell, so an interrupted run leaves every
+finished cell readable and the manifest marked incomplete. A failed cell is recorded with its
 error and the next cell runs. `--resume RUN_DIR` reruns only unfinished or
 failed cells (repetitions), and first re-checks every passed one against the sizes and
 sha256 digests the run recorded for its files (hvd_vs_ddp/cli/resume_check.py): a
