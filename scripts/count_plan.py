@@ -10,8 +10,8 @@ It prints:
 1. judgement call sites: calls (AST) of the functions that answer "can this backend run
    (here, under this launcher, with these options, in this compile mode)?" in
    hvd_vs_ddp/ and suites/, outside hvd_vs_ddp/backends/ (where each backend's one
-   judgement lives), by file; then those on a rank's path (suites/, harness/,
-   workloads/). The names: JUDGES below (the seven hooks of `Backend` and `X.judge`,
+   judgement lives), by file; then those in the suites (suites/: every rank, test by
+   test). The names: JUDGES below (the seven hooks of `Backend` and `X.judge`,
    the compile checks, the matrix's and the run request's filters) and QUALIFIED
    (catalog.conflict, launchers.fit, launchers.available, compile_support.refusal);
    not the report's statistical verdicts (verdicts.judge, a bare judge()).
@@ -77,7 +77,8 @@ def judgement_sites(root: Path) -> Counter[str]:
 
 
 def _rank_path(rel: str) -> bool:
-    return rel.startswith(("suites/", "hvd_vs_ddp/harness/", "hvd_vs_ddp/workloads/"))
+    """The suites: what every rank runs, test by test."""
+    return rel.startswith("suites/")
 
 
 def resolutions(root: Path) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -159,7 +160,7 @@ def main(argv: list[str]) -> int:
           f"{len(sites)} files")
     for f, n in sorted(sites.items()):
         print(f"     {n:3d}  {f}")
-    print(f"   of them on a rank's path (suites/, harness/, workloads/): "
+    print(f"   of them in the suites (suites/: every rank, test by test): "
           f"{sum(on_rank.values())} in {len(on_rank)} files")
     parent, rank = resolutions(root)
     print("2. one cell (compile preset, Horovod timeline cell, np2): workload specs resolved "
