@@ -193,6 +193,8 @@ class SuiteOptions:
                                  "fail or never end in every cell)")
             kind = meta.get("csv") or meta.get("names")
             if kind == "workload":
+                if f.name in ("workloads", "recovery_workload"):
+                    continue  # resolved above, once, into their canonical form
                 for name in (value if isinstance(value, tuple) else (value,)):
                     # a name or a spec: it must resolve (import) here
                     workloads.resolve(name)
