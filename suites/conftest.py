@@ -27,6 +27,7 @@ import pytest
 import torch
 
 from hvd_vs_ddp.backends import catalog, registry
+from hvd_vs_ddp.backends.base import BackendUnavailable
 from hvd_vs_ddp.backends.env import detect
 from hvd_vs_ddp.backends.options import BackendOptions
 from hvd_vs_ddp.common import outputs
@@ -34,6 +35,7 @@ from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.log import configure as configure_logging
 from hvd_vs_ddp.common.run_folder import check_output
 from hvd_vs_ddp.harness import (
+    cell_plan,
     collective_pytest,
     horovod_timeline,
     options,
@@ -53,13 +55,19 @@ from hvd_vs_ddp.workloads import registry as workload_registry
 def pytest_addoption(parser: pytest.Parser) -> None:
     collective_pytest.addoption(parser)
     options.add_to_pytest(parser)
+    cell_plan.add_to_pytest(parser)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
     startup.mark()
-    try:
-        opts = options.from_pytest(config)
+    try:  # a cell of `hvd-vs-ddp run`: its plan, judged before its ranks started; a
+        # plain session: its options (the plan is built below, once the ranks can agree)
+        planned = config.getoption("cell_plan")
+        if planned:
+            cell_plan.refuse_options_beside(planned, config.getoption)
+        judged = cell_plan.read(planned) if planned else None
+        opts = judged.options if judged else options.from_pytest(config)
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
     configure_logging()  # the project logger's records (e.g. threads warnings) to stderr
@@ -88,12 +96,17 @@ def pytest_configure(config: pytest.Config) -> None:
     if timeline:
         horovod_timeline.enable(timeline[0])
     plugin = collective_pytest.register(config)
+    if judged is None:  # the same judgement the runner makes, once, agreed across ranks
+        judged = cell_plan.for_session(opts, plugin.env, plugin.coord.gather,
+                                     gpus=torch.cuda.device_count()
+                                     if torch.cuda.is_available() else 0)
     # Every rank the same intra-op threads, whatever the launcher set (harness/threads.py).
     plan = threads.decide(plugin.env.local_size, opts.threads,
                           threads.loader_workers(opts.knob_set), torch.cuda.is_available())
     threads.apply(plan)
     suite_run.store(config, SuiteRun(
-        options=opts, plugin=plugin, results_json=json_path,  # autotune logs go beside it
+        options=opts, plugin=plugin, plan=judged,
+        results_json=json_path,  # autotune logs go beside it
         timeline=timeline[0] if timeline else None,
         timeline_ref=timeline[1] if timeline else None,
         profile_at=profiling.folder_and_stem(json_path),  # --profile-steps traces
@@ -177,17 +190,15 @@ def open_backend(suite, plugin):
     def _open(name: str, options: BackendOptions | None = None):
         if name not in suite.backends:
             pytest.skip(f"{name}: not selected (--backends)")
-        cls = registry.get(name)
-        avail = registry.availability(name)
-        fit = cls.launch_fit(plugin.env) if avail else avail
-        verdicts = plugin.coord.gather([bool(avail and fit), (fit.reason if avail else
-                                                               avail.reason)],
-                                       f"{name} availability")
-        bad = [(r, why) for r, (ok, why) in enumerate(verdicts) if not ok]
-        if bad:
-            pytest.skip(f"{name}: {bad[0][1]}")
+        why = suite.plan.why_not(name)  # judged once, for every rank alike (cell_plan)
+        if why:
+            pytest.skip(f"{name}: {why}")
         opts = options or BackendOptions(timeout_s=suite.options.collective_timeout)
-        backend = registry.create(name, opts, env=plugin.env).setup()
+        backend = registry.create(name, opts, env=plugin.env)
+        try:
+            backend.setup(judged=True)
+        except BackendUnavailable as exc:  # what this process fixed (Horovod's settings
+            pytest.skip(str(exc))          # at its start): the same on every rank
         opened.append(backend)
         return backend
 

@@ -34,7 +34,6 @@ import numpy as np
 import pytest
 
 from hvd_vs_ddp.backends import catalog, registry
-from hvd_vs_ddp.backends.compile_support import refusal as compile_refusal
 from hvd_vs_ddp.backends.env import SINGLE
 from hvd_vs_ddp.backends.local import SingleBackend
 from hvd_vs_ddp.backends.options import BackendOptions
@@ -173,8 +172,8 @@ def test_compiled_matches_eager(suite, plugin, open_backend, make_workload, comp
     name, workload_name, knobs = compiled_cell
     steps = suite.options.convergence_steps
     options = knobs.backend_options(suite.options.collective_timeout)
-    refused = compile_refusal(registry.get(name), knobs.compile, options)
-    if refused:  # every rank decides alike: the class's declaration and this torch
+    refused = suite.plan.refusal(name, knobs.name)  # judged once (cell_plan.py)
+    if refused:  # every rank alike: the class's declaration and this torch
         pytest.skip(f"{name}: {refused}")
     backend = open_backend(name, options)
     workload = make_workload(workload_name)

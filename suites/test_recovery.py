@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 import torch
 
-from hvd_vs_ddp.backends import launchers, registry
+from hvd_vs_ddp.backends import registry
 from hvd_vs_ddp.harness import suite_run
 from hvd_vs_ddp.harness.suite_run import SuiteRun
 from hvd_vs_ddp.recovery.driver import run_trial
@@ -160,13 +160,13 @@ def test_recovery(benchmark, suite, plugin, recovery_case, tmp_path):
     if plugin.env.world_size != 1:
         pytest.skip("the recovery suite starts its own elastic job: run it in one process "
                     "(pytest suites/test_recovery.py, no launcher)")
-    avail = registry.availability(backend)
-    if not avail:
-        pytest.skip(f"{backend}: {avail.reason}")
+    why = suite.plan.why_not(backend)  # judged once, in the cell's plan (cell_plan.py)
+    if why:
+        pytest.skip(f"{backend}: {why}")
     path = PATHS[path_name]
-    for avail in (launchers.available(path.launcher), path.available()):
-        if not avail:
-            pytest.skip(f"{path.name}: {avail.reason}")
+    missing = suite.plan.path_missing(path_name)  # its launcher, package, tools
+    if missing:
+        pytest.skip(f"{path.name}: {missing}")
     limit = suite.options.recovery_time_limit
     owner = Path(suite.options.run_dir) if suite.options.run_dir else None
     plan = _plan(suite, backend, path_name, checkpoint)

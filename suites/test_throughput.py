@@ -34,8 +34,7 @@ import numpy as np
 import pytest
 import torch
 
-from hvd_vs_ddp.backends import catalog, placement, registry
-from hvd_vs_ddp.backends.compile_support import refusal as compile_refusal
+from hvd_vs_ddp.backends import catalog, placement
 from hvd_vs_ddp.backends.env import SINGLE
 from hvd_vs_ddp.backends.held_bytes import held_bytes
 from hvd_vs_ddp.common.errors import InputError
@@ -166,15 +165,14 @@ def test_throughput(benchmark, suite, plugin, open_backend, make_workload, throu
         pytest.skip(f"{name}: knob set {knobs.name} tunes {knobs.side} only")
     if knobs.hierarchical and plugin.env.local_size == plugin.env.world_size:
         pytest.skip(f"knob set {knobs.name}: hierarchical allreduce needs more than one host")
-    options = knobs.backend_options(suite.options.collective_timeout,
-                                    *tuning.autotune_inputs(suite, knobs, workload_name))
-    # what the backend's declaration does not honour, what this job already fixed
-    # (Horovod's settings at its start), or a compile mode it cannot honour: the same on
-    # every rank, so a collective skip
-    conflict = (registry.get(name).option_conflict(options)
-                or compile_refusal(registry.get(name), knobs.compile, options))
+    # what the backend cannot run under this launch, or its declaration does not honour,
+    # or a compile mode it cannot honour: judged once in the cell's plan
+    # (hvd_vs_ddp/harness/cell_plan.py), the same on every rank, so a collective skip
+    conflict = suite.plan.refusal(name, knobs.name)
     if conflict:
         pytest.skip(f"{name}: {conflict}")
+    options = knobs.backend_options(suite.options.collective_timeout,
+                                    *tuning.autotune_inputs(suite, knobs, workload_name))
     workload = make_workload(workload_name)
     config = _train_config(knobs, suite.options, mode, workload)
     backend = open_backend(name, options)

@@ -20,7 +20,7 @@ from typing import Any, Callable, ClassVar, Iterator
 
 import torch
 
-from hvd_vs_ddp.backends import catalog, launchers, placement
+from hvd_vs_ddp.backends import catalog, compile_support, launchers, placement
 from hvd_vs_ddp.backends.catalog import Capabilities
 from hvd_vs_ddp.backends.env import LauncherEnv, detect
 from hvd_vs_ddp.backends.options import COMPRESSIONS, BackendOptions
@@ -55,13 +55,47 @@ class Backend(abc.ABC):
         self.env = env or detect()
         self.device = torch.device("cpu")
         self.placement: placement.Placement | None = None  # set by setup (_pick_device)
+        self.judged = False  # set by setup: its cell's plan judged it (compile modes too)
         self._ready = False
 
     # -- can it run here? ------------------------------------------------
+    # One judgement (`judge`); the four classmethods under it are its parts, each one a
+    # backend overrides where it differs: installed here (`availability`), started by a
+    # launcher that fits (`launch_fit`), the options honoured (`option_conflict`: the
+    # catalog row, then what this process already fixed), the compile mode with those
+    # options (`compile_conflict`, asked by compile_support.refusal). Nothing outside
+    # hvd_vs_ddp/backends/ calls the parts: the matrix, the run request, the cell plan
+    # (hvd_vs_ddp/harness/cell_plan.py) and setup ask `judge`.
+    @classmethod
+    def judge(cls, launch: LauncherEnv | None = None,
+              options: BackendOptions | None = None, compile: str = "eager",
+              cuda: bool | None = None, installed: bool = True) -> Availability:
+        """Whether this backend can run here, started as `launch` (None: not asked), with
+        `options` (None: not asked) in compile mode `compile`; if not, one line saying why
+        (without the backend's name: the caller says whose line it is). `installed=False`:
+        whether it is installed here is not asked (the matrix lays out a preset's cells
+        before the run request leaves out those of backends missing here)."""
+        avail = cls.availability() if installed else Availability(True)
+        if not avail:
+            return avail
+        if launch is not None:
+            fit = cls.launch_fit(launch)
+            if not fit:
+                return fit
+        if options is not None:
+            conflict = cls.option_conflict(options, launch)
+            if conflict:
+                return Availability(False, conflict)
+        if compile != "eager":
+            refused = compile_support.refusal(cls, compile, options, cuda=cuda)
+            if refused:
+                return Availability(False, refused)
+        return avail
+
     @classmethod
     @abc.abstractmethod
     def availability(cls) -> Availability:
-        """Whether this backend can run on this machine, and if not, why."""
+        """Whether this backend is installed and usable on this machine, and if not, why."""
 
     @classmethod
     def launch_fit(cls, env: LauncherEnv) -> Availability:
@@ -74,30 +108,13 @@ class Backend(abc.ABC):
             return Availability(True)
         return launchers.fit(cls.name, caps.requires, env.launcher, env.world_size)
 
-    def check_launch(self) -> None:
-        """Raise BackendUnavailable when the launcher does not fit this backend."""
-        fit = self.launch_fit(self.env)
-        if not fit:
-            raise BackendUnavailable(f"{self.name}: {fit.reason}")
-
     @classmethod
-    def option_conflict(cls, options: BackendOptions) -> str | None:
-        """Why this backend cannot honour `options`: what its declaration does not
-        honour (catalog.conflict), else what this process's state forbids."""
-        return (catalog.conflict(cls.name, options, on_gpu=torch.cuda.is_available())
-                or cls.runtime_conflict(options))
-
-    @classmethod
-    def runtime_conflict(cls, options: BackendOptions) -> str | None:
-        """A conflict with what this process already started (Horovod's settings are
-        fixed at its init); None for most backends."""
-        return None
-
-    def check_options(self) -> None:
-        """Raise BackendUnavailable when the options cannot be honoured (setup does)."""
-        conflict = self.option_conflict(self.options)
-        if conflict:
-            raise BackendUnavailable(f"{self.name}: {conflict}")
+    def option_conflict(cls, options: BackendOptions,
+                        launch: LauncherEnv | None = None) -> str | None:
+        """Why this backend cannot honour `options` (started as `launch`, where known):
+        what its declaration does not honour (catalog.conflict); a backend whose settings
+        depend on its launcher or are fixed per process (Horovod) adds those."""
+        return catalog.conflict(cls.name, options, on_gpu=torch.cuda.is_available())
 
     @classmethod
     def compile_conflict(cls, mode: str, options: BackendOptions) -> str | None:
@@ -112,12 +129,14 @@ class Backend(abc.ABC):
         return None
 
     # -- life cycle ------------------------------------------------------
-    def setup(self) -> "Backend":
-        avail = self.availability()
-        if not avail:
-            raise BackendUnavailable(f"{self.name}: {avail.reason}")
-        self.check_launch()
-        self.check_options()
+    def setup(self, judged: bool = False) -> "Backend":
+        """Join the job. `judged`: its cell's plan already judged this backend, launcher
+        and options (hvd_vs_ddp/harness/cell_plan.py), so it is not judged again."""
+        if not judged:
+            verdict = self.judge(self.env, self.options)
+            if not verdict:
+                raise BackendUnavailable(f"{self.name}: {verdict.reason}")
+        self.judged = judged
         self.device = self._pick_device()
         self._setup()
         self._ready = True

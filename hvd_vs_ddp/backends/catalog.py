@@ -7,8 +7,10 @@ name strings: the option conflicts (`conflict`, checked before a cell starts and
 in the rank), the matrix (hvd_vs_ddp/cli/matrix.py), the knob sets' sides
 (hvd_vs_ddp/harness/knobs.py), the suites, the projection, the report's pairing of
 Horovod against DDP and the elastic paths a backend recovers under when a worker dies
-(hvd_vs_ddp/recovery/). A new backend is one row here, one class (its behaviour), and
-one line in hvd_vs_ddp/backends/registry.py.
+(hvd_vs_ddp/recovery/). A new backend is one row here (naming its class, `impl`, and the
+launchers the matrix runs it under, `launchers`) and one class (its behaviour, and its one
+judgement of whether it can run: Backend.judge); the registry and the launcher table
+derive from the rows.
 
 Torch-free, so the report and the command line can read it on any machine.
 
@@ -76,6 +78,10 @@ class Capabilities:
     elastic: the elastic paths it trains under when a worker dies (the recovery suite,
         hvd_vs_ddp/recovery/plan.py PATHS), its default first; no_elastic: why it has
         none (the recovery preset's refusal). A row declares one or the other.
+    launchers: the launchers the comparison matrix runs it under above one rank
+        (backends/launchers.py rows); empty: the first launcher that can start it.
+    impl: "module:Class", the class that holds its behaviour (backends/registry.py
+        imports it when asked for, so a missing Horovod matters only to Horovod).
     """
 
     name: str
@@ -98,6 +104,8 @@ class Capabilities:
     compile_refusals: Mapping[str, str] = field(default_factory=dict)
     elastic: tuple[str, ...] = ()
     no_elastic: str = ""
+    launchers: tuple[str, ...] = ()
+    impl: str = ""
 
     def __post_init__(self) -> None:
         if self.library not in LIBRARIES:
@@ -120,25 +128,30 @@ class Capabilities:
 _ROWS = (
     Capabilities("single", REFERENCE, "one process, one device: the reference",
                  distributed=False, requires=frozenset(),
-                 no_elastic="one process: there is no other worker to go on"),
+                 no_elastic="one process: there is no other worker to go on",
+                 impl="hvd_vs_ddp.backends.local:SingleBackend"),
     Capabilities("dp", REFERENCE, "torch.nn.DataParallel over the visible GPUs",
                  distributed=False, requires=frozenset(), single_without_gpus=True,
-                 no_elastic="one process (DataParallel): there is no other worker to go on"),
+                 no_elastic="one process (DataParallel): there is no other worker to go on",
+                 impl="hvd_vs_ddp.backends.local:DataParallelBackend"),
     Capabilities("ddp-gloo", DDP, "DDP over Gloo", options=_DDP_OPTIONS,
                  compressions=("none", "fp16", "bf16", "powersgd"), transport="gloo",
                  instruments=frozenset({"ddp_stats"}), several_models=True,
-                 elastic=("torchrun-elastic", "torchft")),
+                 elastic=("torchrun-elastic", "torchft"),
+                 impl="hvd_vs_ddp.backends.ddp:DDPGlooBackend", launchers=("torchrun", "spawn")),
     Capabilities("ddp-nccl", DDP, "DDP over NCCL (one GPU per rank)", needs_gpu=True,
                  gpu_per_rank=True, options=_DDP_OPTIONS,
                  compressions=("none", "fp16", "bf16", "powersgd"), transport="nccl",
                  instruments=frozenset({"ddp_stats"}), several_models=True,
-                 elastic=("torchrun-elastic",)),
+                 elastic=("torchrun-elastic",),
+                 impl="hvd_vs_ddp.backends.ddp:DDPNCCLBackend", launchers=("torchrun", "spawn")),
     Capabilities("ddp-mpi", DDP, "DDP over MPI (torch's own, else an mpi4py process group)",
                  requires=frozenset({RANKS, MPI}), options=_DDP_OPTIONS,
                  compressions=("none", "fp16", "bf16", "powersgd"), transport="mpi",
                  instruments=frozenset({"ddp_stats"}), several_models=True,
                  no_elastic="an MPI job ends when one of its ranks dies; MPI has no "
-                            "elastic restart"),
+                            "elastic restart",
+                 impl="hvd_vs_ddp.backends.ddp:DDPMPIBackend", launchers=("mpirun",)),
     Capabilities("horovod", HOROVOD_LIB, "Horovod's DistributedOptimizer (Gloo or MPI "
                  "controller; NCCL on GPUs)", requires=frozenset({RANKS, HOROVOD}),
                  gpu_per_rank=True, options=_HOROVOD_OPTIONS, compressions=("none", "fp16"),
@@ -151,7 +164,9 @@ _ROWS = (
                      "compiled autograd traces Horovod's gradient hooks and starts each "
                      "allreduce twice under one name (Horovod 0.28.1 aborts: 'a tensor with "
                      "the same name as another tensor that is currently being processed'); "
-                     "Horovod has no compiled-autograd path")}),
+                     "Horovod has no compiled-autograd path")},
+                 impl="hvd_vs_ddp.backends.horovod:HorovodBackend",
+                 launchers=("horovodrun-gloo", "horovodrun-mpi")),
     Capabilities("fsdp", SHARDED, "FSDP2 fully_shard: parameters, gradients and optimizer "
                  "state sharded", gpu_per_rank=True, transport="gloo-or-nccl",
                  refusals={"bucket_mb": "bucket_mb is DDP's bucket size; FSDP communicates "
@@ -165,14 +180,16 @@ _ROWS = (
                      "FSDP2 is compiled per block here, its hooks running eagerly between "
                      "compiled blocks; compiled autograd over FSDP2 is not verified on this "
                      "torch")},
-                 no_elastic="not wired here: its sharded state needs resharding on restore"),
+                 no_elastic="not wired here: its sharded state needs resharding on restore",
+                 impl="hvd_vs_ddp.backends.sharded:FSDPBackend"),
     Capabilities("zero", SHARDED, "DDP + ZeroRedundancyOptimizer: optimizer state sharded",
                  gpu_per_rank=True, options=_DDP_OPTIONS,
                  compressions=("none", "fp16", "bf16", "powersgd"), transport="gloo-or-nccl",
                  reuses_collectives=True,
                  instruments=frozenset({"ddp_stats"}), several_models=True,
                  no_elastic="not wired here: its sharded optimizer state needs resharding on "
-                            "restore"),
+                            "restore",
+                 impl="hvd_vs_ddp.backends.sharded:ZeroBackend"),
 )
 CATALOG: dict[str, Capabilities] = {row.name: row for row in _ROWS}
 NAMES = tuple(CATALOG)

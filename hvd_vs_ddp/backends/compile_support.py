@@ -90,7 +90,7 @@ def refusal(cls: type["Backend"], mode: str, options: Any = None,
         why = caps.compile_refusals.get(mode, f"{cls.name} does not offer it")
         return f"compile mode {mode} refused: {why}"
     if options is None:
-        from hvd_vs_ddp.backends.base import BackendOptions
+        from hvd_vs_ddp.backends.options import BackendOptions
 
         options = BackendOptions()
     conflict = cls.compile_conflict(mode, options)

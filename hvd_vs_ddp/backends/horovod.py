@@ -151,7 +151,9 @@ class HorovodBackend(Backend):
             controllers = build_info()["controllers"]
         except Exception:  # not installed: availability() says so
             return fit
-        if "HOROVOD_GLOO_RENDEZVOUS_ADDR" in os.environ:
+        # a rank sees Gloo's rendezvous; a cell's plan, judged before its ranks start,
+        # knows the launcher by name (hvd_vs_ddp/harness/cell_plan.py)
+        if env.launcher == "horovodrun-gloo" or "HOROVOD_GLOO_RENDEZVOUS_ADDR" in os.environ:
             if "gloo" not in controllers:
                 return Availability(False, "horovodrun --gloo but this Horovod has no Gloo "
                                            "controller")
@@ -161,8 +163,15 @@ class HorovodBackend(Backend):
         return fit
 
     @classmethod
-    def runtime_conflict(cls, options) -> str | None:
-        if options.adasum and "HOROVOD_GLOO_RENDEZVOUS_ADDR" in os.environ:
+    def option_conflict(cls, options, launch=None) -> str | None:
+        """The catalog's line, else Adasum over Gloo (the launcher's controller), else
+        settings other than those Horovod started with (read once, at its init)."""
+        declared = super().option_conflict(options, launch)
+        if declared:
+            return declared
+        gloo = (launch is not None and launch.launcher == "horovodrun-gloo") \
+            or "HOROVOD_GLOO_RENDEZVOUS_ADDR" in os.environ
+        if options.adasum and gloo:
             # measured here: every Adasum allreduce under horovodrun --gloo raised it
             return ("Horovod implements Adasum for MPI and NCCL only (over Gloo: 'No Adasum "
                     "operation enabled'); run it under horovodrun --mpi or mpirun")
@@ -181,6 +190,10 @@ class HorovodBackend(Backend):
             hvd.init()
             atexit.register(_shutdown)
             _STATE["init"] = want
+        else:  # a fact of this process, not of the cell: Horovod keeps its first settings
+            fixed = fusion_conflict(self.options)
+            if fixed:
+                raise BackendUnavailable(f"{self.name}: {fixed}")
         self._fusion_bytes = int(_STATE["init"].get("HOROVOD_FUSION_THRESHOLD", 0)) or None
         # more ranks than cores on this host: wait for Horovod by sleeping (settle())
         self._polite = oversubscribed(hvd.local_size())

@@ -3,11 +3,12 @@
 Each `Launcher` row holds the launcher's name (the one vocabulary used by env
 detection, the matrix, results and reports), the executables it needs, what its ranks
 get (`provides`: "ranks" for any distributed launcher, "mpi" for MPI processes,
-"horovod" where Horovod can start: its Gloo rendezvous or an MPI job), the backends the
-comparison matrix runs under it, and how to build its command line. A backend states
-what it `requires` in its own class; `fit` matches the two, so a new launcher is one
-row and a new backend is one file plus one registry line. Backends' `launch_fit`, the
-matrix, the runner, `doctor` and the tests all derive from this table.
+"horovod" where Horovod can start: its Gloo rendezvous or an MPI job), and how to build
+its command line. A backend states what it `requires` and which launchers the comparison
+matrix runs it under in its catalog row (hvd_vs_ddp/backends/catalog.py); `fit` matches
+the two, so a new launcher is one row here and a new backend is one catalog row and one
+class. Backends' `launch_fit`, the matrix, the runner, `doctor` and the tests all derive
+from this table.
 
     python -m hvd_vs_ddp.backends.launchers            # the table, with availability here
     command("torchrun", 2, ["-m", "pytest", "suites/"])
@@ -103,7 +104,6 @@ class Launcher:
     tools: tuple[str, ...]              # executables it needs
     provides: frozenset[str]            # RANKS, MPI, HOROVOD (srun: MPI and HOROVOD
                                         # only when started with --mpi=pmix/pmi2)
-    compares: tuple[str, ...] = ()      # backends the comparison matrix runs under it
     build: Builder | None = None        # None: not started by the runner (srun: sbatch)
     env: Mapping[str, str] = field(default_factory=dict)  # extra variables for its ranks
     how: str = ""                       # how a user starts it, for messages
@@ -133,21 +133,21 @@ class Launcher:
 _ANY, _MPI = frozenset({RANKS}), frozenset({RANKS, MPI, HOROVOD})
 TABLE: dict[str, Launcher] = {row.name: row for row in (
     Launcher("single", (), frozenset(), build=_single, how="python -m pytest suites/"),
-    Launcher("torchrun", ("torchrun",), _ANY, compares=("ddp-gloo", "ddp-nccl"),
+    Launcher("torchrun", ("torchrun",), _ANY,
              build=_torchrun, how="torchrun --nproc-per-node N -m pytest suites/"),
-    Launcher("spawn", (), _ANY, compares=("ddp-gloo", "ddp-nccl"), build=_spawn,
+    Launcher("spawn", (), _ANY, build=_spawn,
              how="python -m hvd_vs_ddp.harness.spawn_ranks N -m pytest suites/ "
                  "(Lightning's ddp_spawn)"),
-    Launcher("mpirun", ("mpirun",), _MPI, compares=("ddp-mpi",), build=_mpirun,
+    Launcher("mpirun", ("mpirun",), _MPI, build=_mpirun,
              how="mpirun -np N python -m pytest suites/"),
     Launcher("mpiexec", ("mpiexec",), _MPI, build=_mpiexec,
              how="mpiexec -n N python -m pytest suites/ (MPICH, Intel MPI)"),
     Launcher("srun", ("srun",), _ANY, build=None,
              how="srun --mpi=pmix -n N python -m pytest suites/"),
     Launcher("horovodrun-gloo", ("horovodrun",), frozenset({RANKS, HOROVOD}),
-             compares=("horovod",), build=_horovodrun("--gloo"),
+             build=_horovodrun("--gloo"),
              env={"HVD_VS_DDP_HOROVODRUN": "1"}, how="horovodrun -np N --gloo pytest suites/"),
-    Launcher("horovodrun-mpi", ("horovodrun", "mpirun"), _MPI, compares=("horovod",),
+    Launcher("horovodrun-mpi", ("horovodrun", "mpirun"), _MPI,
              build=_horovodrun("--mpi"), env={"HVD_VS_DDP_HOROVODRUN": "1"},
              how="horovodrun -np N --mpi pytest suites/"),
 )}
@@ -190,10 +190,12 @@ def fit(backend: str, requires: frozenset[str], launcher: str, world_size: int,
                                f"{' or '.join(able) or 'no launcher'}")
 
 
-def matrix_launchers(backend: str, requires: frozenset[str]) -> tuple[str, ...]:
-    """The launchers the comparison matrix runs `backend` under at world size > 1: the
-    rows that name it in `compares`, else the first row that can start it."""
-    named = tuple(r.name for r in TABLE.values() if backend in r.compares)
+def matrix_launchers(backend: str, requires: frozenset[str],
+                     named: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The launchers the comparison matrix runs `backend` under at world size > 1: those
+    its catalog row names (`named`, in this table's order), else the first row that can
+    start it."""
+    named = tuple(r.name for r in TABLE.values() if r.name in named)
     if named:
         return named
     able = [r.name for r in TABLE.values() if r.build and requires and

@@ -1,4 +1,5 @@
-"""Backend names -> backend classes (their behaviour; what they are is in catalog.py).
+"""Backend names -> backend classes (their behaviour; what they are is in catalog.py,
+whose rows name their classes: `impl`), and each backend's one judgement (`judge`).
 
 Classes are imported lazily, so a missing Horovod or mpi4py only matters to the
 backends that need it, and this module is torch-free until a class is asked for. An
@@ -19,16 +20,8 @@ from hvd_vs_ddp.common.errors import UnknownName
 if TYPE_CHECKING:
     from hvd_vs_ddp.backends.base import Backend
 
-_BACKENDS: dict[str, str] = {
-    "single": "hvd_vs_ddp.backends.local:SingleBackend",
-    "dp": "hvd_vs_ddp.backends.local:DataParallelBackend",
-    "ddp-gloo": "hvd_vs_ddp.backends.ddp:DDPGlooBackend",
-    "ddp-nccl": "hvd_vs_ddp.backends.ddp:DDPNCCLBackend",
-    "ddp-mpi": "hvd_vs_ddp.backends.ddp:DDPMPIBackend",
-    "horovod": "hvd_vs_ddp.backends.horovod:HorovodBackend",
-    "fsdp": "hvd_vs_ddp.backends.sharded:FSDPBackend",
-    "zero": "hvd_vs_ddp.backends.sharded:ZeroBackend",
-}
+# name -> "module:Class", from each backend's catalog row (its one declaration)
+_BACKENDS: dict[str, str] = {name: row.impl for name, row in catalog.CATALOG.items()}
 
 
 def names() -> list[str]:
@@ -53,11 +46,20 @@ def create(name: str, options: BackendOptions | None = None, env=None) -> "Backe
     return get(name)(options, env)
 
 
-def availability(name: str) -> Availability:
+def judge(name: str, launch=None, options: BackendOptions | None = None,
+          compile: str = "eager", cuda: bool | None = None,
+          installed: bool = True) -> Availability:
+    """Backend `name`'s one judgement (Backend.judge): whether it can run here, under
+    `launch`, with `options`, in compile mode `compile`; if not, why (one line)."""
     try:
-        return get(name).availability()
+        return get(name).judge(launch, options, compile, cuda, installed)
     except ImportError as exc:  # a backend module whose own imports fail
         return Availability(False, f"cannot import: {exc}")
+
+
+def availability(name: str) -> Availability:
+    """Whether backend `name` is installed and usable here (judge, nothing else asked)."""
+    return judge(name)
 
 
 def doctor_lines() -> list[str]:

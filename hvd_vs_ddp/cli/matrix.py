@@ -41,8 +41,10 @@ from hvd_vs_ddp.backends import catalog, compile_support, registry
 from hvd_vs_ddp.backends.launchers import ONE_HOST_LAUNCHERS, matrix_launchers
 from hvd_vs_ddp.common.errors import InputError, UnknownName
 from hvd_vs_ddp.common.run_folder import RunFolder
+from hvd_vs_ddp.harness import cell_plan
+from hvd_vs_ddp.harness.cell_plan import CellPlan
 from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
-from hvd_vs_ddp.harness.options import SUITES, SuiteOptions
+from hvd_vs_ddp.harness.options import SUITES, SuiteOptions, split_argv
 from hvd_vs_ddp.harness.pytest_args import CELL_PLUGINS
 from hvd_vs_ddp.results_schema.kinds.training import INPUT_MODES
 from hvd_vs_ddp.workloads.external import slug as workload_slug
@@ -259,7 +261,7 @@ def cells(preset: Preset, backends: list[str] | None = None,
             if n == 1 and not (preset.all_at_one or backends or backend in BASELINES):
                 continue  # the quick preset: only the reference at one rank
             launchers_ = ("single",) if n == 1 else () if backend in BASELINES \
-                else matrix_launchers(backend, caps.requires)
+                else matrix_launchers(backend, caps.requires, caps.launchers)
             if backends and preset.launchers and n > 1 and launchers_ \
                     and not set(launchers_) & set(preset.launchers):
                 raise MatrixError(  # asked for by name: never left out without a word
@@ -281,11 +283,10 @@ def cells(preset: Preset, backends: list[str] | None = None,
                         out.extend(tuning_cells(backend, launcher, n, suites,
                                                 by_name(knob), workloads))
                         continue
-                    if catalog.conflict(backend, by_name(knob).backend_options(),
-                                        on_gpu=gpus > 0):
-                        continue  # a knob this backend has no equivalent of (fsdp)
-                    if _refused(backend, by_name(knob), refused):
-                        continue  # a compile mode it cannot honour (Horovod's autograd)
+                    why = knob_refusal(backend, by_name(knob))
+                    if why:  # a knob it has no equivalent of (fsdp), a compile mode it
+                        refused[backend] = f"knob set {knob}: {why}"  # cannot honour
+                        continue
                     out.append(Cell(backend, launcher, n, suites, knob_set=knob))
                     if "timeline" in caps.instruments and n > 1 and preset.timeline \
                             and "throughput" in suites and (
@@ -336,13 +337,13 @@ def _check_torch_compiles(knob_sets: list[KnobSet], gpus: int) -> None:
             raise MatrixError(f"knob set {k.name}: compile mode {k.compile} refused: {why}")
 
 
-def _refused(backend: str, knob: KnobSet, refused: dict[str, str]) -> bool:
-    """Whether `backend` cannot honour the knob set's compile mode (noted in `refused`)."""
-    why = compile_support.refusal(registry.get(backend), knob.compile,
-                                  knob.backend_options())
-    if why:
-        refused[backend] = f"knob set {knob.name}: {why}"
-    return why is not None
+def knob_refusal(backend: str, knob: KnobSet) -> str | None:
+    """Why `backend` cannot run knob set `knob` (its options, its compile mode), by the
+    backend's one judgement (Backend.judge), installed here or not (the run request
+    leaves out, or refuses, a backend missing here)."""
+    verdict = registry.judge(backend, None, knob.backend_options(), knob.compile,
+                             installed=False)
+    return None if verdict else verdict.reason
 
 
 def recovery_cells(preset: Preset, backends: tuple[str, ...],
@@ -394,10 +395,10 @@ def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
     """A library's own knob set: only for that library's backends; Horovod autotune is
     one cell per workload (Horovod reads it once per process), each followed by the
     autotuned cell that reads what it chose, and the hierarchical set needs > 1 host.
-    A set the backend cannot honour (option_conflict: PowerSGD over Gloo) gets no cell."""
+    A set the backend cannot honour (knob_refusal: PowerSGD over Gloo) gets no cell."""
     if not knob.applies_to(backend) or knob.hierarchical:
         return []
-    if catalog.conflict(backend, knob.backend_options(), on_gpu=_gpus() > 0):
+    if knob_refusal(backend, knob):
         return []
     if not (knob.autotune or knob.autotuned):
         return [Cell(backend, launcher, n, suites, knob_set=knob.name)]
@@ -410,27 +411,63 @@ def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
     return out
 
 
-def pytest_argv(cell: Cell, preset: Preset, json_path: str,
-                workloads: list[str] | None = None, run_dir: str | None = None) -> list[str]:
-    """Arguments after `python` for the cell's pytest run; `run_dir`: the run directory
-    the cell writes into (its outputs may go only there: hvd_vs_ddp/common/outputs.py)."""
-    backend = cell.backend if cell.backend != COMPUTE_ONLY else catalog.reference()
-    opts = preset.options.replace(backends=(backend,), knob_set=cell.knob_set,
-                                  workloads=(cell.workload,) if cell.workload
-                                  else tuple(workloads or preset.workloads), run_dir=run_dir,
-                                  input=(cell.input,))
+def cell_options(cell: Cell, preset: Preset, workloads: list[str] | None = None,
+                 run_dir: str | None = None, json_path: str | None = None) -> SuiteOptions:
+    """The suites' options of one cell, built in one step (so each workload spec is
+    resolved once): the preset's, the cell's own choices (its backend, knob set,
+    workloads, input; a timeline twin's rounds, a compiling set's cache, a recovery
+    cell's world size), then the cell's own arguments (--suite-args, autotune), which
+    win as they did when they came last on its command line. `run_dir`: the run
+    directory the cell writes into (its outputs may go only there:
+    hvd_vs_ddp/common/outputs.py); without it, the one above `json_path`'s folder."""
+    given, _rest = split_argv(cell.pytest_args)
+    base = preset.options
+    changes: dict = {
+        "backends": (cell.backend if cell.backend != COMPUTE_ONLY else catalog.reference(),),
+        "knob_set": cell.knob_set, "run_dir": run_dir, "input": (cell.input,),
+        "workloads": ((cell.workload,) if cell.workload
+                      else tuple(workloads or preset.workloads))}
     if "timeline" in cell.suites:
-        opts = opts.replace(horovod_timeline="auto",
-                            rounds=min(TIMELINE_ROUNDS, opts.rounds))
+        changes.update(horovod_timeline="auto", rounds=min(TIMELINE_ROUNDS, base.rounds))
     if by_name(cell.knob_set).compile != "eager":  # cold in its first repetition, then warm
-        run = RunFolder(Path(run_dir)) if run_dir else RunFolder.of_results(Path(json_path))
-        opts = opts.replace(compile_cache=str(run.compile_cache(cell.id)))
+        run = RunFolder(Path(run_dir)) if run_dir else \
+            RunFolder.of_results(Path(json_path or "."))
+        changes["compile_cache"] = str(run.compile_cache(cell.id))
     if "recovery" in cell.suites:
-        opts = opts.replace(recovery_world_size=cell.world_size,
-                            recovery_workload=cell.workload or opts.workloads[0])
+        changes.update(recovery_world_size=cell.world_size,
+                       recovery_workload=cell.workload or changes["workloads"][0])
+    return base.replace(**{**changes, **given})
+
+
+def plan(cell: Cell, opts: SuiteOptions, hosts: str | None = None,
+         time_limit_s: float | None = None) -> CellPlan:
+    """The cell's plan (hvd_vs_ddp/harness/cell_plan.py), judged once before its ranks
+    start: its backend under its launcher and world size (a cell that starts its own job,
+    the recovery suite, is judged installed only), each knob set's options and compile
+    mode, and where each rank runs."""
+    from hvd_vs_ddp.backends.env import LauncherEnv
+    from hvd_vs_ddp.backends.launchers import parse_hosts
+
+    launcher, nprocs = launch_as(cell)
+    launch = None
+    if (launcher, nprocs) == (cell.launcher, cell.world_size):
+        per_host = ranks_per_host(cell.launcher, cell.world_size, hosts)
+        launch = LauncherEnv(cell.launcher, 0, cell.world_size, 0, per_host, 0)
+    spread = parse_hosts(hosts) if hosts and cell.launcher not in ONE_HOST_LAUNCHERS \
+        else None
+    return cell_plan.build(opts, launch, cell=cell.id, launcher=cell.launcher,
+                           world_size=cell.world_size, suites=cell.suites, hosts=spread,
+                           gpus=_gpus(), time_limit_s=time_limit_s)
+
+
+def pytest_argv(cell: Cell, plan_file: str, json_path: str) -> list[str]:
+    """Arguments after `python` for the cell's pytest run: its suites, its plan (which
+    holds its options, hvd_vs_ddp/harness/cell_plan.py) and the pytest arguments of its
+    own that are not the suites' options."""
+    _given, rest = split_argv(cell.pytest_args)
     return ["-m", "pytest", *CELL_PLUGINS, *(SUITES[s] for s in cell.suites),
-            "-p", "no:cacheprovider",
-            "-q", *opts.to_argv(), *cell.pytest_args, "--benchmark-json", json_path]
+            "-p", "no:cacheprovider", "-q", cell_plan.OPTION, plan_file, *rest,
+            "--benchmark-json", json_path]
 
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # judged whole: fullmatch

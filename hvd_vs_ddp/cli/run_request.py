@@ -289,10 +289,10 @@ def _cells(args: Any, preset: Preset, extra: tuple[str, ...]) -> tuple[Cell, ...
 
 
 def _compared_by(chosen: tuple[str, ...]) -> list[str]:
-    from hvd_vs_ddp.backends import launchers
+    from hvd_vs_ddp.backends import catalog
 
-    return list(dict.fromkeys(b for name in chosen
-                              for b in getattr(launchers.TABLE.get(name), "compares", ())))
+    return list(dict.fromkeys(b for name in chosen for b, row in catalog.CATALOG.items()
+                              if name in row.launchers))
 
 
 def _check_launchers(chosen: tuple[str, ...]) -> None:

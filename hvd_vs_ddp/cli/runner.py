@@ -1,11 +1,13 @@
 """Runs a comparison matrix cell by cell into a fresh run directory.
 
 Each cell is a pytest run of the suites under its launcher, with a time limit;
-rank 0 writes the cell's pytest-benchmark JSON to cells/<id>.json and the
-combined output goes to logs/<id>.log. The manifest (command, versions,
-hardware, git commit, start and end, every cell's status) is rewritten
-atomically after every cell, so an interrupted run leaves every finished cell
-readable and the manifest marked incomplete. A failed cell is recorded with its
+before it starts, the runner judges the cell once into its plan
+(hvd_vs_ddp/harness/cell_plan.py: options, verdicts, placement), written beside its
+results, which its ranks read instead of judging again; rank 0 writes the cell's
+pytest-benchmark JSON to cells/<id>.json and the combined output goes to logs/<id>.log.
+The manifest (command, versions, hardware, git commit, start and end, every cell's
+status) is rewritten atomically after every cell, so an interrupted run leaves every
+finished cell readable and the manifest marked incomplete. A failed cell is recorded with its
 error and the next cell runs. `--resume RUN_DIR` reruns only unfinished or
 failed cells (repetitions), and first re-checks every passed one against the sizes and
 sha256 digests the run recorded for its files (hvd_vs_ddp/cli/resume_check.py): a
@@ -56,13 +58,21 @@ from pathlib import Path
 from hvd_vs_ddp.backends import launchers
 from hvd_vs_ddp.cli import budget, resume_check
 from hvd_vs_ddp.cli.cell_errors import error_line
-from hvd_vs_ddp.cli.matrix import TIMED_SUITES, Cell, Preset, launch_as, pytest_argv
+from hvd_vs_ddp.cli.matrix import (
+    TIMED_SUITES,
+    Cell,
+    Preset,
+    cell_options,
+    launch_as,
+    plan,
+    pytest_argv,
+)
 from hvd_vs_ddp.cli.run_lock import CELL_MARKER, RunLock, marker_root
 from hvd_vs_ddp.common import cpu_load, interrupt, outputs, processes
 from hvd_vs_ddp.common.checkout import ROOT, suites_root
 from hvd_vs_ddp.common.log import log
 from hvd_vs_ddp.common.run_folder import RunFolder
-from hvd_vs_ddp.harness import versions
+from hvd_vs_ddp.harness import cell_plan, versions
 from hvd_vs_ddp.results_schema import FORMAT as RUN_MANIFEST
 from hvd_vs_ddp.results_schema import (
     CellEntry,
@@ -307,9 +317,15 @@ class Runner:
             cell = dataclasses.replace(
                 cell, suites=tuple(s for s in cell.suites if s in TIMED_SUITES))
         # the cell runs in the suites' folder: every path it gets is absolute (a run
-        # started elsewhere with a relative --runs-dir writes where the runner reads)
-        argv = pytest_argv(cell, self.preset, str(results.resolve()), self.workloads,
-                           run_dir=str(self.run_dir.resolve()))
+        # started elsewhere with a relative --runs-dir writes where the runner reads).
+        # Its plan is judged here, once, and written beside its results; its ranks read
+        # it and judge nothing again (hvd_vs_ddp/harness/cell_plan.py).
+        opts = cell_options(cell, self.preset, self.workloads,
+                            run_dir=str(self.run_dir.resolve()))
+        plan_file = self.folder.plan(stem).resolve()
+        cell_plan.write(plan(cell, opts, self.hosts, self.limit), plan_file,
+                        owner=self.run_dir)
+        argv = pytest_argv(cell, str(plan_file), str(results.resolve()))
         launcher, nprocs = launch_as(cell)  # a recovery cell starts its own elastic job
         env = launchers.env(launcher=launcher)
         if self.pythonpath:  # the ranks import external workloads as the parent did

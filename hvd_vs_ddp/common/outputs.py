@@ -68,17 +68,18 @@ HOROVOD_TIMELINE = "horovod-timeline"
 PROFILER_TRACE = "torch-profiler-trace"
 RECOVERY_PLAN = "hvd-vs-ddp/recovery-plan"    # a recovery trial's plan.json (its folder's
 RECOVERY_TRIAL = "hvd-vs-ddp/recovery-trial"  # marker) and trial.json: hvd_vs_ddp/recovery/
+CELL_PLAN = "hvd-vs-ddp/cell-plan"            # a cell's plan (hvd_vs_ddp/harness/cell_plan.py)
 WHAT = {RUN_MANIFEST: "a run's manifest", CELL_RESULTS: "a cell's results",
         CELL_LOG: "a cell's log", PROJECTION: "a projection", VERDICTS: "a report's "
         "verdicts.json", REPORT_HTML: "an HTML report", REPORT_MD: "a Markdown report",
         FIGURE: "a report's figure", HOROVOD_TIMELINE: "a Horovod timeline",
         PROFILER_TRACE: "a profiler trace", RECOVERY_PLAN: "a recovery trial's plan",
-        RECOVERY_TRIAL: "a recovery trial's outcome"}
+        RECOVERY_TRIAL: "a recovery trial's outcome", CELL_PLAN: "a cell's plan"}
 # what a run writes inside its own directory, and where (hvd_vs_ddp/common/run_layout.py)
 _M, _C, _L = run_layout.MANIFEST, run_layout.CELLS, run_layout.LOGS
 RUN_OWNED = {RUN_MANIFEST: (_M,), CELL_RESULTS: (_C,), HOROVOD_TIMELINE: (_C,),
              PROFILER_TRACE: (_C,), CELL_LOG: (_L,), "horovod-autotune-log": (_C,),
-             RECOVERY_PLAN: (_C,), RECOVERY_TRIAL: (_C,)}
+             RECOVERY_PLAN: (_C,), RECOVERY_TRIAL: (_C,), CELL_PLAN: (_C,)}
 TAG = "hvd-vs-ddp-output"  # the marker in text files (an HTML comment) and PNG text chunks
 _TEXT_MARK = re.compile(r"<!-- " + TAG + r" (\{.*?\}) -->")
 _OLD_REPORT = "<title>Horovod or DDP? Benchmark report</title>"  # before markers (2026-11)

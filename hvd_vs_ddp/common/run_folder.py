@@ -68,6 +68,12 @@ class RunFolder:
     def log(self, stem: str) -> Path:
         return self.logs / f"{stem}.log"
 
+    def plan(self, stem: str) -> Path:
+        """A cell's (repetition's) plan, judged by the runner, read by its ranks
+        (hvd_vs_ddp/harness/cell_plan.py); named from the results like the cell's other
+        files, so that the run's integrity check records it with them."""
+        return self.cells / f"{stem}.plan.json"
+
     def compile_cache(self, cell_id: str) -> Path:
         """A compiling cell's cache: cold in its first repetition, then warm."""
         return self.root / run_layout.COMPILE_CACHE / cell_id

@@ -193,6 +193,8 @@ class SuiteOptions:
                                  "fail or never end in every cell)")
             kind = meta.get("csv") or meta.get("names")
             if kind == "workload":
+                if f.name in ("workloads", "recovery_workload"):
+                    continue  # resolved above, once, into their canonical form
                 for name in (value if isinstance(value, tuple) else (value,)):
                     # a name or a spec: it must resolve (import) here
                     workloads.resolve(name)
@@ -362,17 +364,8 @@ def from_pytest(config: Any) -> SuiteOptions:
     return _from_values(config.getoption)
 
 
-def parse_argv(argv: Sequence[str] | str) -> tuple[dict[str, Any], list[str]]:
-    """Check a user's extra suite arguments (a string is split like a shell would).
-
-    Returns (the options they set, as SuiteOptions field values; the other pytest
-    arguments). Raises InputError for a bad value, an unknown name or bad quoting, and
-    for other arguments pytest would refuse (hvd_vs_ddp/harness/pytest_args.py)."""
-    if isinstance(argv, str):
-        try:
-            argv = shlex.split(argv)
-        except ValueError as exc:
-            raise InputError(f"--suite-args {argv!r}: {exc}") from None
+def _split(argv: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
+    """argparse over the suites' declarations: (the values given, as parsed; the rest)."""
 
     class _Parser(argparse.ArgumentParser):
         def error(self, message: str):
@@ -384,6 +377,38 @@ def parse_argv(argv: Sequence[str] | str) -> tuple[dict[str, Any], list[str]]:
         parser.add_argument(flag, **kwargs)
     known, rest = parser.parse_known_args(list(argv))
     given = vars(known)
+    return given, rest
+
+
+def split_argv(argv: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
+    """A cell's own arguments, already checked by parse_argv when its run was requested:
+    (the options they set, as SuiteOptions field values; the other pytest arguments).
+    Nothing is judged or resolved here: the cell's plan builds its options once
+    (hvd_vs_ddp/cli/matrix.py cell_options)."""
+    given, rest = _split(argv)
+    out: dict[str, Any] = {}
+    for name, raw in given.items():
+        f = SuiteOptions.__dataclass_fields__[name]
+        if f.metadata.get("append"):
+            raw = tuple(raw or ())
+        elif isinstance(f.default, tuple):
+            raw = tuple(x.strip() for x in (raw or "").split(",") if x.strip())
+        out[name] = raw
+    return out, rest
+
+
+def parse_argv(argv: Sequence[str] | str) -> tuple[dict[str, Any], list[str]]:
+    """Check a user's extra suite arguments (a string is split like a shell would).
+
+    Returns (the options they set, as SuiteOptions field values; the other pytest
+    arguments). Raises InputError for a bad value, an unknown name or bad quoting, and
+    for other arguments pytest would refuse (hvd_vs_ddp/harness/pytest_args.py)."""
+    if isinstance(argv, str):
+        try:
+            argv = shlex.split(argv)
+        except ValueError as exc:
+            raise InputError(f"--suite-args {argv!r}: {exc}") from None
+    given, rest = _split(argv)
     for name in given:
         if SuiteOptions.__dataclass_fields__[name].metadata.get("internal"):
             raise InputError(f"--suite-args: {flag_of(name)} is set by hvd-vs-ddp run itself")

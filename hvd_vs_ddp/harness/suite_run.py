@@ -1,7 +1,8 @@
 """The suites' run, typed: what pytest_configure decides once and every test reads.
 
 suites/conftest.py builds one `SuiteRun` per pytest session (the typed SuiteOptions of
-hvd_vs_ddp/harness/options.py, the collective plugin, where results, Horovod's timeline
+hvd_vs_ddp/harness/options.py, the cell's plan with its verdicts, judged once
+(hvd_vs_ddp/harness/cell_plan.py), the collective plugin, where results, Horovod's timeline
 and profiler traces go, the threads each rank uses) and keeps it in pytest's typed
 stash; a suite reads it through the `suite` fixture or `of(config)`, never through
 `config.getoption("...")` or attributes hung on pytest's config.
@@ -20,6 +21,7 @@ import pytest
 from hvd_vs_ddp.harness.options import SuiteOptions
 
 if TYPE_CHECKING:
+    from hvd_vs_ddp.harness.cell_plan import CellPlan
     from hvd_vs_ddp.harness.collective_pytest import CollectivePlugin
 
 
@@ -32,6 +34,7 @@ class SuiteRun:
     timeline_ref: str | None = None        # ... as the results name it (beside them)
     profile_at: tuple[Path, str] | None = None  # folder and stem of profiler traces
     threads: dict[str, Any] = field(default_factory=dict)
+    plan: "CellPlan | None" = None         # the cell's plan: its verdicts (cell_plan.py)
 
     @property
     def backends(self) -> tuple[str, ...]:

@@ -33,6 +33,7 @@ hvd_vs_ddp/projection/validation.py.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -214,11 +215,11 @@ def _setting(row: dict, key: str) -> float:
 def _pair(row: dict, draws: int) -> Row:
     devices = int(row["devices"])
     unpinned = _unpinned(row)
-    libs = [Library("ddp", "ddp", bucket_bytes=_setting(row, "ddp_bucket_mb") * 2**20,
-                    pinned="ddp" not in unpinned),
+    libs = [Library("ddp", "ddp", bucket_bytes=_setting(row, "ddp_bucket_mb") * 2**20),
             Library("horovod", "horovod", fusion_bytes=_setting(row, "fusion_mb") * 2**20,
-                    cycle_s=_setting(row, "cycle_ms") / 1000,
-                    pinned="horovod" not in unpinned)]
+                    cycle_s=_setting(row, "cycle_ms") / 1000)]
+    # each library's input copy as the study's scripts made it (by the table's label)
+    libs = [dataclasses.replace(lib, pinned=lib.label not in unpinned) for lib in libs]
     d, h = project(_inputs(row, libs), [devices], draws=draws)
     out = Row(row["id"], row.get("source") or "", devices, row["model"],
               row.get("scope") or "in", row.get("url") or "", _config(row))

@@ -27,7 +27,6 @@ import torch
 
 from hvd_vs_ddp.backends.base import Backend, BackendUnavailable
 from hvd_vs_ddp.backends.compile_support import MODES as COMPILE_MODES
-from hvd_vs_ddp.backends.compile_support import refusal as compile_refusal
 from hvd_vs_ddp.workloads import compiling, jpeg_set
 from hvd_vs_ddp.workloads.data import ShardedBatches
 from hvd_vs_ddp.workloads.spec import Workload
@@ -131,10 +130,11 @@ def build(workload: Workload, backend: Backend, config: TrainConfig):
     Everything after the model (data order, dropout) is seeded alike on every rank."""
     if config.precision == "fp16" and backend.device.type != "cuda":
         raise ValueError("precision fp16 needs a CUDA device (GradScaler); use bf16 on CPU")
-    refused = compile_refusal(type(backend), config.compile, backend.options,
-                              cuda=backend.device.type == "cuda")
-    if refused:
-        raise BackendUnavailable(f"{backend.name}: {refused}")
+    if not backend.judged:  # a cell's plan judged its compile modes already (cell_plan)
+        refused = type(backend).judge(options=backend.options, compile=config.compile,
+                                      cuda=backend.device.type == "cuda")
+        if not refused:
+            raise BackendUnavailable(f"{backend.name}: {refused.reason}")
     compiling.configure(config.compile)
     seed_everything(init_seed(workload.seed, backend.rank))
     model = workload.build_model(config.checkpointing)

@@ -190,9 +190,9 @@ def test_each_timed_cell_gets_a_twin_per_input_mode():
     assert set(jpeg) == {"ddp-gloo-torchrun-np2-jpeg", "compute-only-torchrun-np2-jpeg"}
     assert jpeg["ddp-gloo-torchrun-np2-jpeg"].suites == ("throughput",)
     assert jpeg["compute-only-torchrun-np2-jpeg"].suites == ("compute",)
-    argv = matrix.pytest_argv(jpeg["ddp-gloo-torchrun-np2-jpeg"], _quick(("jpeg",)), "x.json")
-    assert argv[argv.index("--input") + 1] == "jpeg"
-    assert "--input" not in matrix.pytest_argv(base[0], _quick(("memory",)), "x.json")
+    opts = matrix.cell_options(jpeg["ddp-gloo-torchrun-np2-jpeg"], _quick(("jpeg",)))
+    assert opts.input == ("jpeg",)
+    assert matrix.cell_options(base[0], _quick(("memory",))).input == ("memory",)
 
 
 def test_without_memory_the_other_suites_still_run_once_and_twins_go():

@@ -69,8 +69,7 @@ def test_every_horovod_cell_with_ranks_has_one_timeline_twin(preset):
              and "throughput" in c.suites and (c.knob_set == first or c.knob_set in compiling)]
     assert sorted(c.id for c in twins) == sorted(f"{c.id}-timeline" for c in timed)
     assert timed and all(c.backend == "horovod" and c.world_size > 1 for c in twins)
-    argv = matrix.pytest_argv(twins[0], p, "out.json")
-    assert argv[argv.index("--horovod-timeline") + 1] == "auto"
+    assert matrix.cell_options(twins[0], p).horovod_timeline == "auto"
     assert all(c.suites != ("timeline",) for c in
                matrix.cells(dataclasses.replace(p, timeline=False), world_sizes=[1, 2]))
 
@@ -89,7 +88,7 @@ def test_a_cells_pytest_loads_pytest_benchmark_and_no_other_installed_plugin():
     must load neither, but pytest-benchmark."""
     p = matrix.PRESETS["quick"]
     cell = next(c for c in matrix.cells(p, world_sizes=[1]) if c.backend == "single")
-    argv = matrix.pytest_argv(cell, p, "out.json")
+    argv = matrix.pytest_argv(cell, "plan.json", "out.json")
     plugins = argv[argv.index("pytest") + 1:argv.index("pytest") + 1 + len(
         matrix.CELL_PLUGINS)]
     assert plugins == list(matrix.CELL_PLUGINS)

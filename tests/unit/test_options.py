@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import subprocess
 import sys
 
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from hvd_vs_ddp.backends import registry
 from hvd_vs_ddp.cli import matrix
 from hvd_vs_ddp.common.errors import InputError
-from hvd_vs_ddp.harness import options
+from hvd_vs_ddp.harness import cell_plan, options
 from hvd_vs_ddp.harness.options import SuiteOptions, flag_of, parse_argv
 from hvd_vs_ddp.workloads import registry as workloads
 from tests.launch import ROOT
@@ -71,14 +72,18 @@ def test_every_option_is_an_option_of_the_suites():
 def test_every_preset_cell_writes_options_the_suites_read(preset):
     p = matrix.PRESETS[preset]
     for cell in matrix.cells(p, world_sizes=[1, 2]):
-        argv = matrix.pytest_argv(cell, p, "out.json")
+        argv = matrix.pytest_argv(cell, "plan.json", "out.json")
         targets = [a for a in argv if a.startswith("suites/")]
         assert targets and all(any(t.startswith(s.split("::")[0]) for s in options.SUITES.values())
                                for t in targets)
         # the runner's own --benchmark-json (last) is no user's option: parse_argv refuses it
         assert argv[-2:] == ["--benchmark-json", "out.json"]
-        given_, _rest = parse_argv(argv[argv.index("-q") + 1:-2])
-        got = SuiteOptions().replace(**given_)
+        # the cell's options travel in its plan (hvd_vs_ddp/harness/cell_plan.py), which the
+        # suites read back as the same options
+        assert argv[argv.index("--cell-plan") + 1] == "plan.json"
+        got = matrix.cell_options(cell, p)
+        assert cell_plan.CellPlan.from_dict(json.loads(json.dumps(
+            matrix.plan(cell, got).to_dict()))).options == got
         assert got.backends == (cell.backend if cell.backend != "compute-only" else "single",)
         timeline = "timeline" in cell.suites
         rounds = min(matrix.TIMELINE_ROUNDS, p.options.rounds) if timeline else p.options.rounds

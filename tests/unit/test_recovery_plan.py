@@ -14,7 +14,7 @@ import pytest
 
 from hvd_vs_ddp.cli import matrix
 from hvd_vs_ddp.common.errors import InputError
-from hvd_vs_ddp.harness.options import SuiteOptions, parse_argv
+from hvd_vs_ddp.harness.options import parse_argv
 from hvd_vs_ddp.recovery.plan import Plan, default_kill_step, hosts_for, path_for
 from tests.launch import ROOT
 
@@ -101,11 +101,11 @@ def test_matrix_refuses_and_launches_recovery_cells_in_one_process():
         ("ddp-gloo", "torchrun", 2), ("ddp-gloo", "torchrun", 3)}
     assert all(matrix.launch_as(c) == ("single", 1) and c.id.endswith("-recovery")
                for c in cells)
-    argv = matrix.pytest_argv(cells[1], p, "out.json")
+    argv = matrix.pytest_argv(cells[1], "plan.json", "out.json")
     assert argv[-2:] == ["--benchmark-json", "out.json"]  # the runner's own, not a user's
-    given, _ = parse_argv(argv[argv.index("-q") + 1:-2])
-    assert given["recovery_world_size"] == cells[1].world_size
-    assert SuiteOptions().replace(**given).recovery_workload == "mlp"
+    opts = matrix.cell_options(cells[1], p)
+    assert opts.recovery_world_size == cells[1].world_size
+    assert opts.recovery_workload == "mlp"
     with pytest.raises(InputError, match="ddp-mpi has no elastic path"):
         matrix.cells(p, ["ddp-mpi"])
     with pytest.raises(InputError, match="needs at least 2 ranks"):

@@ -1,0 +1,178 @@
+"""Counts for issue 47 item 1 (one plan per cell, judged once), the same way on any tree.
+
+Run it from a checkout's root with that checkout first on PYTHONPATH, before and after:
+
+    PYTHONPATH=/work/main python /work/wt-47a/scripts/count_plan.py /work/main
+    PYTHONPATH=$PWD python scripts/count_plan.py .
+
+It prints:
+
+1. judgement call sites: calls (AST) of the functions that answer "can this backend run
+   (here, under this launcher, with these options, in this compile mode)?" in
+   hvd_vs_ddp/ and suites/, outside hvd_vs_ddp/backends/ (where each backend's one
+   judgement lives), by file; then those in the suites (suites/: every rank, test by
+   test). The names: JUDGES below (the seven hooks of `Backend` and `X.judge`,
+   the compile checks, the matrix's and the run request's filters) and QUALIFIED
+   (catalog.conflict, launchers.fit, launchers.available, compile_support.refusal);
+   not the report's statistical verdicts (verdicts.judge, a bare judge()).
+2. workload specs resolved for one cell: calls of workloads.external.resolve while the
+   parent prepares one cell's launch (the compile preset's Horovod timeline cell: every
+   per-cell option applies) and while one of its ranks gets its options at start-up
+   (what suites/conftest.py runs: the options parsed from its command line, or its
+   plan read).
+3. what adding a backend touches: the files of hvd_vs_ddp/ whose string constants name
+   at least three backends (a table listing every backend).
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+import tempfile
+from collections import Counter
+from pathlib import Path
+
+JUDGES = {
+    # Backend's capability hooks and the one judgement
+    "availability", "launch_fit", "check_launch", "option_conflict", "runtime_conflict",
+    "check_options", "compile_conflict", "judge",
+    # the compile checks
+    "compile_refusal", "torch_refusal",
+    # the matrix's and the run request's filters
+    "_fits_here", "_gpus_short", "gpu_refusal", "_refused", "_runnable",
+    "_check_torch_compiles", "knob_refusal",
+}
+# generic names, counted only on the modules that judge with them
+QUALIFIED = {("compile_support", "refusal"), ("catalog", "conflict"), ("launchers", "fit"),
+             ("launchers", "available")}
+NOT_OURS = {"verdicts"}  # reports/verdicts.judge: a statistical verdict, not a backend's
+BACKENDS = ("single", "dp", "ddp-gloo", "ddp-nccl", "ddp-mpi", "horovod", "fsdp", "zero")
+
+
+def _callee(node: ast.Call) -> tuple[str | None, str | None]:
+    f = node.func
+    if isinstance(f, ast.Attribute):
+        owner = f.value.id if isinstance(f.value, ast.Name) else None
+        return owner, f.attr
+    if isinstance(f, ast.Name):
+        return None, f.id
+    return None, None
+
+
+def judgement_sites(root: Path) -> Counter[str]:
+    sites: Counter[str] = Counter()
+    files = [*sorted((root / "hvd_vs_ddp").rglob("*.py")), *sorted((root / "suites").rglob("*.py"))]
+    for path in files:
+        rel = path.relative_to(root).as_posix()
+        if rel.startswith("hvd_vs_ddp/backends/"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), rel)):
+            if isinstance(node, ast.Call):
+                owner, name = _callee(node)
+                if name == "judge" and not isinstance(node.func, ast.Attribute):
+                    continue  # a bare judge(): the report's statistical verdict
+                if (name in JUDGES and owner not in NOT_OURS) or (owner, name) in QUALIFIED:
+                    sites[rel] += 1
+    return sites
+
+
+def _rank_path(rel: str) -> bool:
+    """The suites: what every rank runs, test by test."""
+    return rel.startswith("suites/")
+
+
+def resolutions(root: Path) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """((resolve calls, SuiteOptions built) in the parent for one cell, (the same) in one
+    rank at its start)."""
+    sys.path.insert(0, str(root))
+    from hvd_vs_ddp.cli import matrix
+    from hvd_vs_ddp.harness import options
+    from hvd_vs_ddp.workloads import external
+
+    calls = [0, 0]  # external.resolve calls, SuiteOptions built (each resolves them all)
+    real, post_init = external.resolve, options.SuiteOptions.__post_init__
+
+    def counted(*a, **k):
+        calls[0] += 1
+        return real(*a, **k)
+
+    def built(self):
+        calls[1] += 1
+        return post_init(self)
+
+    preset = matrix.preset("compile")
+    cell = next(c for c in matrix.cells(preset, world_sizes=[2])
+                if c.backend == "horovod" and "timeline" in c.suites)
+    with tempfile.TemporaryDirectory() as tmp:
+        run_dir = Path(tmp)
+        (run_dir / "cells").mkdir()
+        results = str(run_dir / "cells" / f"{cell.id}.json")
+        external.resolve = counted
+        options.SuiteOptions.__post_init__ = built  # type: ignore[method-assign]
+        try:
+            if hasattr(matrix, "cell_options"):  # after: the plan, built once
+                from hvd_vs_ddp.harness import cell_plan
+
+                opts = matrix.cell_options(cell, preset, None, run_dir=str(run_dir))
+                plan = matrix.plan(cell, opts, None, 600.0)
+                plan_file = cell_plan.path(run_dir, cell.id)
+                cell_plan.write(plan, plan_file, owner=None)
+                argv = matrix.pytest_argv(cell, str(plan_file), results)
+            else:  # before: the options written as a command line
+                argv = matrix.pytest_argv(cell, preset, results, None, run_dir=str(run_dir))
+            parent = tuple(calls)
+            calls[:] = [0, 0]
+            rank_options(argv, options)
+            return parent, tuple(calls)
+        finally:
+            external.resolve = real
+            options.SuiteOptions.__post_init__ = post_init  # type: ignore[method-assign]
+
+
+def rank_options(argv: list[str], options) -> object:
+    """What a rank's conftest runs for its options (pytest_configure)."""
+    if "--cell-plan" in argv:
+        from hvd_vs_ddp.harness import cell_plan
+
+        return cell_plan.read(argv[argv.index("--cell-plan") + 1]).options
+    parser = argparse.ArgumentParser(add_help=False)
+    for flag, kwargs in options._declarations():
+        parser.add_argument(flag, **kwargs)
+    ns, _ = parser.parse_known_args(argv)
+    return options._from_values(lambda name: getattr(ns, name))  # = from_pytest
+
+
+def backend_tables(root: Path) -> list[str]:
+    out = []
+    for path in sorted((root / "hvd_vs_ddp").rglob("*.py")):
+        names = {n.value for n in ast.walk(ast.parse(path.read_text()))
+                 if isinstance(n, ast.Constant) and n.value in BACKENDS}
+        if len(names) >= 3:
+            out.append(f"{path.relative_to(root).as_posix()} ({len(names)} backends)")
+    return out
+
+
+def main(argv: list[str]) -> int:
+    root = Path(argv[1] if len(argv) > 1 else ".").resolve()
+    sites = judgement_sites(root)
+    on_rank = {f: n for f, n in sites.items() if _rank_path(f)}
+    print(f"1. judgement call sites outside hvd_vs_ddp/backends/: {sum(sites.values())} in "
+          f"{len(sites)} files")
+    for f, n in sorted(sites.items()):
+        print(f"     {n:3d}  {f}")
+    print(f"   of them in the suites (suites/: every rank, test by test): "
+          f"{sum(on_rank.values())} in {len(on_rank)} files")
+    parent, rank = resolutions(root)
+    print("2. one cell (compile preset, Horovod timeline cell, np2): workload specs resolved "
+          f"(external.resolve calls) {parent[0]} in the parent, {rank[0]} in each rank at its "
+          f"start;\n   SuiteOptions built (each resolves every spec it names) {parent[1]} in "
+          f"the parent, {rank[1]} in each rank")
+    tables = backend_tables(root)
+    print(f"3. files naming >= 3 backends (tables a new backend is added to): {len(tables)}")
+    for t in tables:
+        print(f"     {t}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))
