@@ -20,18 +20,49 @@ fields, read with getattr so that runs without them work: input_mode, loader_wor
 host_cpu_cores, loader_cpu_cores, data_wait_s), or from `hvd-vs-ddp project`'s flags
 (--loader-cpu-ms, --loader-workers, --host-cores) for a pipeline measured elsewhere.
 
+What grows with N when the loader shares the cores (issue 51, third round): Horovod's
+step ends with two hand-offs between threads, each a thread that spins for its event
+and must be on a core to see it (read in horovod/horovod at 2626dc87):
+- the finalizer waits for the last response's completion in cudaEventSynchronize
+  (horovod/common/ops/cuda_operations.cc WaitForEvents) on an event made with
+  cudaEventDisableTiming alone: under the CUDA runtime's default schedule
+  (cudaDeviceScheduleAuto: spin while the process's contexts are fewer than the
+  logical CPUs) the thread spins;
+- then the main thread, in optimizer.synchronize(), sees the handle done:
+  horovod/torch/mpi_ops_v2.cc WaitAndClear polls PollHandle in a loop that calls
+  std::this_thread::yield() between polls.
+A spinning or yielding thread has used its share of the core, so when every core of
+the node is busy (loader workers decoding) it sees its event only once the scheduler
+gives it a core again: a wait of up to a time slice (Linux CFS/EEVDF: a base slice of
+0.75 ms scaled by 1 + log2(min(CPUs, 8)), 3 ms on 8 or more CPUs; kernel/sched/fair.c
+sysctl_sched_base_slice / sched_min_granularity, get_update_sysctl_factor); term
+`core_wait_us`. The probability that every core is busy when the event fires is
+`busy_probability`: the node's loader workers each busy the share of the time the
+loader must work to keep pace (a binomial count), beside the ranks' own threads. The
+step waits for the slowest of N ranks: `slowest_handoffs` is the expected maximum over
+N of each rank's delay (two hand-offs, each late with that probability), so a delay
+that one node sees one step in a hundred is paid nearly every step at 512 ranks.
+DDP has none on its critical path: its collectives wait on the GPU (the work's stream
+sync) and its CPU runs ahead, absorbing a late core in its lead.
+
     p = HostPipeline(cpu_s_per_batch=0.25, workers=8, node_cores=64)
     data_wait(p, "horovod", local=4, step_s=0.1, comm_s=0.03)   # seconds per step
+    q = busy_probability(p, "horovod", local=4, step_s=0.1, comm_share=0.3)
+    slowest_handoffs(0.002, 512, q)        # seconds a step waits for cores, 512 ranks
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import stats
 
 from hvd_vs_ddp.backends.catalog import HOROVOD_LIB
 
 MAIN_CORES = 1.0          # a rank's main thread where the run did not measure it
 HOROVOD_THREAD_CORES = 0.05  # its background thread between cycles (sleeps the rest)
 MIN_SHARE = 0.05          # a starved loader still gets a sliver of a core
+HOROVOD_HANDOFFS = 2      # finalizer's event spin, then the main thread's yield loop
 
 
 @dataclass(frozen=True)
@@ -67,3 +98,41 @@ def data_wait(p: HostPipeline, kind: str, local: int, step_s: float,
     """Seconds a step waits for its batch: the loader's batch time past the step."""
     share = min(1.0, comm_s / step_s) if step_s > 0 else 0.0
     return max(0.0, 1.0 / loader_rate(p, kind, local, share) - step_s)
+
+
+def busy_probability(p: HostPipeline, kind: str, local: int, step_s: float,
+                     comm_share: float) -> float:
+    """Probability that a thread of a rank finds every core of its node taken by the
+    others when its event fires: the loader workers of the node's `local` ranks, each
+    busy the share of the time its rank's loader must work to keep pace with the step
+    (cpu_s_per_batch / step_s cores over `workers`, at most all of them), a binomial
+    count, beside the ranks' own threads (host.py `main`, less the thread itself)."""
+    if step_s <= 0 or p.workers <= 0:
+        return 0.0
+    demand = min(float(p.workers), p.cpu_s_per_batch / step_s)  # cores a rank's loader
+    u = min(1.0, demand / p.workers)
+    own = max(0.0, local * p.main(kind, comm_share) - 1.0)      # the others' threads
+    free = p.node_cores - own          # cores the workers may take before none is left
+    n = max(1, local) * p.workers
+    k = int(np.ceil(free - 1e-9))
+    if k <= 0:
+        return 1.0
+    return float(stats.binom.sf(k - 1, n, u))  # P(workers busy >= free cores)
+
+
+def slowest_handoffs(wait_s: float, n: int, prob: float,
+                     handoffs: int = HOROVOD_HANDOFFS) -> float:
+    """Expected maximum over `n` ranks of a rank's delay: `handoffs` hand-offs, each
+    late with probability `prob` by an exponential wait of mean `wait_s` (how long the
+    running task keeps the core; exponential: the maximum of many such waits grows as
+    log N, the tail that sets it). One rank's delay is a Gamma(k, wait_s) with k
+    Binomial(handoffs, prob); E[max] = integral of 1 - F(x)^n (quadrature)."""
+    if wait_s <= 0 or prob <= 0 or n <= 0:
+        return 0.0
+    prob = min(1.0, prob)
+    x = np.linspace(0.0, wait_s * (handoffs * 4 + 3 * np.log(n) + 10), 4097)
+    cdf = np.full_like(x, (1 - prob) ** handoffs)
+    for k in range(1, handoffs + 1):
+        weight = stats.binom.pmf(k, handoffs, prob)
+        cdf += weight * stats.gamma.cdf(x, k, scale=wait_s)
+    return float(np.trapezoid(1.0 - cdf ** n, x))

@@ -22,10 +22,10 @@ import numpy as np
 from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.projection import stragglers
 from hvd_vs_ddp.projection.collectives import Cost, Fabric
-from hvd_vs_ddp.projection.host import HostPipeline, data_wait
+from hvd_vs_ddp.projection.host import HostPipeline, busy_probability, data_wait, slowest_handoffs
 from hvd_vs_ddp.projection.interconnects import Link
 from hvd_vs_ddp.projection.schedule import Step, StepCompute, ddp_step, horovod_step
-from hvd_vs_ddp.projection.terms import Drawn, draw
+from hvd_vs_ddp.projection.terms import Drawn, core_wait, draw
 
 if TYPE_CHECKING:  # the layout tracer needs torch; the model only reads its result
     from hvd_vs_ddp.projection.layout import Layout
@@ -292,6 +292,16 @@ def _draw(inputs: Inputs, lib: Library, n: int, idx: int, seed: int
                                     - 1)
         s = replace(s, step_s=s.step_s + host, exposed_s=s.exposed_s + host,
                     terms={**s.terms, "host jitter": host})
+    if (inputs.host is not None and terms is not None and n > 1
+            and lib.kind != catalog.DDP):
+        # Horovod's hand-offs at the end of a step, on a node whose cores the loader
+        # takes: the slowest of n ranks' wait for a core (host.py slowest_handoffs)
+        share = min(1.0, s.comm_s / s.step_s) if s.step_s > 0 else 0.0
+        busy = busy_probability(inputs.host, lib.kind, local, s.step_s, share)
+        late = slowest_handoffs(core_wait(seed, idx), n, busy)
+        if late > 0:
+            s = replace(s, step_s=s.step_s + late, exposed_s=s.exposed_s + late,
+                        terms={**s.terms, "core wait": late})
     if inputs.host is not None:  # the loader on the node's cores (host.py)
         wait = data_wait(inputs.host, lib.kind, local, s.step_s, s.comm_s)
         s = replace(s, step_s=s.step_s + wait, terms={**s.terms, "data wait": wait})

@@ -196,6 +196,24 @@ TERMS = {t.name: t for t in (
          "response_cache.cc CacheCoordinator::sync, mpi_controller.cc CrossRankBitwiseAnd "
          "(MPI_Allreduce, MPI_BAND); OS timer-wakeup latency, " + _ASSUMED,
          "default range"),
+    Term("core_wait_us", "horovod", 500, 3000, "µs mean wait for a core per hand-off "
+         "when every core of the node is busy",
+         "with a host pipeline, the loader workers can take every core of a node; "
+         "Horovod's step ends with two threads that spin for their event (the finalizer "
+         "in cudaEventSynchronize, the main thread in synchronize()'s yield loop), and a "
+         "spinning thread that has used its share sees its event only when the scheduler "
+         "gives it a core again; each rank's delay is late with the probability that every "
+         "core is busy (host.py busy_probability), and the step waits for the slowest of "
+         "N ranks' (host.py slowest_handoffs): what grows with N while cores are contended",
+         "horovod/common/ops/cuda_operations.cc WaitForEvents (cudaEventSynchronize; "
+         "events made with cudaEventDisableTiming alone) and CUDA's default "
+         "cudaDeviceScheduleAuto (spin while contexts are fewer than the logical CPUs); "
+         "horovod/torch/mpi_ops_v2.cc WaitAndClear (PollHandle, std::this_thread::yield); "
+         "Linux kernel/sched/fair.c: a base slice of 0.75 ms scaled by "
+         "1 + log2(min(CPUs, 8)), 3 ms on 8 CPUs or more, the most a running task keeps "
+         "the core before the scheduler picks again; the mean between a sixth and all of "
+         "that slice, assumed; the band spans it",
+         "default range; applies only with a host pipeline (a run's, or --loader-cpu-ms)"),
     Term("rank_jitter", "both", 0.3, 2.0, "% (lognormal sigma of a rank's step / its "
          "median)",
          "a synchronous step waits for the slowest rank: each rank's compute is stretched "
@@ -329,6 +347,13 @@ def draw(rng: np.random.Generator, intra: str = "nvlink4", controller: str = "mp
         pageable_bytes_per_s=float(rng.uniform(lo_p, hi_p)),
         host_sigma=float(rng.uniform(*HOST_JITTER_SIGMA)),
         host_tail=float(rng.uniform(*HOST_JITTER_TAIL)))
+
+
+def core_wait(seed: int, idx: int) -> float:
+    """Draw number `idx` of term core_wait_us (seconds), from a stream of its own: only
+    projections with a host pipeline draw it, and every other term's draws (the
+    published rows', which have none) stay as they were."""
+    return _u(np.random.default_rng([seed, idx, 51]), "core_wait_us") * 1e-6
 
 
 class _Middle:
