@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import hashlib
 import os
 from pathlib import PurePosixPath
 from typing import Any
@@ -54,19 +55,22 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
 @pytest.fixture(scope="session", autouse=True)
 def _projection_computed_once(tmp_path_factory):
-    """Under xdist, row_cache.cached holds a lock shared by the workers while it reads or
-    computes, so a value the other worker is computing is waited for and then read."""
+    """Under xdist, row_cache.cached holds a lock shared by the workers (one per name and
+    arguments) while it reads or computes, so a value the other worker is computing is
+    waited for and then read."""
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         yield
         return
     from hvd_vs_ddp.projection import row_cache
 
-    lock = tmp_path_factory.getbasetemp().parent / "row_cache.lock"
+    shared = tmp_path_factory.getbasetemp().parent
     original = row_cache.cached
 
     @functools.wraps(original)
     def cached(name, args, compute):
-        with open(lock, "a") as fh:
+        # one lock per value: another key (e.g. `project`'s 100 draws) is not held up
+        digest = hashlib.sha256(f"{name}\0{args!r}".encode()).hexdigest()[:16]
+        with open(shared / f"row_cache-{digest}.lock", "a") as fh:
             fcntl.flock(fh, fcntl.LOCK_EX)
             try:
                 return original(name, args, compute)
