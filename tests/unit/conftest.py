@@ -4,8 +4,8 @@
 - The published rows' projection (`against_published.project_all`, kept on disk by
   hvd_vs_ddp/projection/row_cache.py) costs ~30 CPU-s when nothing is kept yet (any change
   to the package's files is a new key, so after every merge and in CI). Both workers used
-  to compute it at the same time; here the workers take turns (a file lock in the
-  session's shared temporary folder), so the second one reads what the first kept. The
+  to compute it at the same time; here the workers take turns (a file lock per value, in
+  the session's shared temporary folder), so the second one reads what the first kept. The
   value, the key and the file are row_cache's own: only the waiting is added.
 - The files whose tests share an expensive module-scoped fixture (a report with its
   figures, a projection) run on one worker (WHOLE_FILE), so that fixture is built once;
