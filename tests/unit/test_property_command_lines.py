@@ -39,7 +39,7 @@ from tests.launch import ROOT
 
 SMALL = ROOT / "tests" / "fixtures" / "runs" / "cpu-small"
 ONE_CELL = "ddp-gloo-single-np1"
-SETTINGS = settings(max_examples=200, deadline=None, derandomize=True,
+SETTINGS = settings(max_examples=120, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
                                            HealthCheck.too_slow])
 

@@ -42,7 +42,7 @@ from tests.launch import ROOT
 
 SMALL = ROOT / "tests" / "fixtures" / "runs" / "cpu-small"
 KEEP = ("ddp-gloo-torchrun-np2", "horovod-horovodrun-gloo-np2")  # every kind but compute
-FAST = settings(max_examples=300, deadline=None, derandomize=True,
+FAST = settings(max_examples=120, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
 FULL = settings(max_examples=12, deadline=None, derandomize=True,
