@@ -70,6 +70,7 @@ from hvd_vs_ddp.cli.matrix import (
 from hvd_vs_ddp.cli.run_lock import CELL_MARKER, RunLock, marker_root
 from hvd_vs_ddp.common import cpu_load, interrupt, outputs, processes
 from hvd_vs_ddp.common.checkout import ROOT, suites_root
+from hvd_vs_ddp.common.errors import WriteError
 from hvd_vs_ddp.common.log import log
 from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.harness import cell_plan, versions
@@ -323,15 +324,22 @@ class Runner:
         opts = cell_options(cell, self.preset, self.workloads,
                             run_dir=str(self.run_dir.resolve()))
         plan_file = self.folder.plan(stem).resolve()
-        cell_plan.write(plan(cell, opts, self.hosts, self.limit), plan_file,
-                        owner=self.run_dir)
+        self.folder.check((log_path, outputs.CELL_LOG))
+        try:
+            cell_plan.write(plan(cell, opts, self.hosts, self.limit), plan_file,
+                            owner=self.run_dir)
+        except OSError as exc:  # a full disk (the gate's WriteError): this cell fails
+            why = str(exc) if isinstance(exc, WriteError) else f"writing {plan_file}: {exc}"
+            log_path.write_text(f"hvd-vs-ddp: the cell's plan was not written: {why}\n")
+            rep.status, rep.error, rep.seconds = "failed", f"{stem}: {why}", 0.0
+            rep.log = str(log_path.relative_to(self.run_dir))
+            return
         argv = pytest_argv(cell, str(plan_file), str(results.resolve()))
         launcher, nprocs = launch_as(cell)  # a recovery cell starts its own elastic job
         env = launchers.env(launcher=launcher)
         if self.pythonpath:  # the ranks import external workloads as the parent did
             env["PYTHONPATH"] = os.pathsep.join(
                 [*self.pythonpath, *filter(None, [env.get("PYTHONPATH")])])
-        self.folder.check((log_path, outputs.CELL_LOG))
         self.marker = f"{marker_root(self.run_dir)}{stem}/{uuid.uuid4().hex}"
         env[CELL_MARKER] = self.marker
         # mpirun across --hosts exports the cell's variables to remote ranks (-x)
