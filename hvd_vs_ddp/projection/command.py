@@ -27,6 +27,7 @@ import numpy as np
 
 from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.projection import interconnects
 from hvd_vs_ddp.projection.model import Inputs, Library, Links, Projected, calibrate, project
 from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN
@@ -69,8 +70,9 @@ def check(args) -> dict[str, Any]:
                            "(from a published single-device figure)")
     if args.run_dir:
         run = Path(args.run_dir)
-        if not (run / "manifest.json").is_file():
-            raise ProjectError(f"{run}: not a run directory (no manifest.json there)")
+        manifest = RunFolder(run).manifest
+        if not manifest.is_file():
+            raise ProjectError(f"{run}: not a run directory (no {manifest.name} there)")
         for flag in ("model", "batch_size"):
             if getattr(args, flag) is not None:
                 raise ProjectError(f"--{flag.replace('_', '-')} goes with --compute-ms; a "
@@ -92,7 +94,8 @@ def check(args) -> dict[str, Any]:
     s["optimizer"] = getattr(args, "optimizer", None) or "foreach"
     s["margin"] = DEFAULT_MARGIN if args.margin is None else args.margin
     s["draws"] = args.draws
-    out = args.output or (str(Path(args.run_dir) / "projection.json") if args.run_dir else None)
+    out = args.output or (str(RunFolder(Path(args.run_dir)).projection) if args.run_dir
+                          else None)
     if out and Path(out).is_dir():
         raise ProjectError(f"--output {out}: is a directory; name a .json file")
     s["output"] = Path(out) if out else None

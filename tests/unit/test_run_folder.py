@@ -19,10 +19,8 @@ _spec = importlib.util.spec_from_file_location("count_layout",
                                                ROOT / "scripts" / "count_layout.py")
 count_layout = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(count_layout)
-# The owner: the names (run_layout.py) and the type (run_folder.py). projection/command.py
-# is issue 51's (RUN_DIR/projection.json and its manifest check there): left to it.
-OWNERS = {"hvd_vs_ddp/common/run_layout.py", "hvd_vs_ddp/common/run_folder.py",
-          "hvd_vs_ddp/projection/command.py"}
+# The owner: the names (run_layout.py) and the type (run_folder.py).
+OWNERS = {"hvd_vs_ddp/common/run_layout.py", "hvd_vs_ddp/common/run_folder.py"}
 
 
 def test_only_the_owner_names_the_run_folders_layout():
@@ -38,7 +36,7 @@ def test_only_the_owner_names_the_run_folders_layout():
 def test_every_path_lies_in_the_run(tmp_path):
     run = RunFolder(tmp_path / "r")
     paths = [run.manifest, run.cells, run.logs, run.projection, run.results("a.r2"),
-             run.log("a.r2"), run.compile_cache("a"), run.damaged("2026")]
+             run.log("a.r2"), run.plan("a.r2"), run.compile_cache("a"), run.damaged("2026")]
     assert all(p.is_relative_to(run.root) for p in paths)
     assert len(set(paths)) == len(paths)
     assert RunFolder.of_results(run.results("a")) == RunFolder(run.root.resolve())
