@@ -378,8 +378,10 @@ class Runner:
 class Progress:
     """One line per event on stderr: the cell in flight, elapsed time and an estimate."""
 
-    def __init__(self, stream=sys.stderr) -> None:
-        self.stream, self.t0 = stream, time.monotonic()
+    def __init__(self, stream=None) -> None:
+        # sys.stderr as it is now, not as it was when this module was imported (a caller
+        # that swapped it since, as pytest's capture does per test, had closed that one)
+        self.stream, self.t0 = stream if stream is not None else sys.stderr, time.monotonic()
         self.durations: list[float] = []
 
     def start(self, i: int, n: int, label: str) -> None:
