@@ -86,6 +86,7 @@ def resolutions(root: Path) -> tuple[tuple[int, ...], tuple[int, ...]]:
     rank at its start)."""
     sys.path.insert(0, str(root))
     from hvd_vs_ddp.cli import matrix
+    from hvd_vs_ddp.common.run_folder import RunFolder
     from hvd_vs_ddp.harness import options
     from hvd_vs_ddp.workloads import external
 
@@ -115,7 +116,7 @@ def resolutions(root: Path) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
                 opts = matrix.cell_options(cell, preset, None, run_dir=str(run_dir))
                 plan = matrix.plan(cell, opts, None, 600.0)
-                plan_file = cell_plan.path(run_dir, cell.id)
+                plan_file = RunFolder(run_dir).plan(cell.id)
                 cell_plan.write(plan, plan_file, owner=None)
                 argv = matrix.pytest_argv(cell, str(plan_file), results)
             else:  # before: the options written as a command line

@@ -13,7 +13,7 @@ in the suites.
 Two ways to the same plan, by the same code (`build`):
 
 - `hvd-vs-ddp run`: the runner builds each cell's plan before its processes start and
-  writes it to `path(run_dir, stem)` (cells/<stem>.plan.json, through the output gate);
+  writes it to `RunFolder.plan(stem)` (cells/<stem>.plan.json, through the output gate);
   each rank's pytest gets `--cell-plan FILE`, reads it (`read`) and judges nothing again;
 - a plain pytest session (`horovodrun -np 4 pytest suites/`, `tox -e ddp`): the suites'
   conftest builds the plan once from its options and the launcher it finds
@@ -35,18 +35,13 @@ from hvd_vs_ddp.backends import placement, registry
 from hvd_vs_ddp.backends.env import LauncherEnv
 from hvd_vs_ddp.common import outputs
 from hvd_vs_ddp.common.errors import InputError
-from hvd_vs_ddp.common.run_folder import RunFolder
+from hvd_vs_ddp.common.run_folder import write_output
 from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
 from hvd_vs_ddp.harness.options import SuiteOptions
 
 FORMAT = outputs.CELL_PLAN
 VERSION = 1
 OPTION = "--cell-plan"  # the pytest option a cell's ranks read their plan from
-
-
-def path(run_dir: Path, stem: str) -> Path:
-    """Where a run keeps the plan of its repetition `stem` (the run folder's owner says)."""
-    return RunFolder(Path(run_dir)).plan(stem)
 
 
 def knob_sets(name: str) -> tuple[KnobSet, ...]:
@@ -226,8 +221,7 @@ def _session_hosts(env: LauncherEnv) -> list[tuple[str, int]]:
 # -- the file ---------------------------------------------------------------
 def write(plan: CellPlan, file: Path, owner: Path | None) -> outputs.Digest:
     """Write the plan through the output gate (`owner`: the run it belongs to)."""
-    return outputs.write_json(outputs.Output(Path(file), FORMAT), plan.to_dict(),
-                              owner=owner)
+    return write_output(Path(file), FORMAT, plan.to_dict(), owner)
 
 
 def read(file: str | Path) -> CellPlan:

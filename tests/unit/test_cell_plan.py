@@ -17,6 +17,7 @@ from hvd_vs_ddp.backends.env import LauncherEnv
 from hvd_vs_ddp.backends.options import BackendOptions
 from hvd_vs_ddp.cli import matrix
 from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.harness import cell_plan
 from hvd_vs_ddp.harness.options import SuiteOptions
 from hvd_vs_ddp.workloads import external
@@ -38,7 +39,7 @@ def test_every_cell_plan_reads_back_as_written_without_resolving_a_workload(
         plan = matrix.plan(cell, opts, None, 600.0)
         assert plan.cell == cell.id and plan.world_size == cell.world_size
         assert plan.time_limit_s == 600.0 and plan.suites == cell.suites
-        file = cell_plan.path(tmp_path, cell.id)
+        file = RunFolder(tmp_path).plan(cell.id)
         assert file == tmp_path / "cells" / f"{cell.id}.plan.json"
         file.parent.mkdir(exist_ok=True)
         cell_plan.write(plan, file, owner=None)
