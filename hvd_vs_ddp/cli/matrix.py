@@ -412,14 +412,16 @@ def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
 
 
 def cell_options(cell: Cell, preset: Preset, workloads: list[str] | None = None,
-                 run_dir: str | None = None, json_path: str | None = None) -> SuiteOptions:
+                 run_dir: str | None = None) -> SuiteOptions:
     """The suites' options of one cell, built in one step (so each workload spec is
     resolved once): the preset's, the cell's own choices (its backend, knob set,
     workloads, input; a timeline twin's rounds, a compiling set's cache, a recovery
     cell's world size), then the cell's own arguments (--suite-args, autotune), which
     win as they did when they came last on its command line. `run_dir`: the run
     directory the cell writes into (its outputs may go only there:
-    hvd_vs_ddp/common/outputs.py); without it, the one above `json_path`'s folder."""
+    hvd_vs_ddp/common/outputs.py; a compiling set's cache lies in it); the runner always
+    gives it, and without it (a cell's options looked at, nothing launched) a compiling
+    set keeps the preset's cache."""
     given, _rest = split_argv(cell.pytest_args)
     base = preset.options
     changes: dict = {
@@ -429,10 +431,9 @@ def cell_options(cell: Cell, preset: Preset, workloads: list[str] | None = None,
                       else tuple(workloads or preset.workloads))}
     if "timeline" in cell.suites:
         changes.update(horovod_timeline="auto", rounds=min(TIMELINE_ROUNDS, base.rounds))
-    if by_name(cell.knob_set).compile != "eager":  # cold in its first repetition, then warm
-        run = RunFolder(Path(run_dir)) if run_dir else \
-            RunFolder.of_results(Path(json_path or "."))
-        changes["compile_cache"] = str(run.compile_cache(cell.id))
+    if by_name(cell.knob_set).compile != "eager" and run_dir:  # cold in its first
+        # repetition, then warm
+        changes["compile_cache"] = str(RunFolder(Path(run_dir)).compile_cache(cell.id))
     if "recovery" in cell.suites:
         changes.update(recovery_world_size=cell.world_size,
                        recovery_workload=cell.workload or changes["workloads"][0])
