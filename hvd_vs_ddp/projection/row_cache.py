@@ -15,6 +15,7 @@ over and the rows are computed (`HVD_VS_DDP_CACHE=off`: never kept).
 """
 from __future__ import annotations
 
+import fcntl
 import functools
 import hashlib
 import importlib.metadata
@@ -60,25 +61,38 @@ def key(*args: Any) -> str:
 
 
 def cached(name: str, args: tuple, compute: Callable[[], T]) -> T:
-    """compute(), or what it returned before under the same key."""
+    """compute(), or what it returned before under the same key. Processes asking for the
+    same value at once take turns (a file lock beside it): the second reads what the first
+    kept instead of computing it too (~30 CPU-s; the unit tests' two workers did)."""
     where = folder()
     path = None if where is None else where / f"{name}-{key(name, *args)}.pickle"
-    if path is not None:
-        try:
-            with open(path, "rb") as fh:
-                return pickle.load(fh)  # noqa: S301 - this package's own file, keyed above
-        except Exception:  # noqa: BLE001 - absent, unreadable or damaged: computed anew
-            pass
+    if path is None:
+        return compute()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lock = open(path.with_suffix(".lock"), "a")  # noqa: SIM115 - held for the block
+    except OSError:
+        return _read_or_compute(path, compute)  # no lock here: computed, as without one
+    with lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _read_or_compute(path, compute)
+
+
+def _read_or_compute(path: Path, compute: Callable[[], T]) -> T:
+    """The value kept at `path`, or compute() kept there (atomically) for the next."""
+    try:
+        with open(path, "rb") as fh:
+            return pickle.load(fh)  # noqa: S301 - this package's own file, keyed above
+    except Exception:  # noqa: BLE001 - absent, unreadable or damaged: computed anew
+        pass
     value = compute()
-    if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-            with os.fdopen(fd, "wb") as fh:
-                pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, path)
-        except OSError:
-            pass  # not kept: the next process computes it again
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump(value, fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # not kept: the next process computes it again
     return value
 
 
