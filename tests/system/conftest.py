@@ -8,8 +8,7 @@ names) run there too. The tests of one file that share a module-scoped fixture a
 on one worker, each such file on either (WHOLE_FILE, checked at collection). Every other
 test may go to either worker. Tests marked `serial` measure throughput to judge a
 prediction: scripts/test.sh runs them alone, afterwards.
-(pytest-xdist's own `--dist loadgroup` marks nothing under pytest 9: it renames
-`item._nodeid`, which pytest 9 no longer reads; so the grouping is a scheduler here.)
+(The scheduler: tests/xdist_groups.py, shared with tests/unit.)
 
     python -m pytest tests/system -q                                  # one process
     python -m pytest tests/system --system-part parallel -n 2         # what test.sh runs,
@@ -25,6 +24,7 @@ import pytest
 
 from hvd_vs_ddp.backends import launchers
 from tests.system.jobs import SharedJobs, all_jobs
+from tests.xdist_groups import grouped
 
 # The processes these tests start are not pytest-xdist workers (launchers.env() forgets
 # the worker for the ranks the project starts; tox's, Slurm's and the tests' own commands
@@ -93,14 +93,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Each test is a unit of its own, except the files of ONE_WORKER (together one
     unit) and of WHOLE_FILE (a unit each)."""
-    from xdist.scheduler import LoadScopeScheduling
+    def unit_of(nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        name = PurePosixPath(path).name
+        if name in ONE_WORKER:
+            return "shared-jobs"
+        return path if name in WHOLE_FILE else nodeid
 
-    class OneWorkerForSharedJobs(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            name = PurePosixPath(path).name
-            if name in ONE_WORKER:
-                return "shared-jobs"
-            return path if name in WHOLE_FILE else nodeid
-
-    return OneWorkerForSharedJobs(config, log)
+    return grouped(config, log, unit_of)

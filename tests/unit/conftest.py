@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.xdist_groups import grouped
+
 # Each file's tests share a module-scoped fixture that builds a report or a projection.
 WHOLE_FILE = frozenset({"test_output_gate.py", "test_reports.py", "test_report_fixtures.py",
                         "test_verdicts.py", "test_verdict_sim.py", "test_recovery_report.py",
@@ -37,11 +39,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     larger units are handed out first: xdist's --loadscope-reorder)."""
     if not _under_unit(config) or config.getoption("dist") not in ("load", "loadscope"):
         return None
-    from xdist.scheduler import LoadScopeScheduling
+    def unit_of(nodeid: str) -> str:
+        path = nodeid.split("::", 1)[0]
+        return path if PurePosixPath(path).name in WHOLE_FILE else nodeid
 
-    class OneWorkerPerSharedFixture(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return path if PurePosixPath(path).name in WHOLE_FILE else nodeid
-
-    return OneWorkerPerSharedFixture(config, log)
+    return grouped(config, log, unit_of)
