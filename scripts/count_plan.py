@@ -12,9 +12,13 @@ It prints:
    hvd_vs_ddp/ and suites/, outside hvd_vs_ddp/backends/ (where each backend's one
    judgement lives), by file; then those in the suites (suites/: every rank, test by
    test). The names: JUDGES below (the seven hooks of `Backend` and `X.judge`,
-   the compile checks, the matrix's and the run request's filters) and QUALIFIED
-   (catalog.conflict, launchers.fit, launchers.available, compile_support.refusal);
-   not the report's statistical verdicts (verdicts.judge, a bare judge()).
+   the compile checks, the matrix's and the run request's filters, and, where a tree has
+   them, the cell's one verdict and the plan's verdicts: cell_verdict.judge_cell,
+   cell_plan.judge_backends) and QUALIFIED (catalog.conflict, launchers.fit,
+   launchers.available, compile_support.refusal, and the matrix's judged layouts:
+   matrix.judged, matrix.judge_again); not the report's statistical verdicts
+   (verdicts.judge, a bare judge()). Names a tree does not have count nothing there, so
+   the same script counts a tree before and after.
 2. workload specs resolved for one cell: calls of workloads.external.resolve while the
    parent prepares one cell's launch (the compile preset's Horovod timeline cell: every
    per-cell option applies) and while one of its ranks gets its options at start-up
@@ -41,10 +45,12 @@ JUDGES = {
     # the matrix's and the run request's filters
     "_fits_here", "_gpus_short", "gpu_refusal", "_refused", "_runnable",
     "_check_torch_compiles", "knob_refusal",
+    # the cell's one verdict (hvd_vs_ddp/harness/cell_verdict.py) and the plan's verdicts
+    "judge_cell", "judge_backends",
 }
 # generic names, counted only on the modules that judge with them
 QUALIFIED = {("compile_support", "refusal"), ("catalog", "conflict"), ("launchers", "fit"),
-             ("launchers", "available")}
+             ("launchers", "available"), ("matrix", "judged"), ("matrix", "judge_again")}
 NOT_OURS = {"verdicts"}  # reports/verdicts.judge: a statistical verdict, not a backend's
 BACKENDS = ("single", "dp", "ddp-gloo", "ddp-nccl", "ddp-mpi", "horovod", "fsdp", "zero")
 

@@ -81,7 +81,7 @@ def _run(args) -> int:
     runner = Runner(req.run_dir, req.preset, list(req.cells), sys.argv, req.cell_time_limit,
                     list(req.workloads) if req.workloads else None, hosts=req.hosts,
                     repeat=req.repeat, order_seed=req.order_seed, pythonpath=req.pythonpath,
-                    budget_minutes=budget)
+                    budget_minutes=budget, plans=req.plans)
     if req.run_dir.exists():  # a resumed run: another runner of it is refused up front
         runner.lock.claim()
     log.info(f"{len(req.cells)} cell{'' if len(req.cells) == 1 else 's'} -> {req.run_dir}")

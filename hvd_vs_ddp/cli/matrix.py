@@ -18,7 +18,9 @@ Horovod cell of a knob set that compiles (the compile preset: overlap under comp
 A knob set whose compile mode a backend cannot honour gets no cell for it
 (hvd_vs_ddp/backends/compile_support.py); where this torch cannot compile at all, or a
 backend asked for by name is left with no cell by it, the preset is refused with the
-reason (one line).
+reason (one line). Every cell is judged once, as it is laid out (`judged`: each cell's
+verdict, hvd_vs_ddp/harness/cell_verdict.py); what is left out or refused follows from
+the verdicts, and the run request and the runner only read them.
 The input pipeline is an axis (`run --input memory,jpeg`, Preset.inputs): each throughput
 and compute-only cell is run once per input mode; a cell of another mode than "memory"
 runs the throughput (or compute) suite only, with `--input MODE`, and its id ends
@@ -37,12 +39,24 @@ from typing import Iterable
 
 import torch
 
-from hvd_vs_ddp.backends import catalog, compile_support, registry
+from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.backends.launchers import ONE_HOST_LAUNCHERS, matrix_launchers
 from hvd_vs_ddp.common.errors import InputError, UnknownName
 from hvd_vs_ddp.common.run_folder import RunFolder
-from hvd_vs_ddp.harness import cell_plan
+from hvd_vs_ddp.harness import cell_plan, cell_verdict
 from hvd_vs_ddp.harness.cell_plan import CellPlan
+from hvd_vs_ddp.harness.cell_verdict import (  # noqa: F401 (gpu_refusal: the rule, re-exported)
+    COMPUTE_ONLY,
+    KNOB,
+    MISSING,
+    NO_GPUS,
+    ORCHESTRATING,
+    Verdict,
+    gpu_refusal,
+    launch_of,
+    orchestrates,
+    ranks_per_host,
+)
 from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
 from hvd_vs_ddp.harness.options import SUITES, SuiteOptions, split_argv
 from hvd_vs_ddp.harness.pytest_args import CELL_PLUGINS
@@ -52,11 +66,7 @@ from hvd_vs_ddp.workloads.external import slug as workload_slug
 MEMORY = INPUT_MODES[0]  # tensors in memory: the suites' default input
 
 BASELINES = tuple(catalog.names(distributed=False))  # one process: world size 1 only
-COMPUTE_ONLY = "compute-only"  # the pseudo-backend of the compute-only reference cell
 TIMED_SUITES = ("throughput", "compute", "recovery")  # what repetitions 2..N of a cell run
-# Suites that start their own job: the runner runs them in one process ("single"), while
-# the cell names the job they start (hvd_vs_ddp/recovery/: an elastic job, killed).
-ORCHESTRATING = ("recovery",)
 
 
 class MatrixError(InputError):
@@ -172,68 +182,78 @@ def _gpus() -> int:
     return torch.cuda.device_count() if torch.cuda.is_available() else 0
 
 
-def _fits_here(backend: str, gpus: int) -> bool:
-    """Whether a preset runs this backend on this machine: a GPU backend needs a GPU, and
-    DataParallel without two GPUs is the single process itself."""
-    caps = catalog.get(backend)
-    return gpus > 0 or not (caps.needs_gpu or caps.single_without_gpus)
-
-
-def _gpus_short(backend: str, n: int, gpus: int) -> bool:
-    """NCCL underneath needs a GPU per rank: ddp-nccl always, the others where GPUs are."""
-    caps = catalog.get(backend)
-    return (caps.needs_gpu or (caps.gpu_per_rank and gpus > 0)) and n > max(gpus, 1)
-
-
-
-
-def ranks_per_host(launcher: str, n: int, hosts: str | None) -> int:
-    """The most ranks one host gets when `launcher` starts `n` over `hosts` (filled in
-    order, as backends/placement.py plans it); all `n` on this host without --hosts."""
-    if not hosts or launcher in ONE_HOST_LAUNCHERS:
-        return n
-    from hvd_vs_ddp.backends import placement
-    from hvd_vs_ddp.backends.launchers import parse_hosts
-
-    try:
-        return max(p.local_size for p in placement.plan(parse_hosts(hosts), n, 0,
-                                                        on_gpu=False))
-    except placement.PlacementError:
-        return n  # fewer slots than ranks: the run request refuses that (its --hosts check)
-
-
-def gpu_refusal(backend: str, launcher: str, n: int, gpus: int,
-                hosts: str | None = None) -> str | None:
-    """Why a cell would put two ranks on one GPU (every host taken to have this host's
-    GPU count): on a GPU machine every rank trains on a GPU of its own, whatever the
-    transport (NCCL refuses a shared GPU; Gloo and MPI would share its time and energy);
-    None where it fits, or where it runs on the CPU (no GPU here)."""
-    caps = catalog.get(backend) if backend != COMPUTE_ONLY else None
-    if gpus < 1 or n < 2 or (caps is not None and not caps.distributed):
-        return None
-    per_host = ranks_per_host(launcher, n, hosts)
-    if per_host <= gpus:
-        return None
-    where = "on this host" if per_host == n else f"on one of {hosts}"
-    more = "" if hosts and launcher not in ONE_HOST_LAUNCHERS else \
-        " (use --hosts for more machines)" if launcher not in ONE_HOST_LAUNCHERS else \
-        f" ({launcher} starts every rank on this host)"
-    return (f"{backend} at world size {n} needs {per_host} GPUs {where}; {gpus} visible: "
-            f"one GPU per rank{more}")
+def _knob_sets(preset: Preset, gpus: int) -> list[KnobSet]:
+    return [k for k in SETS[preset.knob_set] if gpus or not k.gpu_only]
 
 
 def cells(preset: Preset, backends: list[str] | None = None,
           world_sizes: list[int] | None = None, hosts: str | None = None) -> list[Cell]:
     """The preset's cells; `hosts` (--hosts): where launchers that take hosts place their
-    ranks, so that a GPU cell is judged by the ranks each host gets."""
+    ranks, so that a GPU cell is judged by the ranks each host gets (see `judged`)."""
+    return [cell for cell, _ in judged(preset, backends, world_sizes, hosts)]
+
+
+def judged(preset: Preset, backends: list[str] | None = None,
+           world_sizes: list[int] | None = None, hosts: str | None = None
+           ) -> list[tuple[Cell, Verdict]]:
+    """The preset's cells, each with its one verdict (hvd_vs_ddp/harness/cell_verdict.py,
+    asked once per cell here and nowhere else). A cell whose verdict refuses it is left
+    out (a preset goes as far as this machine: no GPU, GPUs shared, a knob set the backend
+    cannot honour), or, for a backend asked for by name, refused in one line; a cell whose
+    backend or launcher is missing here is kept with its verdict (the run request leaves
+    it out with a note, or refuses it)."""
     gpus = _gpus()
-    # A preset's GPU backend is left out where there is no GPU; asked for by name, it errors.
-    chosen = tuple(backends or (b for b in preset.backends if _fits_here(b, gpus)))
+    where = cell_verdict.here(gpus, hosts, (k.compile for k in _knob_sets(preset, gpus)))
+    for k in _knob_sets(preset, gpus):  # a compile mode this torch cannot run at all
+        if k.compile in where.uncompilable:
+            raise MatrixError(f"knob set {k.name}: compile mode {k.compile} refused: "
+                              f"{where.uncompilable[k.compile]}")
+    out: list[tuple[Cell, Verdict]] = []
+    refused: dict[str, str] = {}  # backend -> why it refused a knob set (options, compile)
+    for cell, per_library in _layout(preset, backends, world_sizes, where.gpus):
+        verdict = cell_verdict.judge_cell(cell, where)
+        if verdict.not_for_preset and not backends:
+            continue  # a preset goes as far as this machine (asked for by name: it runs)
+        named = cell.backend in (backends or ())
+        if verdict.kind == NO_GPUS and (named or orchestrates(cell)):
+            raise MatrixError(verdict.why)  # asked for by name: never left out silently
+        if verdict.kind == KNOB and not per_library:
+            refused.setdefault(cell.backend, f"knob set {cell.knob_set}: {verdict.why}")
+        if verdict or verdict.kind == MISSING:
+            out.append((cell, verdict))
+    for b in backends or ():
+        if refused.get(b) and not any(c.backend == b for c, _ in out):
+            raise MatrixError(f"--backends {b}: {refused[b]}")
+    return out
+
+
+def judge_again(cells: Iterable[Cell], preset: Preset, hosts: str | None = None
+                ) -> dict[str, Verdict]:
+    """A resumed run's cells, as its manifest keeps them, each judged once on this machine
+    as it is now: their plans' verdicts (the cells run whatever the rest says, as they
+    were laid out)."""
+    where = cell_verdict.here(_gpus(), hosts, ())
+    return {c.id: cell_verdict.judge_cell(c, where) for c in cells}
+
+
+def _layout(preset: Preset, backends: list[str] | None, world_sizes: list[int] | None,
+            gpus: int) -> Iterable[tuple[Cell, bool]]:
+    """Every cell the preset and the choices give, before any is judged, in the matrix's
+    order, each once per input mode (`with_inputs`), each with whether its knob set is
+    one library's own (a refusal of those is not a reason to refuse a backend asked for
+    by name)."""
+    for cell, per_library in _structure(preset, backends, world_sizes, gpus):
+        yield from ((c, per_library) for c in with_inputs([cell], preset.inputs))
+
+
+def _structure(preset: Preset, backends: list[str] | None, world_sizes: list[int] | None,
+               gpus: int) -> Iterable[tuple[Cell, bool]]:
+    chosen = tuple(backends or preset.backends)
     sizes = tuple(world_sizes or preset.world_sizes)
     train_suites = tuple(s for s in preset.suites if s != "compute")
     # Horovod fixes its fusion threshold at init, so each knob set of a multi-set
     # preset is its own process (cell); convergence and collectives run once.
-    knob_sets = [k for k in SETS[preset.knob_set] if gpus or not k.gpu_only]
+    knob_sets = _knob_sets(preset, gpus)
     knob_names = [k.name for k in knob_sets]
     comm_only = {k.name for k in knob_sets if k.communicates}
     per_library = {k.name for k in knob_sets if k.side != "both"}
@@ -244,20 +264,13 @@ def cells(preset: Preset, backends: list[str] | None = None,
     else:
         groups = [(train_suites, knob_names[0])]
     if "recovery" in preset.suites:
-        return recovery_cells(preset, chosen, sizes)
-    out: list[Cell] = []
-    _check_torch_compiles(knob_sets, gpus)
-    refused: dict[str, str] = {}  # backend -> why it refused a knob set's compile mode
+        yield from ((c, False) for c in recovery_cells(preset, chosen, sizes))
+        return
     for n in sizes:
         if n < 1:
             raise MatrixError(f"world size must be >= 1, got {n}")
         for backend in chosen:
             caps = catalog.get(backend)
-            if gpus == 0 and _gpus_short(backend, n, gpus):
-                if backends:  # asked for by name
-                    raise MatrixError(f"{backend} at world size {n} needs {n} GPUs on this "
-                                      f"host; {gpus} visible (use --hosts for more machines)")
-                continue  # a preset goes as far as this host's GPUs
             if n == 1 and not (preset.all_at_one or backends or backend in BASELINES):
                 continue  # the quick preset: only the reference at one rank
             launchers_ = ("single",) if n == 1 else () if backend in BASELINES \
@@ -271,37 +284,21 @@ def cells(preset: Preset, backends: list[str] | None = None,
             for launcher in (la for la in launchers_ if la not in preset.without_launchers):
                 if preset.launchers and n > 1 and launcher not in preset.launchers:
                     continue
-                short = gpu_refusal(backend, launcher, n, gpus, hosts)
-                if short:  # backends/placement.py's rule, judged before any process starts
-                    if backends:  # asked for by name
-                        raise MatrixError(short)
-                    continue  # a preset goes as far as the hosts' GPUs
                 for suites, knob in groups:
                     if backend in BASELINES and knob in comm_only:
                         continue  # one process: nothing to compress or bucket
                     if knob in per_library:
-                        out.extend(tuning_cells(backend, launcher, n, suites,
-                                                by_name(knob), workloads))
+                        yield from ((c, True) for c in tuning_cells(
+                            backend, launcher, n, suites, by_name(knob), workloads))
                         continue
-                    why = knob_refusal(backend, by_name(knob))
-                    if why:  # a knob it has no equivalent of (fsdp), a compile mode it
-                        refused[backend] = f"knob set {knob}: {why}"  # cannot honour
-                        continue
-                    out.append(Cell(backend, launcher, n, suites, knob_set=knob))
+                    yield Cell(backend, launcher, n, suites, knob_set=knob), False
                     if "timeline" in caps.instruments and n > 1 and preset.timeline \
                             and "throughput" in suites and (
                                 knob == knob_names[0] or by_name(knob).compile != "eager"):
-                        out.append(Cell(backend, launcher, n, ("timeline",),
-                                        knob_set=knob))
-        if "compute" in preset.suites and n > 1 and not gpu_refusal(
-                COMPUTE_ONLY, "torchrun", n, gpus):  # its ranks share no GPU either
+                        yield Cell(backend, launcher, n, ("timeline",), knob_set=knob), False
+        if "compute" in preset.suites and n > 1:  # its ranks share no GPU either
             for knob in (k for k in knob_names if k not in comm_only):
-                out.append(Cell(COMPUTE_ONLY, "single" if n == 1 else "torchrun", n,
-                                ("compute",), knob_set=knob))
-    for b in backends or ():
-        if refused.get(b) and not any(c.backend == b for c in out):
-            raise MatrixError(f"--backends {b}: {refused[b]}")
-    return with_inputs(out, preset.inputs)
+                yield Cell(COMPUTE_ONLY, "torchrun", n, ("compute",), knob_set=knob), False
 
 
 def with_inputs(cells: list[Cell], inputs: tuple[str, ...]) -> list[Cell]:
@@ -329,28 +326,11 @@ def with_inputs(cells: list[Cell], inputs: tuple[str, ...]) -> list[Cell]:
     return out
 
 
-def _check_torch_compiles(knob_sets: list[KnobSet], gpus: int) -> None:
-    """A preset whose compile mode this torch cannot run at all is refused (one line)."""
-    for k in knob_sets:
-        why = compile_support.torch_refusal(k.compile, bool(gpus))
-        if why:
-            raise MatrixError(f"knob set {k.name}: compile mode {k.compile} refused: {why}")
-
-
-def knob_refusal(backend: str, knob: KnobSet) -> str | None:
-    """Why `backend` cannot run knob set `knob` (its options, its compile mode), by the
-    backend's one judgement (Backend.judge), installed here or not (the run request
-    leaves out, or refuses, a backend missing here)."""
-    verdict = registry.judge(backend, None, knob.backend_options(), knob.compile,
-                             installed=False)
-    return None if verdict else verdict.reason
-
-
 def recovery_cells(preset: Preset, backends: tuple[str, ...],
                    sizes: tuple[int, ...]) -> list[Cell]:
     """One cell per backend with an elastic path and world size >= 2, under that path's
     launcher; a backend or launcher without one is refused (hvd_vs_ddp/recovery/plan.py)."""
-    from hvd_vs_ddp.recovery.plan import gpu_refusal, path_for
+    from hvd_vs_ddp.recovery.plan import path_for
 
     if not any(n >= 2 for n in sizes):
         raise MatrixError(f"recovery at world size {','.join(map(str, sizes))}: a recovery "
@@ -360,10 +340,7 @@ def recovery_cells(preset: Preset, backends: tuple[str, ...],
         path = path_for(backend)  # InputError: no elastic path, and which exist
         if preset.launchers and path.launcher not in preset.launchers:
             path_for(backend, next(iter(preset.launchers)))  # says why not there
-        for n in (n for n in sizes if n >= 2):
-            why = None if path.per_step else gpu_refusal(n, _gpus())  # torchft: on the CPU
-            if why:  # its workers would share GPUs: refused before any process starts
-                raise MatrixError(f"{backend}: {why}")
+        for n in (n for n in sizes if n >= 2):  # workers sharing GPUs: its verdict
             out.append(Cell(backend, path.launcher, n, preset.suites))
     return out
 
@@ -385,7 +362,7 @@ def check_recovery(cells: Iterable[Cell], opts: SuiteOptions) -> None:
 
 def launch_as(cell: Cell) -> tuple[str, int]:
     """The launcher and process count the runner starts the cell's pytest with."""
-    if any(s in ORCHESTRATING for s in cell.suites):
+    if orchestrates(cell):
         return "single", 1
     return cell.launcher, cell.world_size
 
@@ -395,10 +372,8 @@ def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
     """A library's own knob set: only for that library's backends; Horovod autotune is
     one cell per workload (Horovod reads it once per process), each followed by the
     autotuned cell that reads what it chose, and the hierarchical set needs > 1 host.
-    A set the backend cannot honour (knob_refusal: PowerSGD over Gloo) gets no cell."""
+    (A set the backend cannot honour, PowerSGD over Gloo, gets no cell: its verdict.)"""
     if not knob.applies_to(backend) or knob.hierarchical:
-        return []
-    if knob_refusal(backend, knob):
         return []
     if not (knob.autotune or knob.autotuned):
         return [Cell(backend, launcher, n, suites, knob_set=knob.name)]
@@ -441,24 +416,21 @@ def cell_options(cell: Cell, preset: Preset, workloads: list[str] | None = None,
 
 
 def plan(cell: Cell, opts: SuiteOptions, hosts: str | None = None,
-         time_limit_s: float | None = None) -> CellPlan:
-    """The cell's plan (hvd_vs_ddp/harness/cell_plan.py), judged once before its ranks
-    start: its backend under its launcher and world size (a cell that starts its own job,
-    the recovery suite, is judged installed only), each knob set's options and compile
-    mode, and where each rank runs."""
-    from hvd_vs_ddp.backends.env import LauncherEnv
+         time_limit_s: float | None = None, verdict: Verdict | None = None) -> CellPlan:
+    """The cell's plan (hvd_vs_ddp/harness/cell_plan.py) before its ranks start: its
+    verdicts from `verdict` (the cell's one judgement, `judged`: what `hvd-vs-ddp run`
+    gives), or judged here from `opts` (its backend under its launcher and world size, a
+    cell that starts its own job judged installed only; each knob set's options and
+    compile mode); and where each rank runs."""
     from hvd_vs_ddp.backends.launchers import parse_hosts
 
-    launcher, nprocs = launch_as(cell)
-    launch = None
-    if (launcher, nprocs) == (cell.launcher, cell.world_size):
-        per_host = ranks_per_host(cell.launcher, cell.world_size, hosts)
-        launch = LauncherEnv(cell.launcher, 0, cell.world_size, 0, per_host, 0)
     spread = parse_hosts(hosts) if hosts and cell.launcher not in ONE_HOST_LAUNCHERS \
         else None
-    return cell_plan.build(opts, launch, cell=cell.id, launcher=cell.launcher,
-                           world_size=cell.world_size, suites=cell.suites, hosts=spread,
-                           gpus=_gpus(), time_limit_s=time_limit_s)
+    return cell_plan.build(opts, launch_of(cell, hosts), cell=cell.id,
+                           launcher=cell.launcher, world_size=cell.world_size,
+                           suites=cell.suites, hosts=spread, gpus=_gpus(),
+                           time_limit_s=time_limit_s,
+                           judged=verdict.judged if verdict is not None else None)
 
 
 def pytest_argv(cell: Cell, plan_file: str, json_path: str) -> list[str]:

@@ -4,26 +4,30 @@ argparse has already parsed every value into its type (hvd_vs_ddp/cli/args.py); 
 module judges what needs several of them together, in named steps, and builds the
 matrix once: a resumed run's manifest, the run directory, how many ranks fit this host
 without --hosts, the suites' own options (--suite-args, checked by their declarations),
-which cells the preset and the choices give, whether each backend asked for by name gets
-a cell and can run here, each recovery cell's trial plan (hvd_vs_ddp/recovery/plan.py:
+which cells the preset and the choices give, each judged once (can it run here, and if
+not why: hvd_vs_ddp/harness/cell_verdict.py, asked by the matrix as it lays them out),
+whether each backend asked for by name gets a cell and can run here, each recovery cell's
+trial plan (hvd_vs_ddp/recovery/plan.py:
 min world, kill step, a global batch every world size it may run at divides), and every
 workload the cells will train, built with its parameters on the meta device with one
 forward step (hvd_vs_ddp/workloads/check.py: a spec that does not import, a model that
 cannot be built or refuses its input, a data set smaller than a batch per rank).
 Whatever it refuses is one InputError line, before any process starts or any file is
-written; what it returns is what the runner runs.
+written; what it returns is what the runner runs: its cells, and each cell's plan
+(hvd_vs_ddp/harness/cell_plan.py, built from the cell's verdict, judging nothing again),
+which the runner only writes for the cell's ranks.
 
     request = run_request.build(args)      # args: the parser's namespace
-    Runner(request.run_dir, request.preset, list(request.cells), ...)
+    Runner(request.run_dir, request.preset, list(request.cells), ..., plans=request.plans)
 """
 from __future__ import annotations
 
 import dataclasses
 import datetime
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from hvd_vs_ddp.cli import matrix
 from hvd_vs_ddp.cli.args import PROFILE_STEPS
@@ -31,6 +35,8 @@ from hvd_vs_ddp.cli.matrix import Cell, Preset
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.log import log
 from hvd_vs_ddp.common.run_folder import RunFolder
+from hvd_vs_ddp.harness.cell_plan import CellPlan
+from hvd_vs_ddp.harness.cell_verdict import MISSING, Verdict
 
 # Without --hosts every rank runs on this host; beyond this many ranks per core a run is
 # a typo (--world-sizes 100000), not a measurement (ranks on a 2-core machine: 1-4).
@@ -59,6 +65,7 @@ class RunRequest:
     allow_failures: bool
     resumed: bool = False
     pythonpath: tuple[str, ...] = ()   # folders of external workload modules, for the ranks
+    plans: Mapping[str, CellPlan] = field(default_factory=dict)  # cell id -> its plan
 
 
 def build(args: Any) -> RunRequest:
@@ -101,13 +108,17 @@ def _resumed(args: Any) -> RunRequest:
         sizes = [c.world_size for c in cells] or [1]
         path = _check_workloads(list(manifest.workloads or preset.workloads), opts,
                                 max(sizes), preset, cells)
+        hosts = args.hosts or manifest.hosts
+        workloads = tuple(manifest.workloads) if manifest.workloads else None
+        # its cells as they were laid out, each judged once more here (this machine now)
+        verdicts = matrix.judge_again(cells, preset, hosts)
+        plans = _plans(cells, verdicts, preset, workloads, run_dir, hosts,
+                       args.cell_time_limit)
     except InputError as exc:
         raise RunRequestError(f"--resume {run_dir}: {exc}") from None
-    return RunRequest(run_dir, preset, cells,
-                      tuple(manifest.workloads) if manifest.workloads else None,
-                      args.hosts or manifest.hosts, args.repeat, None,
+    return RunRequest(run_dir, preset, cells, workloads, hosts, args.repeat, None,
                       args.cell_time_limit, args.allow_failures, resumed=True,
-                      pythonpath=path)
+                      pythonpath=path, plans=plans)
 
 
 # -- a fresh run -------------------------------------------------------------
@@ -123,7 +134,7 @@ def _fresh(args: Any) -> RunRequest:
     _check_runs_dir(args.runs_dir)
     _check_host_capacity(args.world_sizes, args.hosts)
     extra, opts = _suite_extra(args, preset)
-    cells = _cells(args, preset, extra)
+    cells, verdicts = _cells(args, preset, extra)
     matrix.check_recovery(cells, opts)  # each recovery cell's plan (hvd_vs_ddp/recovery/)
     _check_hosts(args.hosts, args.world_sizes or preset.world_sizes)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
@@ -136,9 +147,22 @@ def _fresh(args: Any) -> RunRequest:
     sizes = [c.world_size for c in cells] or [1]
     path = _check_workloads(list(args.workloads or preset.workloads), opts, max(sizes),
                             preset, cells)
+    plans = _plans(cells, verdicts, preset, args.workloads, run_dir, args.hosts,
+                   args.cell_time_limit)
     return RunRequest(run_dir, preset, cells, args.workloads, args.hosts, args.repeat,
                       args.order_seed, args.cell_time_limit, args.allow_failures,
-                      pythonpath=path)
+                      pythonpath=path, plans=plans)
+
+
+def _plans(cells: tuple[Cell, ...], verdicts: Mapping[str, Verdict], preset: Preset,
+           workloads: tuple[str, ...] | None, run_dir: Path, hosts: str | None,
+           time_limit: float) -> dict[str, CellPlan]:
+    """Each cell's plan, built once from its options and its verdict (judged once, when
+    the matrix was laid out): the runner writes it, judging nothing again."""
+    where = str(run_dir.resolve())
+    chosen = list(workloads) if workloads else None
+    return {c.id: matrix.plan(c, matrix.cell_options(c, preset, chosen, run_dir=where),
+                              hosts, time_limit, verdict=verdicts[c.id]) for c in cells}
 
 
 def _only_suites(preset: Preset, chosen: tuple[str, ...]) -> Preset:
@@ -259,14 +283,17 @@ def _check_workloads(names: list[str], opts: Any, world_size: int,
     return tuple(dict.fromkeys(folders))
 
 
-def _cells(args: Any, preset: Preset, extra: tuple[str, ...]) -> tuple[Cell, ...]:
-    """The matrix, built once: the preset's cells for these choices, each with the extra
-    suite arguments; a backend asked for by name must get a cell and be able to run."""
+def _cells(args: Any, preset: Preset, extra: tuple[str, ...]
+           ) -> tuple[tuple[Cell, ...], dict[str, Verdict]]:
+    """The matrix, built once, each cell judged once: the preset's cells for these
+    choices, each with the extra suite arguments, and their verdicts; a backend asked for
+    by name must get a cell and be able to run."""
     backends = list(args.backends) if args.backends else None
     sizes = list(args.world_sizes) if args.world_sizes else None
     sized = dataclasses.replace(preset, workloads=args.workloads) if args.workloads \
         else preset  # per-workload cells (Horovod autotune) follow --workloads
-    cells = matrix.cells(sized, backends, sizes, getattr(args, "hosts", None))
+    layout = matrix.judged(sized, backends, sizes, getattr(args, "hosts", None))
+    cells = [c for c, _ in layout]
     under = f" under --launchers {','.join(args.launchers)}" if args.launchers else ""
     _check_launchers(args.launchers or ())
     shown = ",".join(map(str, sizes or preset.world_sizes))
@@ -276,7 +303,7 @@ def _cells(args: Any, preset: Preset, extra: tuple[str, ...]) -> tuple[Cell, ...
                 f"--backends {b} at --world-sizes {shown}: no cell ({b} runs at world size 1 "
                 "only)" if b in matrix.BASELINES else
                 f"--backends {b}: no cell at --world-sizes {shown}{under}")
-    runnable = _runnable(cells, explicit=bool(backends))
+    runnable = _leave_out_missing(layout, explicit=bool(backends))
     compared = [c for c in runnable
                 if c.backend not in (matrix.COMPUTE_ONLY, *matrix.BASELINES)]
     if args.launchers and not compared:  # the one-rank references alone answer nothing
@@ -285,7 +312,9 @@ def _cells(args: Any, preset: Preset, extra: tuple[str, ...]) -> tuple[Cell, ...
             f"--world-sizes {shown} (the launchers' backends: "
             f"{', '.join(_compared_by(args.launchers)) or 'none'})")
     # The cells' own arguments (the tune preset's autotuned cells) come first.
-    return tuple(dataclasses.replace(c, pytest_args=c.pytest_args + extra) for c in runnable)
+    verdicts = {c.id: v for c, v in layout}
+    return (tuple(dataclasses.replace(c, pytest_args=c.pytest_args + extra)
+                  for c in runnable), verdicts)
 
 
 def _compared_by(chosen: tuple[str, ...]) -> list[str]:
@@ -307,24 +336,15 @@ def _check_launchers(chosen: tuple[str, ...]) -> None:
             raise RunRequestError(f"--launchers {name}: {avail.reason}")
 
 
-def _runnable(cells: list[Cell], explicit: bool) -> list[Cell]:
-    """Cells whose backend and launcher exist here. Asked for by name: an error if not;
-    part of a preset: left out with a note."""
-    from hvd_vs_ddp.backends import launchers, registry
-
+def _leave_out_missing(layout: list[tuple[Cell, Verdict]], explicit: bool) -> list[Cell]:
+    """Cells whose backend and launcher exist here, as their verdicts say. Asked for by
+    name: an error if not; part of a preset: left out with a note."""
     keep = []
-    for cell in cells:
-        why = None
-        if cell.backend != matrix.COMPUTE_ONLY:
-            avail = registry.availability(cell.backend)
-            why = None if avail else f"{cell.backend}: {avail.reason}"
-        if why is None:
-            avail = launchers.available(cell.launcher)
-            why = None if avail else f"{cell.id}: {avail.reason}"
-        if why is None:
+    for cell, verdict in layout:
+        if verdict.kind != MISSING:
             keep.append(cell)
         elif explicit:
-            raise RunRequestError(f"{why}; see `hvd-vs-ddp doctor`")
+            raise RunRequestError(f"{verdict.why}; see `hvd-vs-ddp doctor`")
         else:
-            log.info(f"note: leaving out {cell.id} ({why})")
+            log.info(f"note: leaving out {cell.id} ({verdict.why})")
     return keep

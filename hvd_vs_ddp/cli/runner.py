@@ -1,9 +1,11 @@
 """Runs a comparison matrix cell by cell into a fresh run directory.
 
 Each cell is a pytest run of the suites under its launcher, with a time limit;
-before it starts, the runner judges the cell once into its plan
-(hvd_vs_ddp/harness/cell_plan.py: options, verdicts, placement), written beside its
-results, which its ranks read instead of judging again; rank 0 writes the cell's
+before it starts, the runner writes the cell's plan (hvd_vs_ddp/harness/cell_plan.py:
+options, verdicts, placement), judged once by the run request
+(hvd_vs_ddp/cli/run_request.py) and never again here, beside its results; its ranks read
+it instead of judging again (a launcher gone since the request is the launch's failure,
+recorded as the cell's error); rank 0 writes the cell's
 pytest-benchmark JSON to cells/<id>.json and the combined output goes to logs/<id>.log.
 The manifest (command, versions, hardware, git commit, start and end, every cell's
 status) is rewritten atomically after every cell, so an interrupted run leaves every
@@ -54,19 +56,12 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Mapping
 
 from hvd_vs_ddp.backends import launchers
 from hvd_vs_ddp.cli import budget, resume_check
 from hvd_vs_ddp.cli.cell_errors import error_line
-from hvd_vs_ddp.cli.matrix import (
-    TIMED_SUITES,
-    Cell,
-    Preset,
-    cell_options,
-    launch_as,
-    plan,
-    pytest_argv,
-)
+from hvd_vs_ddp.cli.matrix import TIMED_SUITES, Cell, Preset, launch_as, pytest_argv
 from hvd_vs_ddp.cli.run_lock import CELL_MARKER, RunLock, marker_root
 from hvd_vs_ddp.common import cpu_load, interrupt, outputs, processes
 from hvd_vs_ddp.common.checkout import ROOT, suites_root
@@ -74,6 +69,7 @@ from hvd_vs_ddp.common.errors import WriteError
 from hvd_vs_ddp.common.log import log
 from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.harness import cell_plan, versions
+from hvd_vs_ddp.harness.cell_plan import CellPlan
 from hvd_vs_ddp.results_schema import FORMAT as RUN_MANIFEST
 from hvd_vs_ddp.results_schema import (
     CellEntry,
@@ -142,8 +138,10 @@ class Runner:
                  cell_time_limit: float, workloads: list[str] | None = None,
                  hosts: str | None = None, repeat: int | None = None,
                  order_seed: int | None = None, pythonpath: tuple[str, ...] = (),
-                 budget_minutes: float | None = None) -> None:
+                 budget_minutes: float | None = None,
+                 plans: Mapping[str, CellPlan] | None = None) -> None:
         self.run_dir, self.preset, self.cells = run_dir, preset, cells
+        self.plans = dict(plans or {})  # cell id -> its plan, judged by the run request
         self.pythonpath = pythonpath  # folders of external workload modules (run_request)
         self.limit, self.workloads, self.hosts = cell_time_limit, workloads, hosts
         self.repeat = repeat if repeat is not None else preset.repeat
@@ -309,25 +307,24 @@ class Runner:
         stem = cell.id if single else f"{cell.id}.r{rep.rep}"
         results = self.folder.results(stem)
         log_path = self.folder.log(stem)
-        avail = launchers.available(cell.launcher)
         rep.status, rep.error, rep.started = "running", None, now()
-        if not avail:
-            rep.status, rep.error, rep.seconds = "failed", f"{stem}: {avail.reason}", 0.0
-            return
+        try:
+            planned = self.plans[cell.id]
+        except KeyError:
+            raise RunError(f"{cell.id}: no plan; a Runner runs the plans its run request "
+                           "judged (run_request.build)") from None
         if rep.rep > 1:  # later repetitions: the timing suites only (see the docstring)
             cell = dataclasses.replace(
                 cell, suites=tuple(s for s in cell.suites if s in TIMED_SUITES))
+            planned = dataclasses.replace(planned, suites=cell.suites)
         # the cell runs in the suites' folder: every path it gets is absolute (a run
         # started elsewhere with a relative --runs-dir writes where the runner reads).
-        # Its plan is judged here, once, and written beside its results; its ranks read
-        # it and judge nothing again (hvd_vs_ddp/harness/cell_plan.py).
-        opts = cell_options(cell, self.preset, self.workloads,
-                            run_dir=str(self.run_dir.resolve()))
+        # Its plan, judged once by the run request, is written beside its results; its
+        # ranks read it and judge nothing again (hvd_vs_ddp/harness/cell_plan.py).
         plan_file = self.folder.plan(stem).resolve()
         self.folder.check((log_path, outputs.CELL_LOG))
         try:
-            cell_plan.write(plan(cell, opts, self.hosts, self.limit), plan_file,
-                            owner=self.run_dir)
+            cell_plan.write(planned, plan_file, owner=self.run_dir)
         except OSError as exc:  # a full disk (the gate's WriteError): this cell fails
             why = str(exc) if isinstance(exc, WriteError) else f"writing {plan_file}: {exc}"
             log_path.write_text(f"hvd-vs-ddp: the cell's plan was not written: {why}\n")
@@ -343,7 +340,12 @@ class Runner:
         self.marker = f"{marker_root(self.run_dir)}{stem}/{uuid.uuid4().hex}"
         env[CELL_MARKER] = self.marker
         # mpirun across --hosts exports the cell's variables to remote ranks (-x)
-        cmd = launchers.command(launcher, nprocs, argv, hosts=self.hosts, environ=env)
+        try:
+            cmd = launchers.command(launcher, nprocs, argv, hosts=self.hosts, environ=env)
+        except launchers.LauncherUnavailable as exc:  # gone since the request judged it
+            rep.status, rep.error, rep.seconds = "failed", f"{stem}: {exc}", 0.0
+            self.marker = None
+            return
         start = time.monotonic()
         meter = cpu_load.Meter()
         meter.start()

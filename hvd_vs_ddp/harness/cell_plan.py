@@ -131,39 +131,65 @@ def _trusted(values: Mapping[str, Any]) -> SuiteOptions:
 
 
 # -- building a plan: the one judgement of a cell --------------------------
-def build(options: SuiteOptions, launch: LauncherEnv | None, *, cell: str = "",
-          launcher: str | None = None, world_size: int | None = None,
-          suites: tuple[str, ...] = (), hosts: list[tuple[str, int]] | None = None,
-          gpus: int = 0, time_limit_s: float | None = None) -> CellPlan:
-    """The plan of a cell (or a session) training `options.backends` started as `launch`
-    (None: its launch is not the backends' own, e.g. a recovery cell's one process that
-    starts the elastic job itself: only whether each backend is installed is judged).
-    `hosts`: (name, slots) of the hosts its ranks fill (default: this host); `gpus`: GPUs
-    per host."""
-    launcher = launcher or (launch.launcher if launch else "single")
-    world_size = world_size or (launch.world_size if launch else 1)
-    sets = knob_sets(options.knob_set)
+@dataclass(frozen=True)
+class Judged:
+    """A plan's verdicts: for each backend whether it can run under the launch (`unfit`),
+    for each backend and knob set whether it honours that set's options and compile mode
+    (`refusals`), and why each elastic path of the recovery suite cannot run (`paths`)."""
+
+    unfit: Mapping[str, str] = field(default_factory=dict)
+    refusals: Mapping[str, str] = field(default_factory=dict)
+    paths: Mapping[str, str] = field(default_factory=dict)
+
+
+def judge_backends(backends: tuple[str, ...], launch: LauncherEnv | None, sets: tuple[KnobSet, ...],
+          recovers: bool, timeout_s: float | None = None) -> Judged:
+    """The verdicts of a plan training `backends` started as `launch` (None: only whether
+    each is installed), in knob sets `sets`, each backend's one judgement asked once per
+    set; `recovers`: the recovery suite runs (its elastic paths are judged too).
+    `timeout_s`: the collective timeout the options carry (None: the default)."""
     unfit: dict[str, str] = {}
     refusals: dict[str, str] = {}
-    for backend in options.backends:
+    for backend in backends:
         verdict = registry.judge(backend, launch)
         if not verdict:
             unfit[backend] = verdict.reason
             continue
         for knob in sets:
-            said = registry.judge(backend, launch, knob.backend_options(
-                options.collective_timeout), knob.compile)
+            opts = knob.backend_options() if timeout_s is None else \
+                knob.backend_options(timeout_s)
+            said = registry.judge(backend, launch, opts, knob.compile)
             if not said:
                 refusals[_key(backend, knob.name)] = said.reason
-    recovers = not suites or "recovery" in suites  # a session: whatever it collects
+    return Judged(unfit, refusals, _elastic_paths(backends) if recovers else {})
+
+
+def build(options: SuiteOptions, launch: LauncherEnv | None, *, cell: str = "",
+          launcher: str | None = None, world_size: int | None = None,
+          suites: tuple[str, ...] = (), hosts: list[tuple[str, int]] | None = None,
+          gpus: int = 0, time_limit_s: float | None = None,
+          judged: Judged | None = None) -> CellPlan:
+    """The plan of a cell (or a session) training `options.backends` started as `launch`
+    (None: its launch is not the backends' own, e.g. a recovery cell's one process that
+    starts the elastic job itself: only whether each backend is installed is judged).
+    `hosts`: (name, slots) of the hosts its ranks fill (default: this host); `gpus`: GPUs
+    per host. `judged`: its verdicts, judged already (`hvd-vs-ddp run`: the cell's one
+    verdict, hvd_vs_ddp/harness/cell_verdict.py); None: judged here (`judge_backends`)."""
+    launcher = launcher or (launch.launcher if launch else "single")
+    world_size = world_size or (launch.world_size if launch else 1)
+    sets = knob_sets(options.knob_set)
+    if judged is None:
+        recovers = not suites or "recovery" in suites  # a session: whatever it collects
+        judged = judge_backends(tuple(options.backends), launch, sets, recovers,
+                       options.collective_timeout)
     return CellPlan(cell=cell, backends=tuple(options.backends), launcher=launcher,
                     world_size=world_size,
                     placement=_placement(hosts, world_size, gpus), suites=tuple(suites),
                     knob_sets=tuple(k.name for k in sets),
                     compile_modes=tuple(k.compile for k in sets),
-                    inputs=tuple(options.input), options=options, unfit=unfit,
-                    refusals=refusals, time_limit_s=time_limit_s,
-                    paths=_elastic_paths(options.backends) if recovers else {})
+                    inputs=tuple(options.input), options=options, unfit=judged.unfit,
+                    refusals=judged.refusals, time_limit_s=time_limit_s,
+                    paths=judged.paths)
 
 
 def _elastic_paths(backends: tuple[str, ...]) -> dict[str, str]:
