@@ -82,6 +82,9 @@ class Capabilities:
         (backends/launchers.py rows); empty: the first launcher that can start it.
     impl: "module:Class", the class that holds its behaviour (backends/registry.py
         imports it when asked for, so a missing Horovod matters only to Horovod).
+    colour: its colour in every figure (hvd_vs_ddp/reports/theme.py; Okabe-Ito, Horovod
+        warm, DDP cool); empty: a stable spare colour. controller_colours: the colours of
+        its labels per controller ("horovod (gloo)"), where the report tells them apart.
     """
 
     name: str
@@ -106,6 +109,8 @@ class Capabilities:
     no_elastic: str = ""
     launchers: tuple[str, ...] = ()
     impl: str = ""
+    colour: str = ""
+    controller_colours: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.library not in LIBRARIES:
@@ -129,29 +134,32 @@ _ROWS = (
     Capabilities("single", REFERENCE, "one process, one device: the reference",
                  distributed=False, requires=frozenset(),
                  no_elastic="one process: there is no other worker to go on",
-                 impl="hvd_vs_ddp.backends.local:SingleBackend"),
+                 impl="hvd_vs_ddp.backends.local:SingleBackend", colour="#000000"),
     Capabilities("dp", REFERENCE, "torch.nn.DataParallel over the visible GPUs",
                  distributed=False, requires=frozenset(), single_without_gpus=True,
                  no_elastic="one process (DataParallel): there is no other worker to go on",
-                 impl="hvd_vs_ddp.backends.local:DataParallelBackend"),
+                 impl="hvd_vs_ddp.backends.local:DataParallelBackend", colour="#CC79A7"),
     Capabilities("ddp-gloo", DDP, "DDP over Gloo", options=_DDP_OPTIONS,
                  compressions=("none", "fp16", "bf16", "powersgd"), transport="gloo",
                  instruments=frozenset({"ddp_stats"}), several_models=True,
                  elastic=("torchrun-elastic", "torchft"),
-                 impl="hvd_vs_ddp.backends.ddp:DDPGlooBackend", launchers=("torchrun", "spawn")),
+                 impl="hvd_vs_ddp.backends.ddp:DDPGlooBackend", launchers=("torchrun", "spawn"),
+                 colour="#0072B2"),
     Capabilities("ddp-nccl", DDP, "DDP over NCCL (one GPU per rank)", needs_gpu=True,
                  gpu_per_rank=True, options=_DDP_OPTIONS,
                  compressions=("none", "fp16", "bf16", "powersgd"), transport="nccl",
                  instruments=frozenset({"ddp_stats"}), several_models=True,
                  elastic=("torchrun-elastic",),
-                 impl="hvd_vs_ddp.backends.ddp:DDPNCCLBackend", launchers=("torchrun", "spawn")),
+                 impl="hvd_vs_ddp.backends.ddp:DDPNCCLBackend", launchers=("torchrun", "spawn"),
+                 colour="#009E73"),
     Capabilities("ddp-mpi", DDP, "DDP over MPI (torch's own, else an mpi4py process group)",
                  requires=frozenset({RANKS, MPI}), options=_DDP_OPTIONS,
                  compressions=("none", "fp16", "bf16", "powersgd"), transport="mpi",
                  instruments=frozenset({"ddp_stats"}), several_models=True,
                  no_elastic="an MPI job ends when one of its ranks dies; MPI has no "
                             "elastic restart",
-                 impl="hvd_vs_ddp.backends.ddp:DDPMPIBackend", launchers=("mpirun",)),
+                 impl="hvd_vs_ddp.backends.ddp:DDPMPIBackend", launchers=("mpirun",),
+                 colour="#56B4E9"),
     Capabilities("horovod", HOROVOD_LIB, "Horovod's DistributedOptimizer (Gloo or MPI "
                  "controller; NCCL on GPUs)", requires=frozenset({RANKS, HOROVOD}),
                  gpu_per_rank=True, options=_HOROVOD_OPTIONS, compressions=("none", "fp16"),
@@ -166,7 +174,8 @@ _ROWS = (
                      "the same name as another tensor that is currently being processed'); "
                      "Horovod has no compiled-autograd path")},
                  impl="hvd_vs_ddp.backends.horovod:HorovodBackend",
-                 launchers=("horovodrun-gloo", "horovodrun-mpi")),
+                 launchers=("horovodrun-gloo", "horovodrun-mpi"), colour="#D55E00",
+                 controller_colours={"gloo": "#D55E00", "mpi": "#E69F00"}),
     Capabilities("fsdp", SHARDED, "FSDP2 fully_shard: parameters, gradients and optimizer "
                  "state sharded", gpu_per_rank=True, transport="gloo-or-nccl",
                  refusals={"bucket_mb": "bucket_mb is DDP's bucket size; FSDP communicates "

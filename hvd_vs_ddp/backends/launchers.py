@@ -130,9 +130,10 @@ class Launcher:
         return MPI in self.provides
 
 
+ONE_PROCESS = "single"  # the launcher row of one process started without a launcher
 _ANY, _MPI = frozenset({RANKS}), frozenset({RANKS, MPI, HOROVOD})
 TABLE: dict[str, Launcher] = {row.name: row for row in (
-    Launcher("single", (), frozenset(), build=_single, how="python -m pytest suites/"),
+    Launcher(ONE_PROCESS, (), frozenset(), build=_single, how="python -m pytest suites/"),
     Launcher("torchrun", ("torchrun",), _ANY,
              build=_torchrun, how="torchrun --nproc-per-node N -m pytest suites/"),
     Launcher("spawn", (), _ANY, build=_spawn,
@@ -229,7 +230,7 @@ def parse_hosts(spec: str) -> list[tuple[str, int]]:
 
 # Launchers that start every rank on this host whatever --hosts says (the runner's
 # torchrun is --standalone): their cells never spread over hosts.
-ONE_HOST_LAUNCHERS = ("single", "torchrun", "spawn")
+ONE_HOST_LAUNCHERS = (ONE_PROCESS, "torchrun", "spawn")
 
 # What a rank on another host needs from the launching shell. Open MPI's mpirun starts
 # remote ranks through ssh with the remote shell's environment: only `-x NAME` carries a

@@ -40,7 +40,7 @@ from typing import Iterable
 import torch
 
 from hvd_vs_ddp.backends import catalog
-from hvd_vs_ddp.backends.launchers import ONE_HOST_LAUNCHERS, matrix_launchers
+from hvd_vs_ddp.backends.launchers import ONE_HOST_LAUNCHERS, ONE_PROCESS, matrix_launchers
 from hvd_vs_ddp.common.errors import InputError, UnknownName
 from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.harness import cell_plan, cell_verdict
@@ -66,6 +66,13 @@ from hvd_vs_ddp.workloads.external import slug as workload_slug
 MEMORY = INPUT_MODES[0]  # tensors in memory: the suites' default input
 
 BASELINES = tuple(catalog.names(distributed=False))  # one process: world size 1 only
+
+
+def on_cpu(*libraries: str) -> tuple[str, ...]:
+    """The backends of these libraries (catalog.py) that train without a GPU, in the
+    catalog's order: a preset names its backends by what they are where it can."""
+    return tuple(name for name, row in catalog.CATALOG.items()
+                 if row.library in libraries and not row.needs_gpu)
 TIMED_SUITES = ("throughput", "compute", "recovery")  # what repetitions 2..N of a cell run
 
 
@@ -131,13 +138,14 @@ AUTOTUNE_WARMUP_STEPS = 60
 
 
 PRESETS = {
-    "quick": Preset("quick", ("single", "dp", "ddp-gloo", "ddp-mpi", "horovod"), (1, 2),
+    # the references and both libraries' backends that run on a CPU (dp: left out there)
+    "quick": Preset("quick", on_cpu(catalog.REFERENCE, catalog.DDP, catalog.HOROVOD_LIB),
+                    (1, 2),
                     ("resnet50", "gpt"), ("throughput", "compute", "convergence", "collectives"),
                     options=SuiteOptions(rounds=5, steps_per_round=2, max_bytes=16 * 2**20,
                                          collective_ops=("allreduce",)),
                     repeat=3, all_at_one=False, without_launchers=("spawn",)),
-    "full": Preset("full", ("single", "dp", "ddp-gloo", "ddp-nccl", "ddp-mpi", "horovod",
-                            "fsdp", "zero"),
+    "full": Preset("full", catalog.NAMES,  # every backend (a GPU one left out without GPUs)
                    (1, 2, 4), ("resnet50", "deeplabv3", "gpt", "mlp"),
                    ("throughput", "compute", "convergence", "collectives", "gan"),
                    knob_set="full",
@@ -160,7 +168,8 @@ PRESETS = {
                       repeat=2, launchers=("torchrun", "horovodrun-gloo")),
     # The A/A check (hvd_vs_ddp/reports/aa.py): every CPU backend of both libraries at 1
     # and 2 ranks, three small workloads, 6 interleaved repetitions split into two arms.
-    "aa": Preset("aa", ("ddp-gloo", "ddp-mpi", "horovod"), (1, 2), ("mlp", "gpt", "digits"),
+    "aa": Preset("aa", on_cpu(catalog.DDP, catalog.HOROVOD_LIB), (1, 2),
+                 ("mlp", "gpt", "digits"),
                  ("throughput",), options=SuiteOptions(rounds=5, steps_per_round=2,
                                                        warmup_steps=2, ddp_sample_rate=0),
                  repeat=6, timeline=False, without_launchers=("spawn",)),
@@ -273,7 +282,7 @@ def _structure(preset: Preset, backends: list[str] | None, world_sizes: list[int
             caps = catalog.get(backend)
             if n == 1 and not (preset.all_at_one or backends or backend in BASELINES):
                 continue  # the quick preset: only the reference at one rank
-            launchers_ = ("single",) if n == 1 else () if backend in BASELINES \
+            launchers_ = (ONE_PROCESS,) if n == 1 else () if backend in BASELINES \
                 else matrix_launchers(backend, caps.requires, caps.launchers)
             if backends and preset.launchers and n > 1 and launchers_ \
                     and not set(launchers_) & set(preset.launchers):
@@ -363,7 +372,7 @@ def check_recovery(cells: Iterable[Cell], opts: SuiteOptions) -> None:
 def launch_as(cell: Cell) -> tuple[str, int]:
     """The launcher and process count the runner starts the cell's pytest with."""
     if orchestrates(cell):
-        return "single", 1
+        return ONE_PROCESS, 1
     return cell.launcher, cell.world_size
 
 

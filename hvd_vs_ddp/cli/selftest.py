@@ -34,7 +34,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hvd_vs_ddp.backends import launchers
+from hvd_vs_ddp.backends import catalog, launchers
 from hvd_vs_ddp.common.errors import EXIT_BAD_INPUT, InputError, UnknownName, one_line
 
 RANK = ["-m", "hvd_vs_ddp.cli.selftest_rank"]
@@ -71,7 +71,7 @@ def _facts() -> dict:
 
     f = {"gpus": torch.cuda.device_count() if torch.cuda.is_available() else 0,
          "torch": torch.__version__, "cuda": torch.version.cuda,
-         "avail": {b: registry.availability(b) for b in ("ddp-gloo", "ddp-mpi", "ddp-nccl")},
+         "avail": {b: registry.availability(b) for b in catalog.names(library=catalog.DDP)},
          "launcher": {n: launchers.available(n) for n in launchers.NAMES},
          "horovod": None}
     try:
@@ -96,6 +96,34 @@ def _horovod_skip(f: dict, controller: str) -> str | None:
     return _launcher_skip(f, f"horovodrun-{controller}")
 
 
+def _role(library: str, **having) -> str:
+    """The backend of `library` whose catalog row has these values (the one a check is
+    about: DDP over NCCL, DataParallel, ...)."""
+    return catalog.names(library=library, **having)[0]
+
+
+def _cpu_checks(f: dict, no_backend) -> list[Check]:
+    """One training check per backend of the references and the two libraries that
+    trains on a CPU (in the catalog's order), at 2 ranks under the first launcher its
+    catalog row names, Horovod under each of its launchers (one per controller)."""
+    checks = []
+    for name, row in catalog.CATALOG.items():
+        if row.library not in (catalog.REFERENCE, *catalog.COMPARED) or row.needs_gpu:
+            continue
+        if not row.distributed:
+            checks.append(Check(name, f"{name} (cpu)", args=[*CPU_TRAIN, name]))
+        elif row.library == catalog.HOROVOD_LIB:
+            for launcher in row.launchers:  # horovodrun-gloo, horovodrun-mpi
+                ctl = launcher.rsplit("-", 1)[1]
+                checks.append(Check(f"{name}-{ctl}", f"{name} {ctl} (cpu)", launcher, 2,
+                                    [*CPU_TRAIN, name], _horovod_skip(f, ctl)))
+        else:
+            launcher = row.launchers[0]
+            checks.append(Check(name, f"{name} (cpu)", launcher, 2, [*CPU_TRAIN, name],
+                                _launcher_skip(f, launcher) or no_backend(name)))
+    return checks
+
+
 def plan(f: dict) -> list[Check]:
     """Every check, with a skip reason where this machine cannot run it."""
     hvd_ctl = "gloo" if f["horovod"] and "gloo" in f["horovod"]["controllers"] else "mpi"
@@ -103,27 +131,20 @@ def plan(f: dict) -> list[Check]:
     def no_backend(name: str) -> str | None:
         return None if f["avail"][name] else f"{name}: {f['avail'][name].reason}"
 
-    checks = [
-        Check("single", "single (cpu)", args=[*CPU_TRAIN, "single"]),
-        Check("dp", "dp (cpu)", args=[*CPU_TRAIN, "dp"]),
-        Check("ddp-gloo", "ddp-gloo (cpu)", "torchrun", 2, [*CPU_TRAIN, "ddp-gloo"],
-              _launcher_skip(f, "torchrun") or no_backend("ddp-gloo")),
-        Check("ddp-mpi", "ddp-mpi (cpu)", "mpirun", 2, [*CPU_TRAIN, "ddp-mpi"],
-              _launcher_skip(f, "mpirun") or no_backend("ddp-mpi")),
-        Check("horovod-gloo", "horovod gloo (cpu)", "horovodrun-gloo", 2,
-              [*CPU_TRAIN, "horovod"], _horovod_skip(f, "gloo")),
-        Check("horovod-mpi", "horovod mpi (cpu)", "horovodrun-mpi", 2,
-              [*CPU_TRAIN, "horovod"], _horovod_skip(f, "mpi")),
-    ]
+    checks = _cpu_checks(f, no_backend)
     n = f["gpus"]
     no_gpu = None if n else (f"no CUDA device visible (torch {f['torch']}, "
                              f"CUDA build {f['cuda'] or 'none'})")
     few = None if n >= 2 else no_gpu or f"needs 2+ GPUs, {n} visible"
-    nccl = no_gpu or _launcher_skip(f, "torchrun") or no_backend("ddp-nccl")
+    nccl_ddp, hvd_name = _role(catalog.DDP, needs_gpu=True), _role(catalog.HOROVOD_LIB)
+    nccl = no_gpu or _launcher_skip(f, "torchrun") or no_backend(nccl_ddp)
     hvd = no_gpu or _horovod_skip(f, hvd_ctl)
     hvd_launcher = f"horovodrun-{hvd_ctl}"
-    ddp = ["train", "--backend", "ddp-nccl"]
-    horovod = ["train", "--backend", "horovod"]
+    ddp = ["train", "--backend", nccl_ddp]
+    horovod = ["train", "--backend", hvd_name]
+    sharded = catalog.names(library=catalog.SHARDED)
+    dp, gloo_ddp = _role(catalog.REFERENCE, single_without_gpus=True), \
+        _role(catalog.DDP, transport="gloo")
     visible = os.environ.get("CUDA_VISIBLE_DEVICES")
     last_gpu = (visible.split(",")[-1].strip() if visible else str(max(n - 1, 0)))
     many = f"{n} GPUs" if n > 1 else "all GPUs"
@@ -133,37 +154,35 @@ def plan(f: dict) -> list[Check]:
     checks += [
         Check("nccl-pairs", "nccl allreduce, every GPU pair", "torchrun", n,
               ["nccl-pairs"], few or nccl),
-        Check("ddp-nccl-1", "ddp-nccl 1 GPU", "torchrun", 1, ddp, nccl),
-        Check("ddp-nccl-all", f"ddp-nccl {many}", "torchrun", n, ddp, few or nccl),
-        Check("horovod-nccl-1", "horovod nccl 1 GPU", hvd_launcher, 1, horovod, hvd),
-        Check("horovod-nccl-all", f"horovod nccl {many}", hvd_launcher, n, horovod, few or hvd),
-        Check("amp-fp16", "fp16 AMP + accumulation 2 (ddp-nccl)", "torchrun", 1,
+        Check(f"{nccl_ddp}-1", f"{nccl_ddp} 1 GPU", "torchrun", 1, ddp, nccl),
+        Check(f"{nccl_ddp}-all", f"{nccl_ddp} {many}", "torchrun", n, ddp, few or nccl),
+        Check(f"{hvd_name}-nccl-1", f"{hvd_name} nccl 1 GPU", hvd_launcher, 1, horovod, hvd),
+        Check(f"{hvd_name}-nccl-all", f"{hvd_name} nccl {many}", hvd_launcher, n, horovod,
+              few or hvd),
+        Check("amp-fp16", f"fp16 AMP + accumulation 2 ({nccl_ddp})", "torchrun", 1,
               [*ddp, "--precision", "fp16", "--accumulation", "2"], nccl),
-        Check("amp-bf16", "bf16 AMP (ddp-nccl)", "torchrun", 1, [*ddp, "--precision", "bf16"],
-              nccl),
-        Check("horovod-amp-fp16", "fp16 AMP + accumulation 2 (horovod)", hvd_launcher, 1,
-              [*horovod, "--precision", "fp16", "--accumulation", "2"], hvd),
-        Check("channels-last", "channels_last resnet50 (single)", args=[
-            "train", "--backend", "single", "--workload", "resnet50", "--channels-last"],
-            skip=no_gpu),
-        Check("horovod-channels-last", "channels_last resnet50 (horovod)", hvd_launcher, 1,
-              [*horovod, "--workload", "resnet50", "--channels-last"], hvd),
+        Check("amp-bf16", f"bf16 AMP ({nccl_ddp})", "torchrun", 1,
+              [*ddp, "--precision", "bf16"], nccl),
+        Check(f"{hvd_name}-amp-fp16", f"fp16 AMP + accumulation 2 ({hvd_name})", hvd_launcher,
+              1, [*horovod, "--precision", "fp16", "--accumulation", "2"], hvd),
+        Check("channels-last", f"channels_last resnet50 ({catalog.reference()})", args=[
+            "train", "--backend", catalog.reference(), "--workload", "resnet50",
+            "--channels-last"], skip=no_gpu),
+        Check(f"{hvd_name}-channels-last", f"channels_last resnet50 ({hvd_name})",
+              hvd_launcher, 1, [*horovod, "--workload", "resnet50", "--channels-last"], hvd),
         Check("nvml", f"NVML samples the right GPU (CUDA_VISIBLE_DEVICES={last_gpu})",
               args=["nvml"], skip=no_gpu, env={"CUDA_VISIBLE_DEVICES": last_gpu}),
-        Check("dp-gpus", f"DataParallel over {many}", args=["train", "--backend", "dp"], skip=few),
-        Check("dp-bf16", f"DataParallel over {many}, bf16 replicas", args=[
-            "train", "--backend", "dp", "--precision", "bf16"], skip=few),
-        Check("fsdp-nccl-1", "fsdp over NCCL 1 GPU", "torchrun", 1,
-              ["train", "--backend", "fsdp"], nccl),
-        Check("zero-nccl-1", "zero over NCCL 1 GPU", "torchrun", 1,
-              ["train", "--backend", "zero"], nccl),
-        Check("fsdp-nccl-all", f"fsdp over NCCL {many}", "torchrun", n,
-              ["train", "--backend", "fsdp"], few or nccl),
-        Check("zero-nccl-all", f"zero over NCCL {many}", "torchrun", n,
-              ["train", "--backend", "zero"], few or nccl),
-        Check("gpu-per-task", f"ddp-nccl {many}, one GPU visible per rank", "torchrun", n,
+        Check(f"{dp}-gpus", f"DataParallel over {many}", args=["train", "--backend", dp],
+              skip=few),
+        Check(f"{dp}-bf16", f"DataParallel over {many}, bf16 replicas", args=[
+            "train", "--backend", dp, "--precision", "bf16"], skip=few),
+        *(Check(f"{b}-nccl-1", f"{b} over NCCL 1 GPU", "torchrun", 1,
+                ["train", "--backend", b], nccl) for b in sharded),
+        *(Check(f"{b}-nccl-all", f"{b} over NCCL {many}", "torchrun", n,
+                ["train", "--backend", b], few or nccl) for b in sharded),
+        Check("gpu-per-task", f"{nccl_ddp} {many}, one GPU visible per rank", "torchrun", n,
               [*ddp, "--gpu-per-task"], few or nccl),
-        Check("ddp-nccl-mpirun", f"ddp-nccl {many} under mpirun", "mpirun", n, ddp,
+        Check(f"{nccl_ddp}-mpirun", f"{nccl_ddp} {many} under mpirun", "mpirun", n, ddp,
               few or nccl or _launcher_skip(f, "mpirun")),
         # refusals (backends/placement.py): one line, before NCCL ever sees a duplicate
         Check("refuse-two-nccl-one-gpu", "refused: 2 NCCL ranks, 1 GPU visible to both",
@@ -174,7 +193,7 @@ def plan(f: dict) -> list[Check]:
               "torchrun", 2, [*ddp, "--gpu-per-task", "--same-gpu"], nccl,
               expect=r"ranks 0, 1 on \S+ would all train on GPU GPU-"),
         Check("refuse-gloo-sharing-gpu", "refused: 2 Gloo ranks on 1 GPU",
-              "torchrun", 2, ["train", "--backend", "ddp-gloo"],
+              "torchrun", 2, ["train", "--backend", gloo_ddp],
               no_gpu or _launcher_skip(f, "torchrun"), one_gpu, expect=(
                   r"2 ranks on this host but 1 GPU\(s\) visible to each: a rank on a GPU"
                   r"|ranks 0, 1 on \S+ would all train on GPU GPU-.*share")),

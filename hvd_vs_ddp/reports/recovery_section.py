@@ -37,7 +37,6 @@ TITLE = "Failure and recovery"
 FIGURE = "recovery_timeline"
 NAMES = {"horovod-elastic": "Horovod Elastic", "torchrun-elastic": "torchrun elastic",
          "torchft": "torchft"}
-HUES = {"horovod": "horovod", "torch": "ddp-gloo", "torchft": "ddp-mpi"}  # theme colours
 KEY = ["run", "path", "checkpoint", "world_size", "series"]
 
 
@@ -236,7 +235,7 @@ def figure(df: pd.DataFrame, figs: Figures) -> None:
         for ax in axes[len(panels):]:
             ax.set_visible(False)
         for ax, ((world, series), g) in zip(axes, panels):
-            hue = color(HUES.get(str(g["library"].iloc[0]), "ddp-gloo"))
+            hue = color(str(g["backend"].iloc[0]))  # the backend's, as in every figure
             for _, r in g.iterrows():
                 pts = np.asarray(r["timeline"], dtype=float)
                 if pts.size == 0 or r["kill_t"] is None or pd.isna(r["kill_t"]):

@@ -1,7 +1,8 @@
 """One look for every figure: backend labels, a fixed colour per backend, the theme.
 
 Colours are keyed by the backend's display label, never assigned by plotting order,
-so ddp-gloo is the same blue in every figure of every report. Horovod is labelled by
+so ddp-gloo is the same blue in every figure of every report; each backend's colour is
+declared in its catalog row (hvd_vs_ddp/backends/catalog.py `colour`). Horovod is labelled by
 its controller when backend_meta names one: "horovod (gloo)", "horovod (mpi)"; all
 Horovod shades are warm (vermillion, orange), all DDP ones cool (blues, green).
 Colours are from the Okabe-Ito colour-blind-safe set.
@@ -23,15 +24,12 @@ from hvd_vs_ddp.backends import catalog
 
 matplotlib.use("Agg")  # reports never open windows
 
+# Each backend's colour is its catalog row's (`colour`, and `controller_colours` for its
+# labels per controller), in the catalog's order; then the raw mpi4py sweep's.
 PALETTE = {
-    "single": "#000000",
-    "dp": "#CC79A7",
-    "ddp-gloo": "#0072B2",
-    "ddp-nccl": "#009E73",
-    "ddp-mpi": "#56B4E9",
-    "horovod": "#D55E00",
-    "horovod (gloo)": "#D55E00",
-    "horovod (mpi)": "#E69F00",
+    **{label: colour for row in catalog.CATALOG.values() for label, colour in (
+        ([(row.name, row.colour)] if row.colour else [])
+        + [(f"{row.name} ({ctl})", c) for ctl, c in row.controller_colours.items()])},
     "mpi4py-raw": "#7F7F7F",
 }
 _SPARE = ("#7F7F7F", "#8C564B", "#BCBD22", "#9467BD", "#17BECF", "#F0E442")
