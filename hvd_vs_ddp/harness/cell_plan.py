@@ -7,14 +7,16 @@ workload spec already resolved to its canonical form (hvd_vs_ddp/harness/options
 its time limit, and the verdicts: for each backend whether it can run under this launch
 (`unfit`), and for each backend and knob set whether it honours that set's options and
 compile mode (`refusals`), each a one-line reason. The verdicts come from one place,
-each backend's `judge` (hvd_vs_ddp/backends/base.py), asked by `build` and nowhere else
-in the suites.
+each backend's `judge` (hvd_vs_ddp/backends/base.py), asked by `judge_backends` and
+nowhere else in the suites.
 
 Two ways to the same plan, by the same code (`build`):
 
-- `hvd-vs-ddp run`: the runner builds each cell's plan before its processes start and
-  writes it to `RunFolder.plan(stem)` (cells/<stem>.plan.json, through the output gate);
-  each rank's pytest gets `--cell-plan FILE`, reads it (`read`) and judges nothing again;
+- `hvd-vs-ddp run`: the run request builds each cell's plan from the cell's one verdict
+  (hvd_vs_ddp/harness/cell_verdict.py, which asked `judge_backends` once for it), before
+  any process starts; the runner writes it to `RunFolder.plan(stem)`
+  (cells/<stem>.plan.json, through the output gate); each rank's pytest gets
+  `--cell-plan FILE`, reads it (`read`) and judges nothing again;
 - a plain pytest session (`horovodrun -np 4 pytest suites/`, `tox -e ddp`): the suites'
   conftest builds the plan once from its options and the launcher it finds
   (`for_session`), every rank alike, and agrees on the verdicts across ranks.
