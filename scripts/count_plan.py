@@ -26,6 +26,13 @@ It prints:
    plan read).
 3. what adding a backend touches: the files of hvd_vs_ddp/ whose string constants name
    at least three backends (a table listing every backend).
+4. judgements asked at run time in the parent: while `hvd-vs-ddp run --backends
+   ddp-gloo,horovod --world-sizes 1,2 --workloads mlp` builds its request, then while
+   its runner prepares repetitions 1 and 2 of every cell up to the launch (the launch
+   itself refused, so nothing starts), every call of a backend's judgement
+   (registry.judge), a launcher's availability (launchers.available) or this torch's
+   compile check (compile_support.torch_refusal), by the innermost function of
+   hvd_vs_ddp/cli/ or hvd_vs_ddp/harness/ that asked, per phase.
 """
 from __future__ import annotations
 
@@ -149,6 +156,72 @@ def rank_options(argv: list[str], options) -> object:
     return options._from_values(lambda name: getattr(ns, name))  # = from_pytest
 
 
+class _NoLaunch(Exception):
+    pass
+
+
+def run_time(root: Path) -> dict[str, Counter[str]]:
+    """Section 4: {"request": Counter(asker), "runner": Counter(asker)}."""
+    import inspect
+    import os
+
+    sys.path.insert(0, str(root))
+    from hvd_vs_ddp.backends import compile_support, launchers, registry
+    from hvd_vs_ddp.cli import app, run_request
+    from hvd_vs_ddp.cli import runner as runner_mod
+
+    where = [str(root / "hvd_vs_ddp" / "cli"), str(root / "hvd_vs_ddp" / "harness")]
+    phase = {"now": "request"}
+    asked: dict[str, Counter[str]] = {"request": Counter(), "runner": Counter()}
+
+    def wrap(owner, name):
+        real = getattr(owner, name)
+
+        def counted(*args, **kwargs):
+            frame = sys._getframe(1)
+            while frame and not frame.f_code.co_filename.startswith(tuple(where)):
+                frame = frame.f_back
+            if frame:
+                module = Path(frame.f_code.co_filename).stem
+                asked[phase["now"]][f"{module}.{frame.f_code.co_name}"] += 1
+            return real(*args, **kwargs)
+        setattr(owner, name, counted)
+        return real
+
+    def no_launch(*args, **kwargs):
+        raise _NoLaunch()
+
+    saved = [(o, n, wrap(o, n)) for o, n in ((registry, "judge"), (launchers, "available"),
+                                            (compile_support, "torch_refusal"))]
+    saved.append((launchers, "command", launchers.command))
+    launchers.command = no_launch
+    here = os.getcwd()
+    with tempfile.TemporaryDirectory() as tmp:
+        os.chdir(tmp)
+        try:
+            req = run_request.build(app.parser().parse_args(
+                ["run", "--runs-dir", "runs", "--name", "r", "--backends", "ddp-gloo,horovod",
+                 "--world-sizes", "1,2", "--workloads", "mlp", "--repeat", "2"]))
+            phase["now"] = "runner"
+            given = {"plans": req.plans} if "plans" in inspect.signature(
+                runner_mod.Runner).parameters else {}
+            r = runner_mod.Runner(req.run_dir, req.preset, list(req.cells), ["count"], 60.0,
+                                  ["mlp"], repeat=2, **given)
+            r.folder.make()
+            for cell in req.cells:
+                entry = r.manifest.cell(cell.id)
+                for rep in entry.repeats or []:
+                    try:
+                        r._run_cell(cell, entry, rep)
+                    except _NoLaunch:
+                        pass
+        finally:
+            os.chdir(here)
+            for owner, name, real in saved:
+                setattr(owner, name, real)
+    return asked
+
+
 def backend_tables(root: Path) -> list[str]:
     out = []
     for path in sorted((root / "hvd_vs_ddp").rglob("*.py")):
@@ -178,6 +251,13 @@ def main(argv: list[str]) -> int:
     print(f"3. files naming >= 3 backends (tables a new backend is added to): {len(tables)}")
     for t in tables:
         print(f"     {t}")
+    asked = run_time(root)
+    print("4. judgements asked at run time in the parent (run --backends ddp-gloo,horovod "
+          "--world-sizes 1,2, repeat 2), by the function that asked:")
+    for name, calls in asked.items():
+        print(f"   the {name}: {sum(calls.values())} calls from {len(calls)} functions")
+        for f, n in sorted(calls.items()):
+            print(f"     {n:3d}  {f}")
     return 0
 
 

@@ -76,8 +76,12 @@ def here(gpus: int, hosts: str | None, modes: Iterable[str]) -> Here:
     """This machine, with whether this torch compiles in each of `modes` (the knob sets'
     compile modes), asked once per run: a compile mode it cannot run at all refuses the
     whole preset (the matrix says so before any cell), whichever cells would use it."""
-    unable = {m: compile_support.torch_refusal(m, bool(gpus)) for m in dict.fromkeys(modes)}
-    return Here(gpus, hosts, {m: why for m, why in unable.items() if why})
+    unable: dict[str, str] = {}
+    for mode in dict.fromkeys(modes):
+        why = compile_support.torch_refusal(mode, bool(gpus))
+        if why:
+            unable[mode] = why
+    return Here(gpus, hosts, unable)
 
 
 @dataclass(frozen=True)
