@@ -7,7 +7,9 @@ availability or this torch's compilers.
 The request and the runner are the real ones (`run_request.build` from the parsed command
 line, `Runner.run` over every repetition); only the launch itself is replaced (our
 `launchers.command` refuses, as for a launcher gone since the request), so no process
-starts. The counters wrap our own functions.
+starts, and the host's GPU count is 0 (matrix._gpus, as tests/unit/test_placement_matrix.py
+replaces it). The counters wrap our own functions. Putting the runner's launcher check
+back at cell start, or planning a cell again in the runner, fails the first test.
 
     python -m pytest -p no:cacheprovider tests/unit/test_cell_verdict.py -q
 """
@@ -73,6 +75,7 @@ def _no_launch(*args, **kwargs):
 
 def test_the_run_request_judges_each_cell_once_and_the_runner_never(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(matrix, "_gpus", lambda: 0)  # the CPU matrix, on any machine
     judgements = Judgements(monkeypatch)
     req = run_request.build(app.parser().parse_args(ARGV))
     assert judgements.outside == []  # every judgement inside a cell's verdict
@@ -96,6 +99,7 @@ def test_the_run_request_judges_each_cell_once_and_the_runner_never(tmp_path, mo
 
 def test_a_resumed_run_judges_each_cell_once(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(matrix, "_gpus", lambda: 0)
     req = run_request.build(app.parser().parse_args(ARGV))
     req.run_dir.joinpath("cells").mkdir(parents=True)
     Runner(req.run_dir, req.preset, list(req.cells), ["hvd-vs-ddp"], 60, ["mlp"],
