@@ -13,6 +13,14 @@ prediction: scripts/test.sh runs them alone, afterwards.
     python -m pytest tests/system -q                                  # one process
     python -m pytest tests/system --system-part parallel -n 2         # what test.sh runs,
     python -m pytest tests/system --system-part serial                # in this order
+    python -m pytest tests/system --system-tier core                  # the README's command
+    python -m pytest tests/system --system-tier extended              # .ci/run, after it
+
+The `extended` tests (marked so) are the integrations with tools outside the project
+(a Slurm cluster, tox, two hosts in network namespaces, an installed wheel) and the long
+end-to-end flows (two runs at once, interrupt and resume, external workloads, the whole
+self-test, the projection held against this machine): scripts/test.sh leaves them out to
+stay within its 12 minutes; `scripts/test.sh --extended` runs them and .ci/run runs both.
 """
 from __future__ import annotations
 
@@ -59,6 +67,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--system-part", choices=("all", "parallel", "serial"), default="all",
                      help="the system tests to run: all, those that may share the cores "
                           "(parallel), or the `serial` ones (scripts/test.sh runs both)")
+    parser.addoption("--system-tier", choices=("all", "core", "extended"), default="all",
+                     help="all, the core ones (the README's test command: every launcher's, "
+                          "backend's and library's real ranks) or the `extended` ones "
+                          "(Slurm, tox, two hosts, a built wheel, long end-to-end flows: "
+                          "scripts/test.sh --extended, which .ci/run runs after it)")
 
 
 def _module_fixtures(item: pytest.Item) -> list[str]:
@@ -83,10 +96,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                                     f"{name}: add {file} to WHOLE_FILE (tests/system/conftest.py)")
     part = config.getoption("--system-part")
     if part != "all":
-        keep = [i for i in items if (i.get_closest_marker("serial") is not None)
-                == (part == "serial")]
-        config.hook.pytest_deselected(items=[i for i in items if i not in keep])
-        items[:] = keep
+        _keep(config, items, "serial", part == "serial")
+    tier = config.getoption("--system-tier")
+    if tier != "all":
+        _keep(config, items, "extended", tier == "extended")
+
+
+def _keep(config: pytest.Config, items: list[pytest.Item], marker: str, marked: bool) -> None:
+    """Deselect the items that carry `marker` (marked=False) or that do not (marked=True)."""
+    keep = [i for i in items if (i.get_closest_marker(marker) is not None) == marked]
+    config.hook.pytest_deselected(items=[i for i in items if i not in keep])
+    items[:] = keep
 
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's, where it is loaded

@@ -26,7 +26,7 @@ import pytest
 
 from tests.launch import ROOT, TINY_RUN_SUITE_ARGS, horovod_available
 
-pytestmark = pytest.mark.multiproc
+pytestmark = [pytest.mark.multiproc, pytest.mark.extended]  # conftest.py: the tiers
 # What two runs could clash on is set up by every cell whatever it times (each launcher's
 # rendezvous ports, Horovod's, the results and timeline files): the throughput suite alone.
 TINY = f"{TINY_RUN_SUITE_ARGS} -k throughput"

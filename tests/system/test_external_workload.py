@@ -54,6 +54,7 @@ def _explain(proc: subprocess.CompletedProcess) -> str:
 
 
 @pytest.mark.multiproc
+@pytest.mark.extended  # the tiers: tests/system/conftest.py
 def test_an_external_workload_runs_at_1_and_2_ranks_and_is_reported(tmp_path):
     ok, why = horovod_available()
     if not ok:

@@ -23,7 +23,7 @@ import pytest
 
 from tests.launch import ROOT, TINY_RUN_SUITE_ARGS, leftovers
 
-pytestmark = pytest.mark.multiproc
+pytestmark = [pytest.mark.multiproc, pytest.mark.extended]  # conftest.py: the tiers
 
 
 def _env(marker: str) -> dict[str, str]:

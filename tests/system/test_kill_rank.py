@@ -5,7 +5,7 @@ random time after both ranks exist, SIGKILLs one rank at random (every trial mus
 one: a job that ended first is tried again sooner), and then counts:
 - a hang: the job still running 60 s after the kill (it is then killed by us);
 - leftovers: processes of the job alive after it ended (by an environment marker).
-HVD_KILL_TRIALS sets the number of trials (default 4 here; the figure in the
+HVD_KILL_TRIALS sets the number of trials (default one per launcher here; the figure in the
 closing note comes from HVD_KILL_TRIALS=20). Also: the runner records a killed
 cell as failed, goes on, and `--resume` reruns it.
 
@@ -119,10 +119,10 @@ def _attempt(launcher: str, rng: random.Random, tmp: Path, delay: float) -> dict
 
 
 def test_random_kills_never_hang_or_leave_processes(tmp_path):
-    trials = int(os.environ.get("HVD_KILL_TRIALS", "4"))
     launchers_ = ["torchrun", "mpirun"]
     if horovod_available()[0] and launchers.available("horovodrun-gloo"):
         launchers_.append("horovodrun-gloo")
+    trials = int(os.environ.get("HVD_KILL_TRIALS", str(len(launchers_))))
     rng = random.Random(int(os.environ.get("HVD_KILL_SEED", "0")))
     lives: dict[str, float] = {}
     results = [one_trial(launchers_[i % len(launchers_)], rng, tmp_path, lives)

@@ -111,20 +111,26 @@ def launches():
     return get
 
 
+# The default progress mode runs in the README's test command; the other three (a launch
+# each, ~15 s) run with the `extended` tests (tests/system/conftest.py: the tiers).
+EXTENDED = pytest.mark.extended
+
+
 @pytest.mark.parametrize("np_,part,progress", [
     (2, "collectives", None),
     (3, "collectives:--reverse-ranks", None),
-    (2, "collectives", "thread"),
-    (2, "collectives", "nonblocking"),
-    (2, "collectives", "sync"),
+    pytest.param(2, "collectives", "thread", marks=EXTENDED),
+    pytest.param(2, "collectives", "nonblocking", marks=EXTENDED),
+    pytest.param(2, "collectives", "sync", marks=EXTENDED),
 ], ids=["np2-inline", "np3-reversed-ranks-inline", "np2-thread", "np2-nonblocking",
         "np2-sync"])
 def test_collectives_match_numpy(launches, np_, part, progress):
     launches(np_, progress).part(part)
 
 
-@pytest.mark.parametrize("np_,progress", [(2, None), (3, None), (2, "thread"),
-                                          (2, "nonblocking")],
+@pytest.mark.parametrize("np_,progress", [(2, None), (3, None),
+                                          pytest.param(2, "thread", marks=EXTENDED),
+                                          pytest.param(2, "nonblocking", marks=EXTENDED)],
                          ids=["np2-inline", "np3-inline", "np2-thread", "np2-nonblocking"])
 def test_ddp_matches_single_process(launches, np_, progress):
     launches(np_, progress).part("ddp")

@@ -32,7 +32,7 @@ from tests.system.test_two_hosts import IFACE, RDZV_PORT, _env, _tool, _wait
 
 two_hosts = hosts.two_hosts  # the fixture: two network-namespace hosts joined by veth
 
-pytestmark = [pytest.mark.multiproc, pytest.mark.serial]
+pytestmark = [pytest.mark.multiproc, pytest.mark.serial, pytest.mark.extended]
 WORKER = "tests/ranks/projection_node.py"
 TIMEOUT_S = 180
 

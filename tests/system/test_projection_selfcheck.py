@@ -37,7 +37,8 @@ from hvd_vs_ddp.cli import main as cli
 from hvd_vs_ddp.run_model.load import load_run
 from tests.launch import horovod_available
 
-pytestmark = [pytest.mark.multiproc, pytest.mark.slow, pytest.mark.serial]
+pytestmark = [pytest.mark.multiproc, pytest.mark.slow, pytest.mark.serial,
+              pytest.mark.extended]
 # The fit run: throughput, the compute-only reference and the allreduce sweep
 # `--interconnect measured` fits; the target run: throughput only (what the projection
 # is held against). Neither needs Horovod's timeline twins.

@@ -73,11 +73,15 @@ class LateTail(Tail):
         return super().poll()
 
 
+# One path per library in the README's test command (Horovod Elastic; torchrun's elastic
+# agents with torch.save, read late); torchrun with torch.distributed.checkpoint and
+# torchft (20-35 s each) run with the `extended` tests (tests/system/conftest.py: the tiers).
 @pytest.mark.parametrize("path, checkpoint, backend, driver_reads", [
     ("horovod-elastic", "memory", "horovod", "promptly"),
     ("torchrun-elastic", "torch-save", "ddp-gloo", "late"),
-    ("torchrun-elastic", "dcp", "ddp-gloo", "promptly"),
-    ("torchft", "live", "ddp-gloo", "promptly"),
+    pytest.param("torchrun-elastic", "dcp", "ddp-gloo", "promptly",
+                 marks=pytest.mark.extended),
+    pytest.param("torchft", "live", "ddp-gloo", "promptly", marks=pytest.mark.extended),
 ])
 def test_killed_worker_recovers(tmp_path, monkeypatch, reference, path, checkpoint, backend,
                                 driver_reads):

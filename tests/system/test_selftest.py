@@ -54,6 +54,7 @@ def _rows(stdout: str) -> dict[str, str]:
 
 @pytest.mark.multiproc
 @pytest.mark.slow
+@pytest.mark.extended  # the tiers: tests/system/conftest.py
 def test_selftest_runs_every_cpu_path_and_skips_gpu_lines_with_reasons():
     proc = _selftest(["--selftest"])
     assert proc.returncode == 0, explain(proc)

@@ -38,7 +38,7 @@ from hvd_vs_ddp.backends import launchers
 from tests.launch import ROOT, horovod_available
 from tests.launch import TINY_SUITE_ARGS as TINY
 
-pytestmark = pytest.mark.multiproc
+pytestmark = [pytest.mark.multiproc, pytest.mark.extended]  # conftest.py: the tiers
 DAEMONS = ("slurmctld", "slurmd", "srun", "sbatch", "sinfo")
 # `sbatch --wait` sleeps 2 s between its looks at the job, times 4 while that stays below
 # half of MinJobAge (integer division; up to 32 s): at Slurm's default of 300 s it looks

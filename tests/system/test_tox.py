@@ -20,7 +20,7 @@ import pytest
 from tests.launch import ROOT
 from tests.launch import TINY_SUITE_ARGS as TINY
 
-pytestmark = pytest.mark.multiproc
+pytestmark = [pytest.mark.multiproc, pytest.mark.extended]  # conftest.py: the tiers
 
 
 def test_tox_ddp_env_runs_both_ddp_transports(tmp_path):

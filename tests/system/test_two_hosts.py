@@ -51,7 +51,7 @@ from hvd_vs_ddp.backends import launchers
 from tests.launch import ROOT, horovod_available
 from tests.system.jobs import equivalence, trained
 
-pytestmark = pytest.mark.multiproc
+pytestmark = [pytest.mark.multiproc, pytest.mark.extended]  # conftest.py: the tiers
 
 WORKER = "tests/ranks/train_equivalence.py"
 STEPS = 10
