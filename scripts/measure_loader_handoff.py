@@ -15,6 +15,7 @@ images of 3 x 224 x 224, from `num_workers` worker processes):
   the freshly mapped pages add over the warm-buffer rate a bandwidth test reports.
 
     python scripts/measure_loader_handoff.py [--steps 60] [--workers 2] [--batch 32] [--gap-ms 200]
+        [--sharing file_descriptor|file_system]
 
 Prints the medians and quartiles in ms. Only the CPU side: the DMA itself is not here.
 """
@@ -31,6 +32,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--sharing", choices=("file_descriptor", "file_system"),
+                    default="file_descriptor",
+                    help="torch.multiprocessing's sharing strategy (file_descriptor, "
+                    "Linux's default: each storage's descriptor fetched from the worker's "
+                    "multiprocessing resource sharer over an authenticated connection)")
     ap.add_argument("--gap-ms", type=float, default=200.0,
                     help="time between batches (the GPU step the workers run ahead of)")
     args = ap.parse_args(argv)
@@ -49,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
             return torch.full((3, 224, 224), float(i % 7)), i % 1000
 
     torch.set_num_threads(1)
+    torch.multiprocessing.set_sharing_strategy(args.sharing)
     loader = iter(DataLoader(Images(), batch_size=args.batch, num_workers=args.workers,
                              pin_memory=False, prefetch_factor=4))
     warm_src = torch.empty(args.batch, 3, 224, 224)
