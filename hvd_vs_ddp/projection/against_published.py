@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from hvd_vs_ddp.common.errors import InputError
-from hvd_vs_ddp.projection import interconnects, row_cache, rows_file
+from hvd_vs_ddp.projection import architectures, interconnects, row_cache, rows_file
 from hvd_vs_ddp.projection.errors import Residual, band, components, model_error
 from hvd_vs_ddp.projection.layout import Layout, model_layout
 from hvd_vs_ddp.projection.model import Inputs, Library, Links, ModelError, project
@@ -143,6 +143,9 @@ def h2h_rows(path: Path = H2H) -> list[dict]:
     return rows_file.read(path)
 
 
+TRACE_BATCH = 8  # the batch a published transformer is traced at (_layout)
+
+
 @cache
 def _layout(model: str, batch: int, grad_bytes: int = 4, after: bool = False) -> Layout:
     """A row's model as `project --model` reads it: a torchvision classifier however a
@@ -153,7 +156,16 @@ def _layout(model: str, batch: int, grad_bytes: int = 4, after: bool = False) ->
     `reduce_after_backward`): the script reduces every gradient in a step of its own once
     backward is over (NVIDIA's TensorFlow 2 BERT with gradient accumulation: the
     accumulated gradients, hvd.allreduce in `step()`), so none is ready before the end."""
-    lay = model_layout(model, batch)
+    if architectures.find(model) is not None and batch != TRACE_BATCH:
+        # a transformer's every operator is linear in the batch, so when backward makes
+        # each gradient, as a fraction of backward, is the batch's own at any batch: one
+        # trace per model (NVIDIA's rows come at twenty batches, 1-1.5 s a trace)
+        one = _layout(model, TRACE_BATCH)
+        k = batch / TRACE_BATCH
+        lay = dataclasses.replace(one, forward_flops=one.forward_flops * k,
+                                  backward_flops=one.backward_flops * k)
+    else:
+        lay = model_layout(model, batch)
     if grad_bytes == 4 and not after:
         return lay
     return dataclasses.replace(lay, grads=[dataclasses.replace(
