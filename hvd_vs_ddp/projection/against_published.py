@@ -8,7 +8,9 @@ assumptions made for it:
   per row both libraries' errors, the projected ratio Horovod/DDP with its band and
   verdict against the published ratio's verdict (hvd_vs_ddp/run_model/margin.py);
 - hvd_vs_ddp/projection/data/published.csv: one library each (PyTorch's DDP benchmark
-  README, Horovod's docs/benchmarks.rst).
+  README, Horovod's docs/benchmarks.rst; NVIDIA DeepLearningExamples' BERT-large tables,
+  DDP in PyTorch to 256 GPUs and Horovod in TensorFlow 2 to 512: the values at 256
+  devices and more, issue 51).
 
 Everything reported is leave-one-source-out (hvd_vs_ddp/projection/errors.py): a row's
 band carries the model's error and the publications' noise estimated from the other
