@@ -8,7 +8,9 @@ assumptions made for it:
   per row both libraries' errors, the projected ratio Horovod/DDP with its band and
   verdict against the published ratio's verdict (hvd_vs_ddp/run_model/margin.py);
 - hvd_vs_ddp/projection/data/published.csv: one library each (PyTorch's DDP benchmark
-  README, Horovod's docs/benchmarks.rst).
+  README, Horovod's docs/benchmarks.rst; NVIDIA DeepLearningExamples' BERT-large tables,
+  DDP in PyTorch to 256 GPUs and Horovod in TensorFlow 2 to 512: the values at 256
+  devices and more, issue 51).
 
 Everything reported is leave-one-source-out (hvd_vs_ddp/projection/errors.py): a row's
 band carries the model's error and the publications' noise estimated from the other
@@ -41,7 +43,7 @@ from pathlib import Path
 import numpy as np
 
 from hvd_vs_ddp.common.errors import InputError
-from hvd_vs_ddp.projection import interconnects, row_cache, rows_file
+from hvd_vs_ddp.projection import architectures, interconnects, row_cache, rows_file
 from hvd_vs_ddp.projection.errors import Residual, band, components, model_error
 from hvd_vs_ddp.projection.layout import Layout, model_layout
 from hvd_vs_ddp.projection.model import Inputs, Library, Links, ModelError, project
@@ -64,7 +66,7 @@ CONTRADICTORY = "contradictory"
 CONFIG_FIELDS = ("source", "library", "model", "batch", "devices", "per_node", "intra",
                  "inter", "nics_per_node", "algorithm", "controller", "nccl_avg",
                  "ddp_bucket_mb", "bucket_mb", "fusion_mb", "cycle_ms", "ready_wait",
-                 "optimizer", "unpinned")
+                 "optimizer", "unpinned", "grad_dtype", "reduce_after_backward")
 # issue 51: a row's optimizer implementation (`optimizer`: "foreach", torch >= 2.0's
 # default on CUDA, or "loop"; empty: "loop", the rows that predate torch 2.0 and the
 # host tail as it was first charged) and the libraries whose script copies each batch
@@ -143,11 +145,33 @@ def h2h_rows(path: Path = H2H) -> list[dict]:
     return rows_file.read(path)
 
 
+TRACE_BATCH = 8  # the batch a published transformer is traced at (_layout)
+
+
 @cache
-def _layout(model: str, batch: int) -> Layout:
+def _layout(model: str, batch: int, grad_bytes: int = 4, after: bool = False) -> Layout:
     """A row's model as `project --model` reads it: a torchvision classifier however a
-    paper spells it ('ResNet-50'), a published transformer ('bert-large'), a workload."""
-    return model_layout(model, batch)
+    paper spells it ('ResNet-50'), a published transformer ('bert-large'), a workload.
+    `grad_bytes`: bytes per gradient element the row's script reduces (column
+    `grad_dtype`: 4 for fp32, the layout's own; 2 where the script casts the model to
+    fp16 or bf16 and so reduces half-precision gradients). `after` (column
+    `reduce_after_backward`): the script reduces every gradient in a step of its own once
+    backward is over (NVIDIA's TensorFlow 2 BERT with gradient accumulation: the
+    accumulated gradients, hvd.allreduce in `step()`), so none is ready before the end."""
+    if architectures.find(model) is not None and batch != TRACE_BATCH:
+        # a transformer's every operator is linear in the batch, so when backward makes
+        # each gradient, as a fraction of backward, is the batch's own at any batch: one
+        # trace per model (NVIDIA's rows come at twenty batches, 1-1.5 s a trace)
+        one = _layout(model, TRACE_BATCH)
+        k = batch / TRACE_BATCH
+        lay = dataclasses.replace(one, forward_flops=one.forward_flops * k,
+                                  backward_flops=one.backward_flops * k)
+    else:
+        lay = model_layout(model, batch)
+    if grad_bytes == 4 and not after:
+        return lay
+    return dataclasses.replace(lay, grads=[dataclasses.replace(
+        g, bytes=g.bytes * grad_bytes // 4, ready=1.0 if after else g.ready) for g in lay.grads])
 
 
 def _inputs(row: dict, libs: list[Library]) -> Inputs:
@@ -157,7 +181,9 @@ def _inputs(row: dict, libs: list[Library]) -> Inputs:
                   None if one_node and not row.get("inter") else
                   interconnects.get(row["inter"], "inter"), int(row.get("nics_per_node") or 1),
                   row.get("algorithm") or "auto")
-    return Inputs(_layout(row["model"], batch), batch,
+    return Inputs(_layout(row["model"], batch,
+                          rows_file.GRAD_BYTES[row.get("grad_dtype") or "fp32"],
+                          (row.get("reduce_after_backward") or "no") == "yes"), batch,
                   np.array([float(row["compute_ms"]) / 1000]), libs, links,
                   int(row["per_node"]), controller=row.get("controller") or "mpi",
                   nccl_avg=(row.get("nccl_avg") or "yes") == "yes",

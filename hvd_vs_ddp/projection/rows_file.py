@@ -15,6 +15,11 @@ intra, inter (may be empty where every device is in one node), compute_ms (one d
 step), ddp and horovod: samples/s of the whole job, or per device with `unit` =
 samples_per_s_per_device ('img/s per GPU'), or times to the same result with `unit` =
 time. Library settings left out are today's defaults (against_published.DEFAULTS).
+`grad_dtype` (optional): fp16 or bf16 where the script reduces half-precision gradients
+(it casts the model, as NVIDIA's BERT does with --allreduce_post_accumulation_fp16); empty
+or fp32: the layout's fp32 gradients. `reduce_after_backward` (optional): yes where the
+script reduces the gradients in a step of their own after backward (no overlap), no or
+empty where each is reduced as backward makes it.
 """
 from __future__ import annotations
 
@@ -41,6 +46,8 @@ UNITS = {"samples/s": "samples_per_s", "samples_s": "samples_per_s",
          "samples/s/device": "samples_per_s_per_device", "time_to_result": "time",
          "seconds": "time", "s": "time", "minutes": "time", "hours": "time",
          "efficiency": "scaling_efficiency"}
+# `grad_dtype`: the gradients' type the script reduces (empty: fp32) -> bytes per element
+GRAD_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 PAIR = ("ddp", "horovod")  # a head-to-head row's published values
 SINGLE = ("published",)    # a row of one library (`library` set)
 LINE = "_line"             # the row's line in the file, for errors
@@ -83,6 +90,16 @@ def _checked(row: dict, line: int, decimal_comma: bool) -> dict:
             kind = "a whole number" if integer else "a number"
             raise RowsError(f"line {line}: {col} must be {kind} > 0, not {text!r}")
         out[col] = str(int(value)) if integer else repr(value)
+    dtype = (row.get("grad_dtype") or "").strip().lower()
+    if dtype and dtype not in GRAD_BYTES:
+        raise RowsError(f"line {line}: grad_dtype {row['grad_dtype']!r} is not one of "
+                        f"{', '.join(GRAD_BYTES)}")
+    out["grad_dtype"] = dtype
+    after = (row.get("reduce_after_backward") or "no").strip().lower()
+    if after not in ("yes", "no"):
+        raise RowsError(f"line {line}: reduce_after_backward {row['reduce_after_backward']!r} "
+                        "is not yes or no")
+    out["reduce_after_backward"] = after
     return _in_units(out, values, line)
 
 
