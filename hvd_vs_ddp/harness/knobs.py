@@ -24,13 +24,16 @@ loss.item() every step, torch.cuda.empty_cache() every step (GPU only).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING
 
 from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.backends.compile_support import COMPILED_AUTOGRAD, INDUCTOR
 from hvd_vs_ddp.backends.compile_support import check_mode as check_compile_mode
 from hvd_vs_ddp.backends.options import BackendOptions
 from hvd_vs_ddp.common.errors import UnknownName
-from hvd_vs_ddp.workloads.loop import TrainConfig
+
+if TYPE_CHECKING:  # the loop imports torch; the CLI's checks of a knob set need none
+    from hvd_vs_ddp.workloads.loop import TrainConfig
 
 SIDES = ("both", *catalog.COMPARED)  # a set for both libraries, or one library's own
 
@@ -112,6 +115,8 @@ class KnobSet:
         return self.compression != "none" or self.adasum
 
     def train_config(self, steps: int, deterministic: bool = False) -> TrainConfig:
+        from hvd_vs_ddp.workloads.loop import TrainConfig
+
         return TrainConfig(steps=steps, precision=self.precision,
                            num_workers=self.num_workers, set_to_none=self.set_to_none,
                            checkpointing=self.checkpointing,

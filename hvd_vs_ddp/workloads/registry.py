@@ -16,18 +16,30 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from torch import nn
-
 from hvd_vs_ddp.common.errors import InputError, InvalidValue
-from hvd_vs_ddp.workloads import data, external, models
+from hvd_vs_ddp.workloads import external
 from hvd_vs_ddp.workloads.params import Param, declare
 from hvd_vs_ddp.workloads.spec import Workload
 
-_cross_entropy = nn.CrossEntropyLoss()
+# torch, the models and the data sets are imported where a workload is built or trained,
+# not here: the CLI judges names and parameters (and refuses bad ones) without torch.
+
+
+def _cross_entropy(output, target):
+    """torch.nn.CrossEntropyLoss() (mean over the batch), as a function."""
+    from torch.nn import functional
+
+    return functional.cross_entropy(output, target)
 
 
 def _lm_loss(logits, target):
     return _cross_entropy(logits.reshape(-1, logits.shape[-1]), target.reshape(-1))
+
+
+def _check_data_dir(path: str):
+    from hvd_vs_ddp.workloads import data
+
+    return data.check_data_dir(path, "data_dir")
 
 
 BATCH = Param("batch_size", int, 1, 65536, "samples per rank per step")
@@ -51,6 +63,8 @@ GPT = (BATCH, LR, SEED, SAMPLES, Param("seq_len", int, 1, 8192, "tokens per samp
 def mlp(batch_size: int = 32, features: int = 64, hidden: int = 256, depth: int = 3,
         classes: int = 10, samples: int = 4096, lr: float = 0.05, seed: int = 0) -> Workload:
     """MLP on synthetic, learnable data: the smallest full training step."""
+    from hvd_vs_ddp.workloads import data, models
+
     return Workload(
         name="mlp",
         build_model=lambda ckpt: models.MLP(features, hidden, depth, classes, ckpt),
@@ -64,6 +78,8 @@ def mlp(batch_size: int = 32, features: int = 64, hidden: int = 256, depth: int 
 def digits(batch_size: int = 16, hidden: int = 128, depth: int = 2, lr: float = 0.05,
            seed: int = 0) -> Workload:
     """MLP on scikit-learn's real handwritten digits, with a held-out split."""
+    from hvd_vs_ddp.workloads import data, models
+
     return Workload(
         name="digits",
         build_model=lambda ckpt: models.MLP(64, hidden, depth, 10, ckpt),
@@ -76,11 +92,13 @@ def digits(batch_size: int = 16, hidden: int = 128, depth: int = 2, lr: float = 
 @declare(BATCH, IMAGE_SIZE, CLASSES, SAMPLES, LR, SEED,
          Param("data_dir", str, is_dir=True, nullable=True,
                help="a local ImageFolder or CIFAR-10 folder (run --data-dir)",
-               validate=lambda d: str(data.check_data_dir(d, "data_dir"))))
+               validate=lambda d: str(_check_data_dir(d))))
 def resnet50(batch_size: int = 8, image_size: int = 64, classes: int = 100,
              samples: int = 256, lr: float = 0.01, seed: int = 0,
              data_dir: str | None = None) -> Workload:
     """torchvision ResNet-50 (Horovod's synthetic benchmark model)."""
+    from hvd_vs_ddp.workloads import data, models
+
     if data_dir:
         build = lambda s: data.image_folder(data_dir, image_size)  # noqa: E731
     else:
@@ -96,6 +114,8 @@ def resnet50(batch_size: int = 8, image_size: int = 64, classes: int = 100,
 def deeplabv3(batch_size: int = 2, image_size: int = 64, classes: int = 21,
               samples: int = 64, lr: float = 0.01, seed: int = 0) -> Workload:
     """torchvision DeepLabV3-ResNet101 (the published DDP-vs-DataParallel model)."""
+    from hvd_vs_ddp.workloads import data, models
+
     return Workload(
         name="deeplabv3", build_model=lambda ckpt: models.deeplabv3(classes, ckpt),
         build_dataset=lambda s: data.synthetic_images(samples, 3, image_size, classes, s,
@@ -109,6 +129,8 @@ def gpt(batch_size: int = 8, seq_len: int = 64, vocab: int = 256, dim: int = 128
         layers: int = 4, heads: int = 4, samples: int = 2048, lr: float = 1e-3,
         seed: int = 0) -> Workload:
     """A small GPT-style decoder-only language model on structured token data."""
+    from hvd_vs_ddp.workloads import data, models
+
     return Workload(
         name="gpt",
         build_model=lambda ckpt: models.TinyGPT(vocab, seq_len, dim, layers, heads, ckpt),

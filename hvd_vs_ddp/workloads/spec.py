@@ -13,11 +13,12 @@ import dataclasses
 import math
 import numbers
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
-import torch
-from torch import nn
-from torch.utils.data import Dataset
+if TYPE_CHECKING:  # torch is imported where a model or optimizer is built
+    import torch
+    from torch import nn
+    from torch.utils.data import Dataset
 
 from hvd_vs_ddp.common.errors import InputError, InvalidValue
 
@@ -94,6 +95,8 @@ class Workload:
         return self
 
     def make_optimizer(self, parameters) -> torch.optim.Optimizer:
+        import torch
+
         if self.optimizer == "sgd":
             return torch.optim.SGD(parameters, lr=self.lr, momentum=self.momentum,
                                    weight_decay=self.weight_decay)

@@ -33,8 +33,9 @@ from tests.launch import ROOT
 # a workload built and checked, the loader. Every case also runs in process
 # (test_refused_in_process); the cases taken out of this set (the suites' option contract
 # by declaration, --horovod-timeline, pytest's parser, --hosts, an unbuildable model) are
-# refused by the same code after the same imports as the ones kept, and cost ~3 CPU-s
-# each as a process (the CLI imports torch before refusing them).
+# refused by the same code after the same imports as the ones kept. (A refusal that comes
+# before any backend is judged or data set read imports no torch and costs ~0.4 CPU-s as a
+# process, tests/unit/test_refusal_imports.py; the others ~3 CPU-s.)
 SUBPROCESS = {"run --runs-dir runs --backends nccl-typo", "run --runs-dir runs --name ''",
               "run --runs-dir runs --world-sizes -1", "run --runs-dir runs --suite-args "
               "'\"unbalanced'",
