@@ -254,6 +254,13 @@ def judge_again(cells: Iterable[Cell], preset: Preset, hosts: str | None = None
     return {c.id: cell_verdict.judge_cell(c, where) for c in cells}
 
 
+def laid_out(preset: Preset, backends: list[str] | None = None,
+             world_sizes: list[int] | None = None) -> list[Cell]:
+    """The cells the preset and the choices give, none judged yet (whether a backend asked
+    for by name gets a cell at all is known before any backend is imported)."""
+    return [c for c, _ in _layout(preset, backends, world_sizes, _gpus())]
+
+
 def _layout(preset: Preset, backends: list[str] | None, world_sizes: list[int] | None,
             gpus: int) -> Iterable[tuple[Cell, bool]]:
     """Every cell the preset and the choices give, before any is judged, in the matrix's

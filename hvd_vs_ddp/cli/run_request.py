@@ -292,17 +292,14 @@ def _cells(args: Any, preset: Preset, extra: tuple[str, ...]
     sizes = list(args.world_sizes) if args.world_sizes else None
     sized = dataclasses.replace(preset, workloads=args.workloads) if args.workloads \
         else preset  # per-workload cells (Horovod autotune) follow --workloads
-    layout = matrix.judged(sized, backends, sizes, getattr(args, "hosts", None))
-    cells = [c for c, _ in layout]
     under = f" under --launchers {','.join(args.launchers)}" if args.launchers else ""
-    _check_launchers(args.launchers or ())
     shown = ",".join(map(str, sizes or preset.world_sizes))
-    for b in backends or []:
-        if not any(c.backend == b for c in cells):
-            raise RunRequestError(
-                f"--backends {b} at --world-sizes {shown}: no cell ({b} runs at world size 1 "
-                "only)" if b in matrix.BASELINES else
-                f"--backends {b}: no cell at --world-sizes {shown}{under}")
+    # a backend the layout gives no cell is refused before any cell is judged (judging
+    # imports the backends, and with them torch)
+    _every_backend_has_a_cell(backends, matrix.laid_out(sized, backends, sizes), shown, under)
+    layout = matrix.judged(sized, backends, sizes, getattr(args, "hosts", None))
+    _check_launchers(args.launchers or ())
+    _every_backend_has_a_cell(backends, [c for c, _ in layout], shown, under)
     runnable = _leave_out_missing(layout, explicit=bool(backends))
     compared = [c for c in runnable
                 if c.backend not in (matrix.COMPUTE_ONLY, *matrix.BASELINES)]
@@ -315,6 +312,17 @@ def _cells(args: Any, preset: Preset, extra: tuple[str, ...]
     verdicts = {c.id: v for c, v in layout}
     return (tuple(dataclasses.replace(c, pytest_args=c.pytest_args + extra)
                   for c in runnable), verdicts)
+
+
+def _every_backend_has_a_cell(backends: list[str] | None, cells: list[Cell], shown: str,
+                              under: str) -> None:
+    """A backend asked for by name must get a cell at the world sizes asked for."""
+    for b in backends or []:
+        if not any(c.backend == b for c in cells):
+            raise RunRequestError(
+                f"--backends {b} at --world-sizes {shown}: no cell ({b} runs at world size 1 "
+                "only)" if b in matrix.BASELINES else
+                f"--backends {b}: no cell at --world-sizes {shown}{under}")
 
 
 def _compared_by(chosen: tuple[str, ...]) -> list[str]:
