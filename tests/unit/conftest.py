@@ -2,8 +2,11 @@
 (`-n auto`): what is expensive is computed once, not once per worker.
 
 - The published rows' projection (`against_published.project_all`, ~30 CPU-s when nothing
-  is kept yet: after every change to the package, so in CI) is computed by one worker and
-  read by the other: hvd_vs_ddp/projection/row_cache.py locks each value it computes.
+  is kept yet: after every change to the package, so in CI) is computed once:
+  hvd_vs_ddp/projection/row_cache.py locks each value it computes, and the files that ask
+  for it (PROJECTION_ROWS) run on one worker, one after the other, so that the other
+  worker goes on with other tests instead of waiting on the lock (in a fresh clone two
+  of them waited 24 s each for the one that computed it).
 - The files whose tests share an expensive module-scoped fixture (a report with its
   figures, a projection) run on one worker (WHOLE_FILE), so that fixture is built once;
   every other test may go to either worker (as with `--dist load`).
@@ -26,6 +29,11 @@ WHOLE_FILE = frozenset({"test_output_gate.py", "test_reports.py", "test_report_f
                         "test_input_report.py", "test_compiled_report.py",
                         "test_tuning_report.py", "test_why_report.py", "test_cost.py"})
 
+# The files whose tests ask for the published rows' projection (row_cache's one value).
+PROJECTION_ROWS = frozenset({"test_projection.py", "test_projection_at_scale_sources.py",
+                             "test_projection_published_inputs.py",
+                             "test_projection_scale.py", "test_output_gate.py"})
+
 
 def _under_unit(config: pytest.Config) -> bool:
     """Only the unit tests are asked for (tests/system has a scheduler of its own)."""
@@ -35,12 +43,16 @@ def _under_unit(config: pytest.Config) -> bool:
 
 @pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's, where it is loaded
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """Each test is a unit of its own, except the files of WHOLE_FILE (a unit each; the
-    larger units are handed out first: xdist's --loadscope-reorder)."""
+    """Each test is a unit of its own, except the files of PROJECTION_ROWS (together one
+    unit) and of WHOLE_FILE (a unit each; the larger units are handed out first: xdist's
+    --loadscope-reorder)."""
     if not _under_unit(config) or config.getoption("dist") not in ("load", "loadscope"):
         return None
     def unit_of(nodeid: str) -> str:
         path = nodeid.split("::", 1)[0]
-        return path if PurePosixPath(path).name in WHOLE_FILE else nodeid
+        name = PurePosixPath(path).name
+        if name in PROJECTION_ROWS:
+            return "projection-rows"
+        return path if name in WHOLE_FILE else nodeid
 
     return grouped(config, log, unit_of)
