@@ -75,6 +75,31 @@ def _twice(launch, logs, what: str) -> None:
             print(f"\n{what} job crashed, once more:\n{text}")
 
 
+def _measured_quietly(one_node, two_nodes) -> None:
+    """Both measurements, taken again (once) where other work used the cores meanwhile:
+    their steps' own spread widens the band, but a load that starts between the one-node
+    and the two-node run does not show in either spread (a fresh clone's run here: one
+    node 71 ms, two nodes 128 ms while another process started; 70 ms when rerun alone).
+    The foreign load is the runner's own measure (hvd_vs_ddp/common/cpu_load.py) and
+    limit (run_model/disturbed.py); still disturbed the second time: a skip saying so."""
+    from hvd_vs_ddp.common.cpu_load import Meter
+    from hvd_vs_ddp.run_model.disturbed import MAX_SHARE
+
+    limit = MAX_SHARE * (os.cpu_count() or 1)
+    loads: list[float | None] = []
+    for measurement in (0, 1):
+        loads = []
+        for job, args in ((one_node, ()), (two_nodes, (measurement,))):
+            meter = Meter()
+            meter.start()
+            job(*args)
+            loads.append(meter.stop())
+        if all(load is None or load <= limit for load in loads):
+            return
+        print(f"\nforeign load {loads} cores (limit {limit:g}): measured again")
+    pytest.skip(f"other work used {loads} cores beside both measurements (limit {limit:g})")
+
+
 def test_a_calibration_from_one_node_carries_to_two(two_hosts, tmp_path):
     from hvd_vs_ddp.projection.layout import workload_layout
     from hvd_vs_ddp.projection.model import Inputs, calibrate, project
@@ -84,20 +109,27 @@ def test_a_calibration_from_one_node_carries_to_two(two_hosts, tmp_path):
     h1 = two_hosts.hosts[0]
     env = _env(GLOO_SOCKET_IFNAME=IFACE)
     one_out, log1 = tmp_path / "one.json", tmp_path / "one-node.log"
-    _twice(lambda attempt: [two_hosts.start(
-        h1, [torchrun, "--standalone", "--nproc-per-node", "2", "--no-python",
-             sys.executable, WORKER, "--out", str(one_out)], _env(), log1)],
-        [log1], "one-node")
     two_out = tmp_path / "two.json"
     logs = [tmp_path / f"{host.hostname}.log" for host in two_hosts.hosts]
 
-    def two_nodes(attempt: int) -> list:
-        return [two_hosts.start(host, [
-            torchrun, "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
-            "--rdzv-endpoint", f"{h1.hostname}:{RDZV_PORT + attempt - 1}",
-            "--rdzv-id", f"{two_hosts.tag}-{attempt}", "--no-python", sys.executable, WORKER,
-            "--out", str(two_out)], env, log) for host, log in zip(two_hosts.hosts, logs)]
-    _twice(two_nodes, logs, "two-node")
+    def one_node() -> None:
+        _twice(lambda attempt: [two_hosts.start(
+            h1, [torchrun, "--standalone", "--nproc-per-node", "2", "--no-python",
+                 sys.executable, WORKER, "--out", str(one_out)], _env(), log1)],
+            [log1], "one-node")
+
+    def two_nodes(measurement: int) -> None:
+        def launch(attempt: int) -> list:
+            tries = 2 * measurement + attempt - 1  # each try its own rendezvous
+            return [two_hosts.start(host, [
+                torchrun, "--nnodes", "2", "--nproc-per-node", "1", "--rdzv-backend", "c10d",
+                "--rdzv-endpoint", f"{h1.hostname}:{RDZV_PORT + tries}",
+                "--rdzv-id", f"{two_hosts.tag}-{tries}", "--no-python", sys.executable,
+                WORKER, "--out", str(two_out)], env, log)
+                for host, log in zip(two_hosts.hosts, logs)]
+        _twice(launch, logs, "two-node")
+
+    _measured_quietly(one_node, two_nodes)
     one, two = json.loads(one_out.read_text()), json.loads(two_out.read_text())
 
     rng = np.random.default_rng(0)
