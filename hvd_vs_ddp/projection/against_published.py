@@ -402,14 +402,20 @@ def at_scale(assessed: list[Row], smallest: int = SCALE) -> dict:
     return out
 
 
+def _median(xs: list[float]) -> float | None:
+    return float(np.median(xs)) if xs else None
+
+
 def summary(assessed: list[Row]) -> dict:
     inside = [r for r in assessed if r.in_scope]
     h2h = [r for r in inside if r.head_to_head]
     values = [v for r in inside for v in r.values]
-    mae = {lib: float(np.median([abs(v.error) for v in values if v.library == lib]))
+    # None: no published value of that library in these rows (`validation --rows` with one
+    # library's rows), not a median of nothing (nan)
+    mae = {lib: _median([abs(v.error) for v in values if v.library == lib])
            for lib in ("ddp", "horovod")}
-    bare = {lib: float(np.median([abs(v.bare / v.published - 1) for v in values
-                                  if v.library == lib])) for lib in ("ddp", "horovod")}
+    bare = {lib: _median([abs(v.bare / v.published - 1) for v in values
+                          if v.library == lib]) for lib in ("ddp", "horovod")}
     firm = [r for r in h2h if not r.verdict.startswith("inconclusive")]
     point = [_verdict(r.ratio[0], r.ratio[0], DEFAULT_MARGIN, r.ratio[0]) == r.published_verdict
              for r in h2h]
@@ -433,7 +439,7 @@ def summary(assessed: list[Row]) -> dict:
             if h2h else 0.0,
             "verdict_agreement": float(np.mean([r.agrees for r in h2h])) if h2h else 0.0,
             "median_abs_error": mae, "bare_median_abs_error": bare,
-            "coverage": float(np.mean([v.covered for v in values])),
+            "coverage": float(np.mean([v.covered for v in values])) if values else None,
             "ratio_coverage": float(np.mean([r.ratio_measurement[1] <= (r.ratio_published or 0)
                                              <= r.ratio_measurement[2] for r in h2h]))
             if h2h else 0.0,

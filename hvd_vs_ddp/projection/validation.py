@@ -137,6 +137,11 @@ def scale_line(s: dict) -> str:
             f"{g['worst_points']:g}, per library): " + "; ".join(parts) + ".")
 
 
+def _pct(x: float | None, fmt: str) -> str:
+    """A share, or "none" where these rows hold no value to take it over."""
+    return "none (no value)" if x is None else format(x, fmt)
+
+
 def goals_line(s: dict, how: str = "Leave one source out") -> str:
     m = s["median_abs_error"]
     contra = len(s.get("contradictory_rows", []))
@@ -151,9 +156,9 @@ def goals_line(s: dict, how: str = "Leave one source out") -> str:
             f"configurations' repeats ({contra} rows contradictory, left out), they agree on "
             f"{s['config_agreement']:.0%} of {s['config_rows']} rows and in "
             f"{s['configurations_agree']} of {s['configurations']} configurations; median "
-            f"absolute error DDP {m['ddp']:.1%}, Horovod "
-            f"{m['horovod']:.1%} (goal {GOAL:.0%} each); the bands hold {s['coverage']:.0%} "
-            f"of the published values (goal {GOAL_COVERAGE:.0%}) and "
+            f"absolute error DDP {_pct(m['ddp'], '.1%')}, Horovod "
+            f"{_pct(m['horovod'], '.1%')} (goal {GOAL:.0%} each); the bands hold "
+            f"{_pct(s['coverage'], '.0%')} of the published values (goal {GOAL_COVERAGE:.0%}) and "
             f"{s['ratio_coverage']:.0%} of the published ratios.")
 
 

@@ -8,6 +8,7 @@ transformers by name, any torchvision classifier as spelt, interconnects as name
 from __future__ import annotations
 
 import re
+import warnings
 
 import pytest
 
@@ -117,6 +118,23 @@ def test_a_bad_value_in_a_rows_file_is_one_line_naming_it(tmp_path, line, error)
     f.write_bytes(b"id,model\x00\x01")
     with pytest.raises(rows_file.RowsError, match="NUL bytes"):
         rows_file.read(f)
+
+
+def test_rows_of_one_library_say_none_for_the_other(tmp_path, capsys):
+    """`validation --rows FILE` with one library's rows (published.csv's columns): the
+    other library's error is "none (no value)", not a median of nothing ("nan%", numpy's
+    warning)."""
+    header, *rows = ap.DATA.read_text().splitlines()
+    ddp = next(r for r in rows if r.split(",")[1] == "ddp")
+    one = tmp_path / "one.csv"
+    one.write_text(header + "\n" + "new-" + ddp + "\n")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a mean or median of nothing warns
+        assert validation.main(["--rows", str(one)]) == 0
+    out = capsys.readouterr().out
+    assert "Horovod none (no value)" in out and "nan" not in out, out
+    s = ap.summary(ap.judge_file(one))
+    assert s["median_abs_error"]["horovod"] is None and s["median_abs_error"]["ddp"] >= 0
 
 
 @pytest.mark.parametrize("written, name", [
