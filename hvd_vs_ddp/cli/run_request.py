@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from hvd_vs_ddp.cli import matrix
+from hvd_vs_ddp.cli import cell_command, matrix, presets
 from hvd_vs_ddp.cli.args import PROFILE_STEPS
-from hvd_vs_ddp.cli.matrix import Cell, Preset
+from hvd_vs_ddp.cli.matrix import Cell
+from hvd_vs_ddp.cli.presets import Preset
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.log import log
 from hvd_vs_ddp.common.run_folder import RunFolder
@@ -90,16 +91,16 @@ def _resumed(args: Any) -> RunRequest:
     except ResultsError as exc:
         raise RunRequestError(f"--resume {run_dir}: manifest.json is not a readable "
                               f"hvd-vs-ddp manifest ({exc})") from None
-    if manifest.preset not in matrix.PRESETS:
+    if manifest.preset not in presets.PRESETS:
         raise RunRequestError(f"--resume {run_dir}: manifest.json is not a readable "
                               f"hvd-vs-ddp manifest ({RunFolder(run_dir).manifest}: preset is "
                               f"{manifest.preset!r}; expected one of "
-                              f"{', '.join(matrix.PRESETS)}.)")
+                              f"{', '.join(presets.PRESETS)}.)")
     if args.repeat is not None and args.repeat != (manifest.repeat or 1):
         raise RunRequestError(f"--repeat {args.repeat}: {run_dir} was run with --repeat "
                               f"{manifest.repeat or 1}; a resumed run keeps its repetitions")
     cells = tuple(Cell.from_dict(c.to_dict()) for c in manifest.cells)
-    preset = matrix.PRESETS[manifest.preset]
+    preset = presets.PRESETS[manifest.preset]
     try:  # the run's workloads must still resolve and build (a spec file moved?)
         from hvd_vs_ddp.harness import options
 
@@ -123,7 +124,7 @@ def _resumed(args: Any) -> RunRequest:
 
 # -- a fresh run -------------------------------------------------------------
 def _fresh(args: Any) -> RunRequest:
-    preset = matrix.preset(args.preset or "quick")
+    preset = presets.preset(args.preset or "quick")
     if args.launchers:  # only these launchers above one rank, named ones never left out
         preset = dataclasses.replace(preset, launchers=args.launchers, without_launchers=tuple(
             la for la in preset.without_launchers if la not in args.launchers))
@@ -161,8 +162,9 @@ def _plans(cells: tuple[Cell, ...], verdicts: Mapping[str, Verdict], preset: Pre
     the matrix was laid out): the runner writes it, judging nothing again."""
     where = str(run_dir.resolve())
     chosen = list(workloads) if workloads else None
-    return {c.id: matrix.plan(c, matrix.cell_options(c, preset, chosen, run_dir=where),
-                              hosts, time_limit, verdict=verdicts[c.id]) for c in cells}
+    return {c.id: cell_command.plan(
+                c, cell_command.cell_options(c, preset, chosen, run_dir=where),
+                hosts, time_limit, verdict=verdicts[c.id]) for c in cells}
 
 
 def _only_suites(preset: Preset, chosen: tuple[str, ...]) -> Preset:

@@ -384,7 +384,7 @@ def split_argv(argv: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
     """A cell's own arguments, already checked by parse_argv when its run was requested:
     (the options they set, as SuiteOptions field values; the other pytest arguments).
     Nothing is judged or resolved here: the cell's plan builds its options once
-    (hvd_vs_ddp/cli/matrix.py cell_options)."""
+    (hvd_vs_ddp/cli/cell_command.py cell_options)."""
     given, rest = _split(argv)
     out: dict[str, Any] = {}
     for name, raw in given.items():

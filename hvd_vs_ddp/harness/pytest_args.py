@@ -38,7 +38,7 @@ CELL_PLUGINS = ("--disable-plugin-autoload", "-p", BENCHMARK_PLUGIN)
 
 def _parser(rest: Sequence[str], add_options: Callable[[Any], None] | None):
     """pytest's parser with every option a cell's pytest knows, its plugins loaded as a
-    cell's are (hvd_vs_ddp/cli/matrix.py pytest_argv: pytest-benchmark alone, no cache
+    cell's are (hvd_vs_ddp/cli/cell_command.py pytest_argv: pytest-benchmark alone, no cache
     provider, then the user's own `-p`); pytest internals: the same calls pytest.main
     makes before it parses; constraints.txt pins pytest."""
     import pytest

@@ -15,7 +15,7 @@ import pytest
 from hvd_vs_ddp.backends import registry
 from hvd_vs_ddp.backends.env import LauncherEnv
 from hvd_vs_ddp.backends.options import BackendOptions
-from hvd_vs_ddp.cli import matrix
+from hvd_vs_ddp.cli import cell_command, matrix, presets
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.harness import cell_plan
@@ -30,13 +30,13 @@ def _alone(value, what):  # one rank's all-gather: its own value
     return [value]
 
 
-@pytest.mark.parametrize("preset", sorted(matrix.PRESETS))
+@pytest.mark.parametrize("preset", sorted(presets.PRESETS))
 def test_every_cell_plan_reads_back_as_written_without_resolving_a_workload(
         preset, tmp_path, monkeypatch):
-    p = matrix.PRESETS[preset]
+    p = presets.PRESETS[preset]
     for cell in matrix.cells(p, world_sizes=[1, 2]):
-        opts = matrix.cell_options(cell, p, run_dir=str(tmp_path))
-        plan = matrix.plan(cell, opts, None, 600.0)
+        opts = cell_command.cell_options(cell, p, run_dir=str(tmp_path))
+        plan = cell_command.plan(cell, opts, None, 600.0)
         assert plan.cell == cell.id and plan.world_size == cell.world_size
         assert plan.time_limit_s == 600.0 and plan.suites == cell.suites
         file = RunFolder(tmp_path).plan(cell.id)
@@ -57,7 +57,7 @@ def test_the_runner_and_a_plain_session_judge_a_cell_alike():
     opts = SuiteOptions(backends=tuple(registry.names()), workloads=("mlp",),
                         knob_set="tune")
     cell = matrix.Cell("ddp-gloo", "torchrun", 2, ("throughput",), knob_set="tune")
-    runner = matrix.plan(cell, opts)
+    runner = cell_command.plan(cell, opts)
     session = cell_plan.for_session(opts, TORCHRUN2, _alone)
     assert (runner.unfit, runner.refusals) == (session.unfit, session.refusals)
     assert [p.local_size for p in runner.placement] == [2, 2]

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from hvd_vs_ddp.backends import registry as backends
-from hvd_vs_ddp.cli import matrix
+from hvd_vs_ddp.cli import cell_command, matrix, presets
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.harness import options
 from hvd_vs_ddp.harness.host_cpu import MAIN, OTHER, HostCpu
@@ -77,7 +77,7 @@ def test_a_user_folder_without_jpegs_and_a_non_image_workload_are_one_line(tmp_p
 
 def test_the_input_modes_are_the_formats():
     assert jpeg_set.INPUT_MODES == INPUT_MODES == ("memory", "jpeg")
-    assert matrix.MEMORY == jpeg_set.MEMORY == "memory"
+    assert presets.MEMORY == jpeg_set.MEMORY == "memory"
 
 
 # -- the loop: waits, workers -----------------------------------------------------------
@@ -179,7 +179,7 @@ def test_a_record_before_the_fields_reads_as_memory():
 
 # -- the matrix axis -------------------------------------------------------------------
 def _quick(inputs, **kw):
-    return dataclasses.replace(matrix.preset("quick"), inputs=inputs, **kw)
+    return dataclasses.replace(presets.preset("quick"), inputs=inputs, **kw)
 
 
 def test_each_timed_cell_gets_a_twin_per_input_mode():
@@ -190,9 +190,9 @@ def test_each_timed_cell_gets_a_twin_per_input_mode():
     assert set(jpeg) == {"ddp-gloo-torchrun-np2-jpeg", "compute-only-torchrun-np2-jpeg"}
     assert jpeg["ddp-gloo-torchrun-np2-jpeg"].suites == ("throughput",)
     assert jpeg["compute-only-torchrun-np2-jpeg"].suites == ("compute",)
-    opts = matrix.cell_options(jpeg["ddp-gloo-torchrun-np2-jpeg"], _quick(("jpeg",)))
+    opts = cell_command.cell_options(jpeg["ddp-gloo-torchrun-np2-jpeg"], _quick(("jpeg",)))
     assert opts.input == ("jpeg",)
-    assert matrix.cell_options(base[0], _quick(("memory",))).input == ("memory",)
+    assert cell_command.cell_options(base[0], _quick(("memory",))).input == ("memory",)
 
 
 def test_without_memory_the_other_suites_still_run_once_and_twins_go():
