@@ -155,10 +155,14 @@ def rank_options(argv: list[str], options) -> object:
 
         return cell_plan.read(argv[argv.index("--cell-plan") + 1]).options
     parser = argparse.ArgumentParser(add_help=False)
-    for flag, kwargs in options._declarations():
+    try:  # a tree whose command-line side of the options is a module of its own
+        from hvd_vs_ddp.harness import option_parsing as parsing
+    except ImportError:  # before: all in options
+        parsing = options
+    for flag, kwargs in parsing._declarations():
         parser.add_argument(flag, **kwargs)
     ns, _ = parser.parse_known_args(argv)
-    return options._from_values(lambda name: getattr(ns, name))  # = from_pytest
+    return parsing._from_values(lambda name: getattr(ns, name))  # = from_pytest
 
 
 class _NoLaunch(Exception):

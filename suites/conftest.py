@@ -38,7 +38,7 @@ from hvd_vs_ddp.harness import (
     cell_plan,
     collective_pytest,
     horovod_timeline,
-    options,
+    option_parsing,
     profiling,
     startup,
     suite_run,
@@ -54,7 +54,7 @@ from hvd_vs_ddp.workloads import registry as workload_registry
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     collective_pytest.addoption(parser)
-    options.add_to_pytest(parser)
+    option_parsing.add_to_pytest(parser)
     cell_plan.add_to_pytest(parser)
 
 
@@ -67,7 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if planned:
             cell_plan.refuse_options_beside(planned, config.getoption)
         judged = cell_plan.read(planned) if planned else None
-        opts = judged.options if judged else options.from_pytest(config)
+        opts = judged.options if judged else option_parsing.from_pytest(config)
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
     configure_logging()  # the project logger's records (e.g. threads warnings) to stderr

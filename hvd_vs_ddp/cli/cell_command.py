@@ -26,7 +26,8 @@ from hvd_vs_ddp.harness import cell_plan
 from hvd_vs_ddp.harness.cell_plan import CellPlan
 from hvd_vs_ddp.harness.cell_verdict import COMPUTE_ONLY, Verdict, launch_of, orchestrates
 from hvd_vs_ddp.harness.knobs import by_name
-from hvd_vs_ddp.harness.options import SUITES, SuiteOptions, split_argv
+from hvd_vs_ddp.harness.option_parsing import split_argv
+from hvd_vs_ddp.harness.options import SUITES, SuiteOptions
 from hvd_vs_ddp.harness.pytest_args import CELL_PLUGINS
 
 

@@ -102,9 +102,9 @@ def _resumed(args: Any) -> RunRequest:
     cells = tuple(Cell.from_dict(c.to_dict()) for c in manifest.cells)
     preset = presets.PRESETS[manifest.preset]
     try:  # the run's workloads must still resolve and build (a spec file moved?)
-        from hvd_vs_ddp.harness import options
+        from hvd_vs_ddp.harness import option_parsing
 
-        kept, _ = options.parse_argv(list(cells[0].pytest_args) if cells else [])
+        kept, _ = option_parsing.parse_argv(list(cells[0].pytest_args) if cells else [])
         opts = preset.options.replace(**kept)
         sizes = [c.world_size for c in cells] or [1]
         path = _check_workloads(list(manifest.workloads or preset.workloads), opts,
@@ -242,12 +242,12 @@ def _check_hosts(hosts: str | None, sizes: tuple[int, ...]) -> None:
 
 def _suite_extra(args: Any, preset: Preset) -> tuple[tuple[str, ...], Any]:
     """The suites' arguments every cell gets: --suite-args, --data-dir and --profile,
-    checked by the suites' own option declarations (hvd_vs_ddp/harness/options.py); and
+    checked by the suites' own option declarations (hvd_vs_ddp/harness/option_parsing.py); and
     the options they make (SuiteOptions)."""
-    from hvd_vs_ddp.harness import options
+    from hvd_vs_ddp.harness import option_parsing
 
-    given, rest = options.parse_argv(args.suite_args or "")
-    options.refuse_per_cell(given)
+    given, rest = option_parsing.parse_argv(args.suite_args or "")
+    option_parsing.refuse_per_cell(given)
     if args.data_dir:
         given["data_dir"] = str(Path(args.data_dir).expanduser().resolve())
     if args.profile:  # --suite-args "--profile-steps N" says how many

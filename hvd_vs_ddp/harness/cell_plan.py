@@ -263,9 +263,9 @@ def read(file: str | Path) -> CellPlan:
 def refuse_options_beside(file: str, getoption: Callable[[str], Any]) -> None:
     """A pytest given --cell-plan takes every suite option from the plan: one given on its
     command line too would be ignored, so it is refused (InputError, one line)."""
-    from hvd_vs_ddp.harness import options
+    from hvd_vs_ddp.harness import option_parsing
 
-    given = [flag for flag, kwargs in options._declarations()
+    given = [flag for flag, kwargs in option_parsing._declarations()
              if getoption(kwargs["dest"]) not in (kwargs["default"], None, [])]
     if given:
         raise InputError(f"{OPTION} {file}: {', '.join(given)} given too; a cell's plan holds "

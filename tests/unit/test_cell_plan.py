@@ -134,9 +134,9 @@ def test_a_recovery_cell_judges_its_elastic_paths_once(monkeypatch):
 
 
 def test_suite_options_beside_a_plan_are_refused_in_one_line():
-    from hvd_vs_ddp.harness import options
+    from hvd_vs_ddp.harness import option_parsing
 
-    defaults = {kw["dest"]: kw["default"] for _, kw in options._declarations()}
+    defaults = {kw["dest"]: kw["default"] for _, kw in option_parsing._declarations()}
     cell_plan.refuse_options_beside("p.json", defaults.get)  # nothing given: fine
     given = {**defaults, "rounds": 7, "workloads": "mlp"}
     with pytest.raises(InputError, match=r"--cell-plan p.json: --workloads, --rounds given "

@@ -20,7 +20,7 @@ import torch
 from hvd_vs_ddp.backends import registry as backends
 from hvd_vs_ddp.cli import cell_command, matrix, presets
 from hvd_vs_ddp.common.errors import InputError
-from hvd_vs_ddp.harness import options
+from hvd_vs_ddp.harness import option_parsing, options
 from hvd_vs_ddp.harness.host_cpu import MAIN, OTHER, HostCpu
 from hvd_vs_ddp.results_schema import ThroughputRecord
 from hvd_vs_ddp.results_schema.errors import ResultsError
@@ -222,7 +222,7 @@ def test_the_suite_options_are_checked_up_front():
         options.SuiteOptions(input=("jpeg",), workloads=("gpt",))
     with pytest.raises(InputError, match="unknown pin memory"):
         options.SuiteOptions(pin_memory="yes")
-    given, _ = options.parse_argv("--input jpeg --loader-workers 3")
+    given, _ = option_parsing.parse_argv("--input jpeg --loader-workers 3")
     assert given == {"input": ("jpeg",), "loader_workers": 3}
     with pytest.raises(InputError, match="chosen per cell"):
-        options.refuse_per_cell(given)
+        option_parsing.refuse_per_cell(given)

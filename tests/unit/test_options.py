@@ -22,7 +22,8 @@ from hvd_vs_ddp.backends import registry
 from hvd_vs_ddp.cli import cell_command, matrix, presets
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.harness import cell_plan, options
-from hvd_vs_ddp.harness.options import SuiteOptions, flag_of, parse_argv
+from hvd_vs_ddp.harness.option_parsing import parse_argv
+from hvd_vs_ddp.harness.options import SuiteOptions, flag_of
 from hvd_vs_ddp.workloads import registry as workloads
 from tests.launch import ROOT
 

@@ -14,7 +14,7 @@ import pytest
 
 from hvd_vs_ddp.cli import cell_command, matrix, presets
 from hvd_vs_ddp.common.errors import InputError
-from hvd_vs_ddp.harness.options import parse_argv
+from hvd_vs_ddp.harness.option_parsing import parse_argv
 from hvd_vs_ddp.recovery.plan import Plan, default_kill_step, hosts_for, path_for
 from tests.launch import ROOT
 
