@@ -30,7 +30,7 @@ from hvd_vs_ddp.backends import catalog, registry
 from hvd_vs_ddp.backends.base import BackendUnavailable
 from hvd_vs_ddp.backends.env import detect
 from hvd_vs_ddp.backends.options import BackendOptions
-from hvd_vs_ddp.common import outputs
+from hvd_vs_ddp.common import output_formats, outputs
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.log import configure as configure_logging
 from hvd_vs_ddp.common.run_folder import check_output
@@ -89,7 +89,7 @@ def pytest_configure(config: pytest.Config) -> None:
             if not Path(json_path).resolve().parent.is_dir():
                 raise InputError(f"--benchmark-json {json_path}: folder "
                                  f"{Path(json_path).resolve().parent} does not exist")
-            check_output(Path(json_path), outputs.CELL_RESULTS, opts.run_dir)
+            check_output(Path(json_path), output_formats.CELL_RESULTS, opts.run_dir)
     except InputError as exc:
         raise pytest.UsageError(f"--benchmark-json {exc}" if isinstance(
             exc, outputs.OutputRefused) else str(exc)) from None

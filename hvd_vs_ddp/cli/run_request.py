@@ -210,11 +210,11 @@ def _check_place(run_dir: Path) -> None:
     """A new run directory never lies inside another run's (its cells/ or logs/): the
     output gate (hvd_vs_ddp/common/outputs.py), asked up front for the manifest the run
     will write first, as the run's own."""
-    from hvd_vs_ddp.common import outputs
+    from hvd_vs_ddp.common import output_formats, outputs
 
     run = RunFolder(run_dir)
     try:
-        run.check((run.manifest, outputs.RUN_MANIFEST))
+        run.check((run.manifest, output_formats.RUN_MANIFEST))
     except outputs.OutputRefused as exc:
         raise RunRequestError(f"--runs-dir/--name: {exc}") from None
 
