@@ -19,7 +19,7 @@ from pathlib import Path
 from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.backends.launchers import ONE_HOST_LAUNCHERS, ONE_PROCESS
 from hvd_vs_ddp.cli import matrix
-from hvd_vs_ddp.cli.matrix import Cell
+from hvd_vs_ddp.cli.cell import Cell
 from hvd_vs_ddp.cli.presets import TIMELINE_ROUNDS, Preset
 from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.harness import cell_plan

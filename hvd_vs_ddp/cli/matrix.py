@@ -1,12 +1,13 @@
 """The comparison matrix: which cells a preset runs, each with its proper launcher.
 
-A cell is one pytest run of the suites for one backend, under one launcher, at
-one world size. Horovod runs under horovodrun (Gloo and MPI controllers are two
-cells), ddp-gloo under torchrun, ddp-mpi under mpirun, baselines in one process.
-The compute-only reference (for exposed communication) is its own cell per
-world size above 1 (at one rank nothing is communicated, so nothing is exposed).
-On a machine without GPUs a preset leaves out `dp` (DataParallel there is the
-single process itself) and `ddp-nccl`; asked for by name, they run or fail clearly.
+A cell (cli/cell.py) is one pytest run of the suites for one backend, under one launcher,
+at one world size (the presets: cli/presets.py; a cell's command line:
+cli/cell_command.py). Horovod runs under horovodrun (Gloo and MPI controllers are two
+cells), ddp-gloo under torchrun, ddp-mpi under mpirun, baselines in one process. The
+compute-only reference (for exposed communication) is its own cell per world size above 1
+(at one rank nothing is communicated, so nothing is exposed). On a machine without GPUs a
+preset leaves out `dp` (DataParallel there is the single process itself) and `ddp-nccl`;
+asked for by name, they run or fail clearly.
 The quick preset runs only `single` at one rank (the reference for scaling and
 convergence); the full preset runs every backend there too (framework overhead
 without communication).
@@ -34,11 +35,11 @@ from __future__ import annotations
 import glob
 import re
 import sys
-from dataclasses import asdict, dataclass
 from typing import Iterable
 
 from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.backends.launchers import ONE_PROCESS, matrix_launchers
+from hvd_vs_ddp.cli.cell import Cell
 from hvd_vs_ddp.cli.presets import AUTOTUNE_WARMUP_STEPS, MEMORY, Preset, preset
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.harness import cell_verdict
@@ -53,46 +54,12 @@ from hvd_vs_ddp.harness.cell_verdict import (  # noqa: F401 (gpu_refusal: the ru
 )
 from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
 from hvd_vs_ddp.harness.options import SuiteOptions
-from hvd_vs_ddp.workloads.external import slug as workload_slug
 
 BASELINES = tuple(catalog.names(distributed=False))  # one process: world size 1 only
 
 
 class MatrixError(InputError):
     pass
-
-
-@dataclass(frozen=True)
-class Cell:
-    backend: str          # a backend name, or "compute-only"
-    launcher: str
-    world_size: int
-    suites: tuple[str, ...]
-    pytest_args: tuple[str, ...] = ()
-    knob_set: str = "default"
-    workload: str | None = None  # one workload only (Horovod autotune: one per process)
-    input: str = MEMORY  # the throughput suite's input pipeline (--input)
-
-    @property
-    def id(self) -> str:
-        tail = "" if self.knob_set == "default" else f"-{self.knob_set}"
-        tail += f"-{workload_slug(self.workload)}" if self.workload else ""
-        tail += "" if self.input == MEMORY else f"-{self.input}"
-        tail += "-timeline" if "timeline" in self.suites else ""
-        tail += "-recovery" if "recovery" in self.suites else ""
-        return f"{self.backend}-{self.launcher}-np{self.world_size}{tail}"
-
-    def as_dict(self) -> dict:
-        d = asdict(self)
-        d["id"] = self.id
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Cell":
-        """The cell a manifest entry (as_dict() plus status fields) describes."""
-        return cls(d["backend"], d["launcher"], int(d["world_size"]), tuple(d["suites"]),
-                   tuple(d.get("pytest_args", ())), d.get("knob_set", "default"),
-                   d.get("workload"), d.get("input") or MEMORY)
 
 
 # A Linux machine with none of these device nodes has no GPU torch can see (NVIDIA, ROCm's

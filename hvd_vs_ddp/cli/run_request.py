@@ -31,7 +31,7 @@ from typing import Any, Mapping
 
 from hvd_vs_ddp.cli import cell_command, matrix, presets
 from hvd_vs_ddp.cli.args import PROFILE_STEPS
-from hvd_vs_ddp.cli.matrix import Cell
+from hvd_vs_ddp.cli.cell import Cell
 from hvd_vs_ddp.cli.presets import Preset
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.log import log

@@ -60,9 +60,9 @@ from typing import Mapping
 
 from hvd_vs_ddp.backends import launchers
 from hvd_vs_ddp.cli import budget, resume_check
+from hvd_vs_ddp.cli.cell import Cell
 from hvd_vs_ddp.cli.cell_command import launch_as, pytest_argv
 from hvd_vs_ddp.cli.cell_errors import error_line
-from hvd_vs_ddp.cli.matrix import Cell
 from hvd_vs_ddp.cli.presets import TIMED_SUITES, Preset
 from hvd_vs_ddp.cli.run_lock import CELL_MARKER, RunLock, marker_root
 from hvd_vs_ddp.common import cpu_load, interrupt, output_formats, processes

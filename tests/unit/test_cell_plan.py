@@ -16,6 +16,7 @@ from hvd_vs_ddp.backends import registry
 from hvd_vs_ddp.backends.env import LauncherEnv
 from hvd_vs_ddp.backends.options import BackendOptions
 from hvd_vs_ddp.cli import cell_command, matrix, presets
+from hvd_vs_ddp.cli.cell import Cell
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.harness import cell_plan
@@ -56,7 +57,7 @@ def test_the_runner_and_a_plain_session_judge_a_cell_alike():
     launch (torchrun, 2 ranks), give the same verdicts and placement."""
     opts = SuiteOptions(backends=tuple(registry.names()), workloads=("mlp",),
                         knob_set="tune")
-    cell = matrix.Cell("ddp-gloo", "torchrun", 2, ("throughput",), knob_set="tune")
+    cell = Cell("ddp-gloo", "torchrun", 2, ("throughput",), knob_set="tune")
     runner = cell_command.plan(cell, opts)
     session = cell_plan.for_session(opts, TORCHRUN2, _alone)
     assert (runner.unfit, runner.refusals) == (session.unfit, session.refusals)

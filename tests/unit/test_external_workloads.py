@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from hvd_vs_ddp.cli import main, matrix, runner, selftest
+from hvd_vs_ddp.cli.cell import Cell
 from hvd_vs_ddp.common.errors import InputError, UnknownName
 from hvd_vs_ddp.common.log import log
 from hvd_vs_ddp.harness import option_parsing, options, profiling
@@ -153,7 +154,7 @@ def test_a_module_found_outside_site_packages_tells_the_ranks_its_folder(monkeyp
 def test_a_spec_has_a_safe_id(spec):
     s = external.slug(spec)
     assert s and all(c.isalnum() or c in "._-" for c in s) and not s.startswith(("-", "."))
-    cell = matrix.Cell("horovod", "horovodrun-gloo", 2, ("throughput",), workload=spec)
+    cell = Cell("horovod", "horovodrun-gloo", 2, ("throughput",), workload=spec)
     assert matrix.check_name(cell.id) == cell.id  # a file name
     assert "/" not in profiling.trace_name("r", spec, "default", 0)
 

@@ -19,6 +19,7 @@ import torch
 
 from hvd_vs_ddp.backends import registry as backends
 from hvd_vs_ddp.cli import cell_command, matrix, presets
+from hvd_vs_ddp.cli.cell import Cell
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.harness import option_parsing, options
 from hvd_vs_ddp.harness.host_cpu import MAIN, OTHER, HostCpu
@@ -204,12 +205,12 @@ def test_without_memory_the_other_suites_still_run_once_and_twins_go():
 
 
 def test_a_cells_input_survives_the_manifest():
-    cell = matrix.Cell("ddp-gloo", "torchrun", 2, ("throughput",), input="jpeg")
+    cell = Cell("ddp-gloo", "torchrun", 2, ("throughput",), input="jpeg")
     entry = CellEntry.pending(**cell.as_dict())
-    assert entry.input == "jpeg" and matrix.Cell.from_dict(entry.to_dict()) == cell
-    plain = matrix.Cell("ddp-gloo", "torchrun", 2, ("throughput",))
+    assert entry.input == "jpeg" and Cell.from_dict(entry.to_dict()) == cell
+    plain = Cell("ddp-gloo", "torchrun", 2, ("throughput",))
     assert "input" not in CellEntry.pending(**plain.as_dict()).to_dict()  # as before
-    assert matrix.Cell.from_dict(CellEntry.pending(**plain.as_dict()).to_dict()) == plain
+    assert Cell.from_dict(CellEntry.pending(**plain.as_dict()).to_dict()) == plain
 
 
 # -- the options -----------------------------------------------------------------------

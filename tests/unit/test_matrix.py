@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from hvd_vs_ddp.cli import cell_command, matrix, presets
+from hvd_vs_ddp.cli.cell import Cell
 from hvd_vs_ddp.common.checkout import ROOT
 
 
@@ -22,8 +23,8 @@ def test_manifest_entry_gives_back_the_same_cell(preset):
     for cell in cells:
         cell = dataclasses.replace(cell, pytest_args=("--rounds", "3"))
         entry = json.loads(json.dumps(dict(cell.as_dict(), status="failed", error="x")))
-        assert matrix.Cell.from_dict(entry) == cell
-        assert matrix.Cell.from_dict(entry).id == entry["id"]
+        assert Cell.from_dict(entry) == cell
+        assert Cell.from_dict(entry).id == entry["id"]
 
 
 def test_full_preset_has_knob_set_cells_with_their_own_ids():

@@ -13,6 +13,7 @@ import pytest
 from hvd_vs_ddp.backends.base import BackendOptions
 from hvd_vs_ddp.backends.horovod import AUTOTUNE_BUDGET, fusion_conflict, init_env
 from hvd_vs_ddp.cli import cell_command, matrix, presets
+from hvd_vs_ddp.cli.cell import Cell
 from hvd_vs_ddp.cli.runner import schedule
 from hvd_vs_ddp.common.horovod_autotune import AutotuneLogError, parse, read
 from hvd_vs_ddp.harness import tuning
@@ -144,7 +145,7 @@ def test_tune_preset_cells():
         src = f"horovod-horovodrun-gloo-np2-hvd-autotune-{c.workload}"
         assert c.pytest_args == ("--horovod-autotuned-from", src) and src in ids
         assert cell_command.cell_options(c, presets.preset("tune")).workloads == (c.workload,)
-    assert matrix.Cell.from_dict(auto[0].as_dict()) == auto[0]
+    assert Cell.from_dict(auto[0].as_dict()) == auto[0]
     assert {k.name for k in SETS["tune"]} == {k.name for k in TUNE}
 
 
