@@ -52,6 +52,17 @@ def test_every_cell_plan_reads_back_as_written_without_resolving_a_workload(
             assert cell_plan.read(file) == plan
 
 
+def test_a_cells_plan_places_its_ranks_by_the_matrixs_gpu_count(monkeypatch):
+    """The plan (cli/cell_command.py) reads the host's GPU count where the matrix does,
+    matrix._gpus, at each call: the one count the GPU tests replace reaches the plan too.
+    Mutation: cell_command importing `_gpus` by name (a copy the patch never reaches)
+    places both ranks on the CPU and fails here."""
+    monkeypatch.setattr(matrix, "_gpus", lambda: 2)
+    opts = SuiteOptions(backends=("ddp-gloo",), workloads=("mlp",))
+    plan = cell_command.plan(Cell("ddp-gloo", "torchrun", 2, ("throughput",)), opts)
+    assert [p.ordinal for p in plan.placement] == [0, 1]
+
+
 def test_the_runner_and_a_plain_session_judge_a_cell_alike():
     """The same code: a cell's plan in the runner, and pytest's session under the same
     launch (torchrun, 2 ranks), give the same verdicts and placement."""
