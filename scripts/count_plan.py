@@ -114,7 +114,12 @@ def resolutions(root: Path) -> tuple[tuple[int, ...], tuple[int, ...]]:
         calls[1] += 1
         return post_init(self)
 
-    preset = matrix.preset("compile")
+    try:  # a tree whose presets and cell command lines are modules of their own
+        from hvd_vs_ddp.cli import cell_command as command
+        from hvd_vs_ddp.cli import presets
+    except ImportError:  # before: all in the matrix
+        command = presets = matrix
+    preset = presets.preset("compile")
     cell = next(c for c in matrix.cells(preset, world_sizes=[2])
                 if c.backend == "horovod" and "timeline" in c.suites)
     with tempfile.TemporaryDirectory() as tmp:
@@ -124,16 +129,16 @@ def resolutions(root: Path) -> tuple[tuple[int, ...], tuple[int, ...]]:
         external.resolve = counted
         options.SuiteOptions.__post_init__ = built  # type: ignore[method-assign]
         try:
-            if hasattr(matrix, "cell_options"):  # after: the plan, built once
+            if hasattr(command, "cell_options"):  # after: the plan, built once
                 from hvd_vs_ddp.harness import cell_plan
 
-                opts = matrix.cell_options(cell, preset, None, run_dir=str(run_dir))
-                plan = matrix.plan(cell, opts, None, 600.0)
+                opts = command.cell_options(cell, preset, None, run_dir=str(run_dir))
+                plan = command.plan(cell, opts, None, 600.0)
                 plan_file = RunFolder(run_dir).plan(cell.id)
                 cell_plan.write(plan, plan_file, owner=None)
-                argv = matrix.pytest_argv(cell, str(plan_file), results)
+                argv = command.pytest_argv(cell, str(plan_file), results)
             else:  # before: the options written as a command line
-                argv = matrix.pytest_argv(cell, preset, results, None, run_dir=str(run_dir))
+                argv = command.pytest_argv(cell, preset, results, None, run_dir=str(run_dir))
             parent = tuple(calls)
             calls[:] = [0, 0]
             rank_options(argv, options)
@@ -150,10 +155,14 @@ def rank_options(argv: list[str], options) -> object:
 
         return cell_plan.read(argv[argv.index("--cell-plan") + 1]).options
     parser = argparse.ArgumentParser(add_help=False)
-    for flag, kwargs in options._declarations():
+    try:  # a tree whose command-line side of the options is a module of its own
+        from hvd_vs_ddp.harness import option_parsing as parsing
+    except ImportError:  # before: all in options
+        parsing = options
+    for flag, kwargs in parsing._declarations():
         parser.add_argument(flag, **kwargs)
     ns, _ = parser.parse_known_args(argv)
-    return options._from_values(lambda name: getattr(ns, name))  # = from_pytest
+    return parsing._from_values(lambda name: getattr(ns, name))  # = from_pytest
 
 
 class _NoLaunch(Exception):

@@ -30,7 +30,7 @@ from hvd_vs_ddp.backends import catalog, registry
 from hvd_vs_ddp.backends.base import BackendUnavailable
 from hvd_vs_ddp.backends.env import detect
 from hvd_vs_ddp.backends.options import BackendOptions
-from hvd_vs_ddp.common import outputs
+from hvd_vs_ddp.common import output_formats, outputs
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.log import configure as configure_logging
 from hvd_vs_ddp.common.run_folder import check_output
@@ -38,7 +38,7 @@ from hvd_vs_ddp.harness import (
     cell_plan,
     collective_pytest,
     horovod_timeline,
-    options,
+    option_parsing,
     profiling,
     startup,
     suite_run,
@@ -54,7 +54,7 @@ from hvd_vs_ddp.workloads import registry as workload_registry
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     collective_pytest.addoption(parser)
-    options.add_to_pytest(parser)
+    option_parsing.add_to_pytest(parser)
     cell_plan.add_to_pytest(parser)
 
 
@@ -67,7 +67,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if planned:
             cell_plan.refuse_options_beside(planned, config.getoption)
         judged = cell_plan.read(planned) if planned else None
-        opts = judged.options if judged else options.from_pytest(config)
+        opts = judged.options if judged else option_parsing.from_pytest(config)
     except InputError as exc:
         raise pytest.UsageError(str(exc)) from None
     configure_logging()  # the project logger's records (e.g. threads warnings) to stderr
@@ -89,7 +89,7 @@ def pytest_configure(config: pytest.Config) -> None:
             if not Path(json_path).resolve().parent.is_dir():
                 raise InputError(f"--benchmark-json {json_path}: folder "
                                  f"{Path(json_path).resolve().parent} does not exist")
-            check_output(Path(json_path), outputs.CELL_RESULTS, opts.run_dir)
+            check_output(Path(json_path), output_formats.CELL_RESULTS, opts.run_dir)
     except InputError as exc:
         raise pytest.UsageError(f"--benchmark-json {exc}" if isinstance(
             exc, outputs.OutputRefused) else str(exc)) from None

@@ -510,9 +510,9 @@ def workdir(root: Path) -> Path:
 def _issue27(root: Path, man: dict) -> None:
     """Run directories missing what a report needs, files of every kind an output must
     not replace (a report, verdicts.json and a projection of another run carry the
-    markers their writers give them: hvd_vs_ddp/common/outputs.py), the external workload
+    markers their writers give them: hvd_vs_ddp/common/output_formats.py), the external workload
     files of tests/external as ext/."""
-    from hvd_vs_ddp.common import outputs
+    from hvd_vs_ddp.common import output_formats
 
     runs = root / "runs"
     shutil.copytree(SMALL, runs / "no-cells", ignore=shutil.ignore_patterns("cells"))
@@ -528,12 +528,12 @@ def _issue27(root: Path, man: dict) -> None:
             ("mine", "notes.json", '{"mine": true}'),
             ("mine", "page.html", "<!DOCTYPE html><p>my page</p>"),
             ("md-mine", "report.md", "# my notes, beside where a report would go\n"),
-            ("report-tuned", "report.html", "<!DOCTYPE html>" + outputs.text_marker(
-                outputs.REPORT_HTML, [tuned]) + "<p>the report of runs/tuned</p>"),
+            ("report-tuned", "report.html", "<!DOCTYPE html>" + output_formats.text_marker(
+                output_formats.REPORT_HTML, [tuned]) + "<p>the report of runs/tuned</p>"),
             ("verdicts-tuned", "verdicts.json", json.dumps(
-                {"format": outputs.VERDICTS, "format_version": 1, "inputs": [tuned]})),
+                {"format": output_formats.VERDICTS, "format_version": 1, "inputs": [tuned]})),
             ("proj", "tuned.json", json.dumps(
-                {"format": outputs.PROJECTION, "format_version": 1, "inputs": [tuned]}))):
+                {"format": output_formats.PROJECTION, "format_version": 1, "inputs": [tuned]}))):
         (root / folder).mkdir(exist_ok=True)
         (root / folder / name).write_text(text)
     (root / "figs-file").mkdir()

@@ -127,8 +127,8 @@ def _launchers() -> list[str]:
 
 
 def _presets() -> list[str]:
-    from hvd_vs_ddp.cli import matrix
-    return list(matrix.PRESETS)
+    from hvd_vs_ddp.cli import presets
+    return list(presets.PRESETS)
 
 
 # doctor --selftest --only: names checked against the checks this machine has (selftest)

@@ -1,12 +1,13 @@
 """The comparison matrix: which cells a preset runs, each with its proper launcher.
 
-A cell is one pytest run of the suites for one backend, under one launcher, at
-one world size. Horovod runs under horovodrun (Gloo and MPI controllers are two
-cells), ddp-gloo under torchrun, ddp-mpi under mpirun, baselines in one process.
-The compute-only reference (for exposed communication) is its own cell per
-world size above 1 (at one rank nothing is communicated, so nothing is exposed).
-On a machine without GPUs a preset leaves out `dp` (DataParallel there is the
-single process itself) and `ddp-nccl`; asked for by name, they run or fail clearly.
+A cell (cli/cell.py) is one pytest run of the suites for one backend, under one launcher,
+at one world size (the presets: cli/presets.py; a cell's command line:
+cli/cell_command.py). Horovod runs under horovodrun (Gloo and MPI controllers are two
+cells), ddp-gloo under torchrun, ddp-mpi under mpirun, baselines in one process. The
+compute-only reference (for exposed communication) is its own cell per world size above 1
+(at one rank nothing is communicated, so nothing is exposed). On a machine without GPUs a
+preset leaves out `dp` (DataParallel there is the single process itself) and `ddp-nccl`;
+asked for by name, they run or fail clearly.
 The quick preset runs only `single` at one rank (the reference for scaling and
 convergence); the full preset runs every backend there too (framework overhead
 without communication).
@@ -34,156 +35,31 @@ from __future__ import annotations
 import glob
 import re
 import sys
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Iterable
 
 from hvd_vs_ddp.backends import catalog
-from hvd_vs_ddp.backends.launchers import ONE_HOST_LAUNCHERS, ONE_PROCESS, matrix_launchers
-from hvd_vs_ddp.common.errors import InputError, UnknownName
-from hvd_vs_ddp.common.run_folder import RunFolder
-from hvd_vs_ddp.harness import cell_plan, cell_verdict
-from hvd_vs_ddp.harness.cell_plan import CellPlan
+from hvd_vs_ddp.backends.launchers import ONE_PROCESS, matrix_launchers
+from hvd_vs_ddp.cli.cell import Cell
+from hvd_vs_ddp.cli.presets import AUTOTUNE_WARMUP_STEPS, MEMORY, Preset, preset
+from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.harness import cell_verdict
 from hvd_vs_ddp.harness.cell_verdict import (  # noqa: F401 (gpu_refusal: the rule, re-exported)
     COMPUTE_ONLY,
     KNOB,
     MISSING,
     NO_GPUS,
-    ORCHESTRATING,
     Verdict,
     gpu_refusal,
-    launch_of,
     orchestrates,
-    ranks_per_host,
 )
 from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
-from hvd_vs_ddp.harness.options import SUITES, SuiteOptions, split_argv
-from hvd_vs_ddp.harness.pytest_args import CELL_PLUGINS
-from hvd_vs_ddp.results_schema.kinds.training import INPUT_MODES
-from hvd_vs_ddp.workloads.external import slug as workload_slug
-
-MEMORY = INPUT_MODES[0]  # tensors in memory: the suites' default input
+from hvd_vs_ddp.harness.options import SuiteOptions
 
 BASELINES = tuple(catalog.names(distributed=False))  # one process: world size 1 only
 
 
-def on_cpu(*libraries: str) -> tuple[str, ...]:
-    """The backends of these libraries (catalog.py) that train without a GPU, in the
-    catalog's order: a preset names its backends by what they are where it can."""
-    return tuple(name for name, row in catalog.CATALOG.items()
-                 if row.library in libraries and not row.needs_gpu)
-TIMED_SUITES = ("throughput", "compute", "recovery")  # what repetitions 2..N of a cell run
-
-
 class MatrixError(InputError):
     pass
-
-
-@dataclass(frozen=True)
-class Cell:
-    backend: str          # a backend name, or "compute-only"
-    launcher: str
-    world_size: int
-    suites: tuple[str, ...]
-    pytest_args: tuple[str, ...] = ()
-    knob_set: str = "default"
-    workload: str | None = None  # one workload only (Horovod autotune: one per process)
-    input: str = MEMORY  # the throughput suite's input pipeline (--input)
-
-    @property
-    def id(self) -> str:
-        tail = "" if self.knob_set == "default" else f"-{self.knob_set}"
-        tail += f"-{workload_slug(self.workload)}" if self.workload else ""
-        tail += "" if self.input == MEMORY else f"-{self.input}"
-        tail += "-timeline" if "timeline" in self.suites else ""
-        tail += "-recovery" if "recovery" in self.suites else ""
-        return f"{self.backend}-{self.launcher}-np{self.world_size}{tail}"
-
-    def as_dict(self) -> dict:
-        d = asdict(self)
-        d["id"] = self.id
-        return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> "Cell":
-        """The cell a manifest entry (as_dict() plus status fields) describes."""
-        return cls(d["backend"], d["launcher"], int(d["world_size"]), tuple(d["suites"]),
-                   tuple(d.get("pytest_args", ())), d.get("knob_set", "default"),
-                   d.get("workload"), d.get("input") or MEMORY)
-
-
-@dataclass(frozen=True)
-class Preset:
-    name: str
-    backends: tuple[str, ...]
-    world_sizes: tuple[int, ...]
-    workloads: tuple[str, ...]
-    suites: tuple[str, ...]
-    knob_set: str = "default"
-    options: SuiteOptions = field(default_factory=SuiteOptions)  # the suites' options
-    repeat: int = 1       # repetitions per cell (fresh processes), `run --repeat`
-    all_at_one: bool = True  # every backend at world size 1, or only the baselines
-    timeline: bool = True  # an instrumented Horovod timeline cell per Horovod cell (np >= 2)
-    without_launchers: tuple[str, ...] = ()  # launcher rows this preset leaves out
-    launchers: tuple[str, ...] = ()  # only these launchers (default: every fitting one)
-    inputs: tuple[str, ...] = (MEMORY,)  # input pipelines of the timed cells (run --input)
-
-
-TIMELINE_ROUNDS = 3  # rounds of an instrumented timeline cell (at most the preset's)
-# Untimed steps of an autotune cell: Horovod scores one parameter sample per ~10 steps
-# (hvd_vs_ddp/backends/horovod.py AUTOTUNE_BUDGET), so 60 give it its 4 fixed test points and the
-# first Bayesian ones; the autotuned cell runs at the best of those (README).
-AUTOTUNE_WARMUP_STEPS = 60
-
-
-PRESETS = {
-    # the references and both libraries' backends that run on a CPU (dp: left out there)
-    "quick": Preset("quick", on_cpu(catalog.REFERENCE, catalog.DDP, catalog.HOROVOD_LIB),
-                    (1, 2),
-                    ("resnet50", "gpt"), ("throughput", "compute", "convergence", "collectives"),
-                    options=SuiteOptions(rounds=5, steps_per_round=2, max_bytes=16 * 2**20,
-                                         collective_ops=("allreduce",)),
-                    repeat=3, all_at_one=False, without_launchers=("spawn",)),
-    "full": Preset("full", catalog.NAMES,  # every backend (a GPU one left out without GPUs)
-                   (1, 2, 4), ("resnet50", "deeplabv3", "gpt", "mlp"),
-                   ("throughput", "compute", "convergence", "collectives", "gan"),
-                   knob_set="full",
-                   options=SuiteOptions(rounds=10, steps_per_round=3,
-                                        max_bytes=256 * 2**20), repeat=5),
-    # Each library at its best (README "Each at its best"; hvd_vs_ddp/harness/knobs.py TUNE).
-    "tune": Preset("tune", ("ddp-gloo", "horovod"), (2,), ("resnet50", "gpt"),
-                   ("throughput",), knob_set="tune",
-                   options=SuiteOptions(rounds=3, steps_per_round=2, warmup_steps=1,
-                                        ddp_sample_rate=0),
-                   repeat=2, all_at_one=False, timeline=False,
-                   launchers=("torchrun", "horovodrun-gloo")),
-    # torch.compile: each library eager and compiled at 1 and 2 ranks (docs/compile.md,
-    # where its time is measured); the quick preset's budget has no room for compiles.
-    # Warm-up 3: DDP recompiles once at its second step. Profiled steps: overlap's ruler.
-    "compile": Preset("compile", ("ddp-gloo", "horovod"), (1, 2), ("gpt", "mlp"),
-                      ("throughput", "compute"), knob_set="compile",
-                      options=SuiteOptions(rounds=5, steps_per_round=2, warmup_steps=3,
-                                           profile_steps=3),
-                      repeat=2, launchers=("torchrun", "horovodrun-gloo")),
-    # The A/A check (hvd_vs_ddp/reports/aa.py): every CPU backend of both libraries at 1
-    # and 2 ranks, three small workloads, 6 interleaved repetitions split into two arms.
-    "aa": Preset("aa", on_cpu(catalog.DDP, catalog.HOROVOD_LIB), (1, 2),
-                 ("mlp", "gpt", "digits"),
-                 ("throughput",), options=SuiteOptions(rounds=5, steps_per_round=2,
-                                                       warmup_steps=2, ddp_sample_rate=0),
-                 repeat=6, timeline=False, without_launchers=("spawn",)),
-    # A worker SIGKILLed mid-training under each elastic path (hvd_vs_ddp/recovery/):
-    # Horovod Elastic against torchrun's elastic agent, at 2 and 3 ranks.
-    "recovery": Preset("recovery", ("horovod", "ddp-gloo"), (2, 3), ("mlp",), ("recovery",),
-                       repeat=3, all_at_one=False, timeline=False),
-}
-
-
-def preset(name: str) -> Preset:
-    try:
-        return PRESETS[name]
-    except KeyError:
-        raise UnknownName("preset", name, PRESETS) from None
 
 
 # A Linux machine with none of these device nodes has no GPU torch can see (NVIDIA, ROCm's
@@ -385,13 +261,6 @@ def check_recovery(cells: Iterable[Cell], opts: SuiteOptions) -> None:
                  global_batch=opts.recovery_global_batch).check()
 
 
-def launch_as(cell: Cell) -> tuple[str, int]:
-    """The launcher and process count the runner starts the cell's pytest with."""
-    if orchestrates(cell):
-        return ONE_PROCESS, 1
-    return cell.launcher, cell.world_size
-
-
 def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
                  knob: KnobSet, workloads: tuple[str, ...]) -> list[Cell]:
     """A library's own knob set: only for that library's backends; Horovod autotune is
@@ -409,63 +278,6 @@ def tuning_cells(backend: str, launcher: str, n: int, suites: tuple[str, ...],
             else ("--warmup-steps", str(AUTOTUNE_WARMUP_STEPS))
         out.append(Cell(backend, launcher, n, suites, args, knob.name, w))
     return out
-
-
-def cell_options(cell: Cell, preset: Preset, workloads: list[str] | None = None,
-                 run_dir: str | None = None) -> SuiteOptions:
-    """The suites' options of one cell, built in one step (so each workload spec is
-    resolved once): the preset's, the cell's own choices (its backend, knob set,
-    workloads, input; a timeline twin's rounds, a compiling set's cache, a recovery
-    cell's world size), then the cell's own arguments (--suite-args, autotune), which
-    win as they did when they came last on its command line. `run_dir`: the run
-    directory the cell writes into (its outputs may go only there:
-    hvd_vs_ddp/common/outputs.py; a compiling set's cache lies in it); the runner always
-    gives it, and without it (a cell's options looked at, nothing launched) a compiling
-    set keeps the preset's cache."""
-    given, _rest = split_argv(cell.pytest_args)
-    base = preset.options
-    changes: dict = {
-        "backends": (cell.backend if cell.backend != COMPUTE_ONLY else catalog.reference(),),
-        "knob_set": cell.knob_set, "run_dir": run_dir, "input": (cell.input,),
-        "workloads": ((cell.workload,) if cell.workload
-                      else tuple(workloads or preset.workloads))}
-    if "timeline" in cell.suites:
-        changes.update(horovod_timeline="auto", rounds=min(TIMELINE_ROUNDS, base.rounds))
-    if by_name(cell.knob_set).compile != "eager" and run_dir:  # cold in its first
-        # repetition, then warm
-        changes["compile_cache"] = str(RunFolder(Path(run_dir)).compile_cache(cell.id))
-    if "recovery" in cell.suites:
-        changes.update(recovery_world_size=cell.world_size,
-                       recovery_workload=cell.workload or changes["workloads"][0])
-    return base.replace(**{**changes, **given})
-
-
-def plan(cell: Cell, opts: SuiteOptions, hosts: str | None = None,
-         time_limit_s: float | None = None, verdict: Verdict | None = None) -> CellPlan:
-    """The cell's plan (hvd_vs_ddp/harness/cell_plan.py) before its ranks start: its
-    verdicts from `verdict` (the cell's one judgement, `judged`: what `hvd-vs-ddp run`
-    gives), or judged here from `opts` (its backend under its launcher and world size, a
-    cell that starts its own job judged installed only; each knob set's options and
-    compile mode); and where each rank runs."""
-    from hvd_vs_ddp.backends.launchers import parse_hosts
-
-    spread = parse_hosts(hosts) if hosts and cell.launcher not in ONE_HOST_LAUNCHERS \
-        else None
-    return cell_plan.build(opts, launch_of(cell, hosts), cell=cell.id,
-                           launcher=cell.launcher, world_size=cell.world_size,
-                           suites=cell.suites, hosts=spread, gpus=_gpus(),
-                           time_limit_s=time_limit_s,
-                           judged=verdict.judged if verdict is not None else None)
-
-
-def pytest_argv(cell: Cell, plan_file: str, json_path: str) -> list[str]:
-    """Arguments after `python` for the cell's pytest run: its suites, its plan (which
-    holds its options, hvd_vs_ddp/harness/cell_plan.py) and the pytest arguments of its
-    own that are not the suites' options."""
-    _given, rest = split_argv(cell.pytest_args)
-    return ["-m", "pytest", *CELL_PLUGINS, *(SUITES[s] for s in cell.suites),
-            "-p", "no:cacheprovider", "-q", cell_plan.OPTION, plan_file, *rest,
-            "--benchmark-json", json_path]
 
 
 _SAFE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # judged whole: fullmatch

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 from hvd_vs_ddp.common import run_layout
-from hvd_vs_ddp.common.outputs import Digest, digest
+from hvd_vs_ddp.common.digests import Digest, digest
 from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.results_schema import Manifest, Repetition, load_manifest
 from hvd_vs_ddp.results_schema.integrity import Damage, check_run, runs_of

@@ -29,9 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from hvd_vs_ddp.cli import matrix
+from hvd_vs_ddp.cli import cell_command, matrix, presets
 from hvd_vs_ddp.cli.args import PROFILE_STEPS
-from hvd_vs_ddp.cli.matrix import Cell, Preset
+from hvd_vs_ddp.cli.cell import Cell
+from hvd_vs_ddp.cli.presets import Preset
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.log import log
 from hvd_vs_ddp.common.run_folder import RunFolder
@@ -90,20 +91,20 @@ def _resumed(args: Any) -> RunRequest:
     except ResultsError as exc:
         raise RunRequestError(f"--resume {run_dir}: manifest.json is not a readable "
                               f"hvd-vs-ddp manifest ({exc})") from None
-    if manifest.preset not in matrix.PRESETS:
+    if manifest.preset not in presets.PRESETS:
         raise RunRequestError(f"--resume {run_dir}: manifest.json is not a readable "
                               f"hvd-vs-ddp manifest ({RunFolder(run_dir).manifest}: preset is "
                               f"{manifest.preset!r}; expected one of "
-                              f"{', '.join(matrix.PRESETS)}.)")
+                              f"{', '.join(presets.PRESETS)}.)")
     if args.repeat is not None and args.repeat != (manifest.repeat or 1):
         raise RunRequestError(f"--repeat {args.repeat}: {run_dir} was run with --repeat "
                               f"{manifest.repeat or 1}; a resumed run keeps its repetitions")
     cells = tuple(Cell.from_dict(c.to_dict()) for c in manifest.cells)
-    preset = matrix.PRESETS[manifest.preset]
+    preset = presets.PRESETS[manifest.preset]
     try:  # the run's workloads must still resolve and build (a spec file moved?)
-        from hvd_vs_ddp.harness import options
+        from hvd_vs_ddp.harness import option_parsing
 
-        kept, _ = options.parse_argv(list(cells[0].pytest_args) if cells else [])
+        kept, _ = option_parsing.parse_argv(list(cells[0].pytest_args) if cells else [])
         opts = preset.options.replace(**kept)
         sizes = [c.world_size for c in cells] or [1]
         path = _check_workloads(list(manifest.workloads or preset.workloads), opts,
@@ -123,7 +124,7 @@ def _resumed(args: Any) -> RunRequest:
 
 # -- a fresh run -------------------------------------------------------------
 def _fresh(args: Any) -> RunRequest:
-    preset = matrix.preset(args.preset or "quick")
+    preset = presets.preset(args.preset or "quick")
     if args.launchers:  # only these launchers above one rank, named ones never left out
         preset = dataclasses.replace(preset, launchers=args.launchers, without_launchers=tuple(
             la for la in preset.without_launchers if la not in args.launchers))
@@ -161,8 +162,9 @@ def _plans(cells: tuple[Cell, ...], verdicts: Mapping[str, Verdict], preset: Pre
     the matrix was laid out): the runner writes it, judging nothing again."""
     where = str(run_dir.resolve())
     chosen = list(workloads) if workloads else None
-    return {c.id: matrix.plan(c, matrix.cell_options(c, preset, chosen, run_dir=where),
-                              hosts, time_limit, verdict=verdicts[c.id]) for c in cells}
+    return {c.id: cell_command.plan(
+                c, cell_command.cell_options(c, preset, chosen, run_dir=where),
+                hosts, time_limit, verdict=verdicts[c.id]) for c in cells}
 
 
 def _only_suites(preset: Preset, chosen: tuple[str, ...]) -> Preset:
@@ -208,11 +210,11 @@ def _check_place(run_dir: Path) -> None:
     """A new run directory never lies inside another run's (its cells/ or logs/): the
     output gate (hvd_vs_ddp/common/outputs.py), asked up front for the manifest the run
     will write first, as the run's own."""
-    from hvd_vs_ddp.common import outputs
+    from hvd_vs_ddp.common import output_formats, outputs
 
     run = RunFolder(run_dir)
     try:
-        run.check((run.manifest, outputs.RUN_MANIFEST))
+        run.check((run.manifest, output_formats.RUN_MANIFEST))
     except outputs.OutputRefused as exc:
         raise RunRequestError(f"--runs-dir/--name: {exc}") from None
 
@@ -240,12 +242,12 @@ def _check_hosts(hosts: str | None, sizes: tuple[int, ...]) -> None:
 
 def _suite_extra(args: Any, preset: Preset) -> tuple[tuple[str, ...], Any]:
     """The suites' arguments every cell gets: --suite-args, --data-dir and --profile,
-    checked by the suites' own option declarations (hvd_vs_ddp/harness/options.py); and
+    checked by the suites' own option declarations (hvd_vs_ddp/harness/option_parsing.py); and
     the options they make (SuiteOptions)."""
-    from hvd_vs_ddp.harness import options
+    from hvd_vs_ddp.harness import option_parsing
 
-    given, rest = options.parse_argv(args.suite_args or "")
-    options.refuse_per_cell(given)
+    given, rest = option_parsing.parse_argv(args.suite_args or "")
+    option_parsing.refuse_per_cell(given)
     if args.data_dir:
         given["data_dir"] = str(Path(args.data_dir).expanduser().resolve())
     if args.profile:  # --suite-args "--profile-steps N" says how many

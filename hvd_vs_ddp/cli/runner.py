@@ -60,10 +60,12 @@ from typing import Mapping
 
 from hvd_vs_ddp.backends import launchers
 from hvd_vs_ddp.cli import budget, resume_check
+from hvd_vs_ddp.cli.cell import Cell
+from hvd_vs_ddp.cli.cell_command import launch_as, pytest_argv
 from hvd_vs_ddp.cli.cell_errors import error_line
-from hvd_vs_ddp.cli.matrix import TIMED_SUITES, Cell, Preset, launch_as, pytest_argv
+from hvd_vs_ddp.cli.presets import TIMED_SUITES, Preset
 from hvd_vs_ddp.cli.run_lock import CELL_MARKER, RunLock, marker_root
-from hvd_vs_ddp.common import cpu_load, interrupt, outputs, processes
+from hvd_vs_ddp.common import cpu_load, interrupt, output_formats, processes
 from hvd_vs_ddp.common.checkout import ROOT, suites_root
 from hvd_vs_ddp.common.errors import WriteError
 from hvd_vs_ddp.common.log import log
@@ -322,7 +324,7 @@ class Runner:
         # Its plan, judged once by the run request, is written beside its results; its
         # ranks read it and judge nothing again (hvd_vs_ddp/harness/cell_plan.py).
         plan_file = self.folder.plan(stem).resolve()
-        self.folder.check((log_path, outputs.CELL_LOG))
+        self.folder.check((log_path, output_formats.CELL_LOG))
         try:
             cell_plan.write(planned, plan_file, owner=self.run_dir)
         except OSError as exc:  # a full disk (the gate's WriteError): this cell fails

@@ -15,10 +15,11 @@ an output that would replace anything but its own earlier self:
    projection of that same run;
 3. an existing file that is not of the same kind (a run's manifest, a cell's results, a
    Horovod timeline, a profiler trace, a report, verdicts.json, a projection, a figure):
-   the kind is read from the file itself (`identify`), by the marker every kind carries
-   (the JSON `format` field; an HTML comment in reports, after the HTML's doctype and
-   on the Markdown's last line; a PNG text chunk in figures;
-   Chrome-trace structure for traces), so a file nobody can recognise is never replaced;
+   the kind is read from the file itself (`identify`, hvd_vs_ddp/common/output_formats.py:
+   the kinds and their markers), by the marker every kind carries (the JSON `format`
+   field; an HTML comment in reports, after the HTML's doctype and on the Markdown's last
+   line; a PNG text chunk in figures; Chrome-trace structure for traces), so a file
+   nobody can recognise is never replaced;
 4. an existing file of the same kind made from other inputs (a report of other runs, a
    projection of another run): the inputs a file was made from are recorded in its
    marker (`inputs`: resolved run directories) and must match.
@@ -27,26 +28,18 @@ an output that would replace anything but its own earlier self:
 (fsync) and renames them into place together, so an interruption or a full disk
 replaces none of them (WriteError: "writing PATH: No space left on device", exit 74). It
 also checks that each file's bytes carry its own marker, so whatever it writes it can
-recognise, and replace, later, and returns each file's `Digest` (size and sha256).
+recognise, and replace, later, and returns each file's `Digest` (size and sha256,
+hvd_vs_ddp/common/digests.py).
 
-Digests: `digest(path)` is the size and sha256 of a file as it is now; a run records
-one for every file a cell wrote (its results, timeline, traces, log) in its manifest
-(hvd_vs_ddp/results_schema/integrity.py), and `Digest.differs(now)` says in a few words
-how a file's present state departs from the recorded one (missing, truncated, larger,
-changed), so what a file is vouched for is judged by one rule everywhere.
-
-    from hvd_vs_ddp.common import outputs
-    out = outputs.Output(Path("r/projection.json"), outputs.PROJECTION, ("/abs/runs/r",))
-    outputs.write_json(out, {"format": outputs.PROJECTION, "inputs": [...], ...})
+    from hvd_vs_ddp.common import output_formats, outputs
+    out = outputs.Output(Path("r/projection.json"), output_formats.PROJECTION, ("/abs/runs/r",))
+    outputs.write_json(out, {"format": output_formats.PROJECTION, "inputs": [...], ...})
     python -m hvd_vs_ddp.common.outputs FILE...     # what hvd-vs-ddp takes each file for
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
-import struct
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -54,37 +47,19 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from hvd_vs_ddp.common import interrupt, run_layout
+from hvd_vs_ddp.common.digests import Digest, digest_bytes
 from hvd_vs_ddp.common.errors import InputError, WriteError
+from hvd_vs_ddp.common.output_formats import (
+    CELL_LOG,
+    PROJECTION,
+    RUN_MANIFEST,
+    RUN_OWNED,
+    WHAT,
+    Mark,
+    identify,
+    identify_bytes,
+)
 
-RUN_MANIFEST = "hvd-vs-ddp/run"          # the results format's name (results_schema)
-CELL_RESULTS = "hvd-vs-ddp/results"      # a cell's pytest-benchmark JSON
-CELL_LOG = "hvd-vs-ddp/cell-log"         # a cell's log (logs/)
-PROJECTION = "hvd-vs-ddp/projection"
-VERDICTS = "hvd-vs-ddp/verdicts"
-REPORT_HTML = "hvd-vs-ddp/report-html"
-REPORT_MD = "hvd-vs-ddp/report-md"
-FIGURE = "hvd-vs-ddp/figure"
-HOROVOD_TIMELINE = "horovod-timeline"
-PROFILER_TRACE = "torch-profiler-trace"
-RECOVERY_PLAN = "hvd-vs-ddp/recovery-plan"    # a recovery trial's plan.json (its folder's
-RECOVERY_TRIAL = "hvd-vs-ddp/recovery-trial"  # marker) and trial.json: hvd_vs_ddp/recovery/
-CELL_PLAN = "hvd-vs-ddp/cell-plan"            # a cell's plan (hvd_vs_ddp/harness/cell_plan.py)
-WHAT = {RUN_MANIFEST: "a run's manifest", CELL_RESULTS: "a cell's results",
-        CELL_LOG: "a cell's log", PROJECTION: "a projection", VERDICTS: "a report's "
-        "verdicts.json", REPORT_HTML: "an HTML report", REPORT_MD: "a Markdown report",
-        FIGURE: "a report's figure", HOROVOD_TIMELINE: "a Horovod timeline",
-        PROFILER_TRACE: "a profiler trace", RECOVERY_PLAN: "a recovery trial's plan",
-        RECOVERY_TRIAL: "a recovery trial's outcome", CELL_PLAN: "a cell's plan"}
-# what a run writes inside its own directory, and where (hvd_vs_ddp/common/run_layout.py)
-_M, _C, _L = run_layout.MANIFEST, run_layout.CELLS, run_layout.LOGS
-RUN_OWNED = {RUN_MANIFEST: (_M,), CELL_RESULTS: (_C,), HOROVOD_TIMELINE: (_C,),
-             PROFILER_TRACE: (_C,), CELL_LOG: (_L,), "horovod-autotune-log": (_C,),
-             RECOVERY_PLAN: (_C,), RECOVERY_TRIAL: (_C,), CELL_PLAN: (_C,)}
-TAG = "hvd-vs-ddp-output"  # the marker in text files (an HTML comment) and PNG text chunks
-_TEXT_MARK = re.compile(r"<!-- " + TAG + r" (\{.*?\}) -->")
-_OLD_REPORT = "<title>Horovod or DDP? Benchmark report</title>"  # before markers (2026-11)
-_PNG = b"\x89PNG\r\n\x1a\n"
-HEAD = 1 << 16
 NAME_MAX = 255  # bytes in one file name (Linux, macOS)
 
 
@@ -99,144 +74,6 @@ class Output:
     path: Path
     kind: str
     inputs: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Mark:
-    """What an existing file is: its kind and, where recorded, its inputs."""
-    kind: str
-    inputs: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class Digest:
-    """What a file held when it was written: its size in bytes and its sha256 (hex)."""
-    size: int
-    sha256: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"size": self.size, "sha256": self.sha256}
-
-    def differs(self, now: "Digest | None") -> str | None:
-        """How `now` (None: no such file) departs from this record, or None if it does
-        not: 'missing', 'truncated (N of M bytes)', 'larger than written (N, not M
-        bytes)', 'changed since it was written (same size, other sha256)'."""
-        if now is None:
-            return f"missing (written with {self.size:,} bytes)"
-        if now.size < self.size:
-            return f"truncated ({now.size:,} of {self.size:,} bytes)"
-        if now.size > self.size:
-            return f"larger than written ({now.size:,}, not {self.size:,} bytes)"
-        if now.sha256 != self.sha256:
-            return "changed since it was written (same size, other sha256)"
-        return None
-
-
-def digest_bytes(data: bytes) -> Digest:
-    return Digest(len(data), hashlib.sha256(data).hexdigest())
-
-
-def digest(path: Path) -> Digest | None:
-    """The size and sha256 of the file at `path` now; None if there is no such file (a
-    directory or anything else unreadable counts as none)."""
-    h = hashlib.sha256()
-    size = 0
-    try:
-        with open(path, "rb") as fh:
-            while chunk := fh.read(1 << 20):
-                h.update(chunk)
-                size += len(chunk)
-    except OSError:  # absent, a directory, unreadable
-        return None
-    return Digest(size, h.hexdigest())
-
-
-# -- markers -------------------------------------------------------------------
-def text_marker(kind: str, inputs: Iterable[str] = ()) -> str:
-    """The line an HTML or Markdown output carries (an HTML comment: invisible)."""
-    return f"<!-- {TAG} {json.dumps({'kind': kind, 'inputs': list(inputs)})} -->"
-
-
-def png_metadata(kind: str, inputs: Iterable[str] = ()) -> dict[str, str]:
-    """matplotlib's savefig(metadata=...) entry that marks a figure."""
-    return {TAG: json.dumps({"kind": kind, "inputs": list(inputs)})}
-
-
-def identify(path: Path) -> Mark | None:
-    """What `path` is, by its own marker; None for a file hvd-vs-ddp cannot recognise."""
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(HEAD)
-            data = head + fh.read() if head.startswith(_PNG) or len(head) < HEAD or \
-                path.stat().st_size < 256 * 2**20 else head
-    except OSError:
-        return None
-    return identify_bytes(data)
-
-
-def identify_bytes(data: bytes) -> Mark | None:
-    if data.startswith(_PNG):
-        return _png_mark(data)
-    text = data[:HEAD].decode("utf-8", errors="replace")
-    found = _TEXT_MARK.search(text) or _TEXT_MARK.search(  # Markdown: the last line
-        data[-4096:].decode("utf-8", errors="replace"))
-    if found:
-        return _mark(found.group(1))
-    if _OLD_REPORT in text:
-        return Mark(REPORT_HTML, None)
-    start = text.lstrip()[:1]
-    if start == "{":
-        return _json_mark(data, text)
-    if start == "[" and '"ph"' in text:  # Horovod's timeline: a Chrome trace array
-        return Mark(HOROVOD_TIMELINE)
-    return None
-
-
-def _mark(blob: str) -> Mark | None:
-    try:
-        doc = json.loads(blob)
-        inputs = doc.get("inputs")
-        return Mark(str(doc["kind"]), None if inputs is None else tuple(map(str, inputs)))
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return None
-
-
-def _json_mark(data: bytes, head: str) -> Mark | None:
-    try:
-        doc = json.loads(data)
-    except (ValueError, RecursionError):
-        doc = None
-    if not isinstance(doc, dict):  # unreadable JSON: what its first bytes say
-        if re.match(r'\s*\{\s*"format"\s*:\s*"' + RUN_MANIFEST + '"', head):
-            return Mark(RUN_MANIFEST)
-        if '"machine_info"' in head and '"hvd_vs_ddp"' in head:
-            return Mark(CELL_RESULTS)
-        return None
-    fmt = doc.get("format")
-    if isinstance(fmt, str) and fmt.startswith("hvd-vs-ddp/"):
-        inputs = doc.get("inputs")
-        return Mark(fmt, tuple(map(str, inputs)) if isinstance(inputs, list) else None)
-    info = doc.get("machine_info")
-    if isinstance(info, dict) and isinstance(info.get("hvd_vs_ddp"), dict):
-        return Mark(CELL_RESULTS)
-    if "traceEvents" in doc:
-        return Mark(PROFILER_TRACE)
-    return None
-
-
-def _png_mark(data: bytes) -> Mark | None:
-    at = len(_PNG)
-    while at + 8 <= len(data):
-        length, kind = struct.unpack(">I4s", data[at:at + 8])
-        body = data[at + 8:at + 8 + length]
-        if kind == b"tEXt":
-            key, _, value = body.partition(b"\0")
-            if key.decode("latin-1") == TAG:
-                return _mark(value.decode("latin-1"))
-        if kind in (b"IDAT", b"IEND"):
-            break
-        at += 12 + length
-    return None
 
 
 # -- the rules -------------------------------------------------------------------

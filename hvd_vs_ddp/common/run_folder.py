@@ -10,7 +10,7 @@ run folder (`--run-dir`) checks its own outputs with `check_output`.
     from hvd_vs_ddp.common.run_folder import RunFolder
     run = RunFolder(Path("runs/x"))
     run.manifest, run.results("ddp-gloo-torchrun-np2"), run.compile_cache(cell_id)
-    run.write_json(run.manifest, outputs.RUN_MANIFEST, doc)   # gated: its own files only
+    run.write_json(run.manifest, output_formats.RUN_MANIFEST, doc)   # gated: its own files only
     python -m hvd_vs_ddp.common.run_folder RUN_DIR            # every path, and if a run
 """
 from __future__ import annotations
@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from hvd_vs_ddp.common import outputs, run_layout
-from hvd_vs_ddp.common.outputs import Digest, Output
+from hvd_vs_ddp.common.digests import Digest
+from hvd_vs_ddp.common.outputs import Output
 
 
 @dataclass(frozen=True)

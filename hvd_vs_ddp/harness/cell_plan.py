@@ -35,13 +35,13 @@ from typing import Any, Callable, Mapping
 
 from hvd_vs_ddp.backends import placement, registry
 from hvd_vs_ddp.backends.env import LauncherEnv
-from hvd_vs_ddp.common import outputs
+from hvd_vs_ddp.common import digests, output_formats
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.run_folder import write_output
 from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
 from hvd_vs_ddp.harness.options import SuiteOptions
 
-FORMAT = outputs.CELL_PLAN
+FORMAT = output_formats.CELL_PLAN
 VERSION = 1
 OPTION = "--cell-plan"  # the pytest option a cell's ranks read their plan from
 
@@ -247,7 +247,7 @@ def _session_hosts(env: LauncherEnv) -> list[tuple[str, int]]:
 
 
 # -- the file ---------------------------------------------------------------
-def write(plan: CellPlan, file: Path, owner: Path | None) -> outputs.Digest:
+def write(plan: CellPlan, file: Path, owner: Path | None) -> digests.Digest:
     """Write the plan through the output gate (`owner`: the run it belongs to)."""
     return write_output(Path(file), FORMAT, plan.to_dict(), owner)
 
@@ -263,9 +263,9 @@ def read(file: str | Path) -> CellPlan:
 def refuse_options_beside(file: str, getoption: Callable[[str], Any]) -> None:
     """A pytest given --cell-plan takes every suite option from the plan: one given on its
     command line too would be ignored, so it is refused (InputError, one line)."""
-    from hvd_vs_ddp.harness import options
+    from hvd_vs_ddp.harness import option_parsing
 
-    given = [flag for flag, kwargs in options._declarations()
+    given = [flag for flag, kwargs in option_parsing._declarations()
              if getoption(kwargs["dest"]) not in (kwargs["default"], None, [])]
     if given:
         raise InputError(f"{OPTION} {file}: {', '.join(given)} given too; a cell's plan holds "

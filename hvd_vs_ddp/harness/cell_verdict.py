@@ -47,7 +47,7 @@ KNOB = "knob"
 MISSING = "missing"
 
 
-class CellLike(Protocol):  # hvd_vs_ddp/cli/matrix.py's Cell (frozen: read-only here)
+class CellLike(Protocol):  # hvd_vs_ddp/cli/cell.py's Cell (frozen: read-only here)
     @property
     def backend(self) -> str: ...
     @property

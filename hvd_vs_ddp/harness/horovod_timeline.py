@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hvd_vs_ddp.common import outputs
+from hvd_vs_ddp.common import output_formats, outputs
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.run_folder import check_output
 
@@ -48,7 +48,7 @@ def target(option: str | None, benchmark_json: str | os.PathLike | None,
     if not path.parent.is_dir():
         raise InputError(f"--horovod-timeline {option}: folder {path.parent} does not exist")
     try:
-        check_output(path, outputs.HOROVOD_TIMELINE, owner)
+        check_output(path, output_formats.HOROVOD_TIMELINE, owner)
     except outputs.OutputRefused as exc:
         raise InputError(f"--horovod-timeline {exc}") from None
     ref = (path.name if results is not None and path.parent == results.parent

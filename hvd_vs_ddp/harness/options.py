@@ -1,31 +1,33 @@
-"""The suites' options, declared once: pytest's options and the runner's command lines.
+"""The suites' options, declared once: the typed `SuiteOptions`, each field with its check.
 
 `SuiteOptions` is the one typed contract between `hvd-vs-ddp run` and the suites. Each
-field is one pytest option (`rounds` -> `--rounds`), with its help text and check; the
-suites' conftest adds them all to pytest with `add_to_pytest`, reads them back with
-`from_pytest`, and `hvd-vs-ddp run` writes a cell's command line with `to_argv`. The
-suites' test ids (`SUITES`) live here too, so the runner never spells a node id.
-`parse_argv` checks a user's `--suite-args` with the same declarations before any
-process starts. The declarations own their values' checks, in the parent and in every
-rank alike: a workload (a name or spec, hvd_vs_ddp/workloads/external.py), its
-parameters (`--workload-param`, by the workload's own declarations,
-hvd_vs_ddp/workloads/params.py), a folder to read (`--data-dir`) and a file to write
-(`--horovod-timeline`: its folder must exist and be writable, and it may replace only a
-Horovod timeline, by the output gate hvd_vs_ddp/common/outputs.py). Paths are made
-absolute in the parent, so the ranks (which start in the checkout) see the same files.
+field is one pytest option (`rounds` -> `--rounds`), with its help text and check;
+hvd_vs_ddp/harness/option_parsing.py turns the fields into pytest's and argparse's
+declarations and parses command lines back (the suites' conftest: `add_to_pytest`,
+`from_pytest`; a user's `--suite-args`: `parse_argv`), and `hvd-vs-ddp run` writes a
+cell's command line with `to_argv`. The suites' test ids (`SUITES`) live here too, so
+the runner never spells a node id. The declarations own their values' checks, in the
+parent and in every rank alike: a workload (a name or spec,
+hvd_vs_ddp/workloads/external.py), its parameters (`--workload-param`, by the workload's
+own declarations, hvd_vs_ddp/harness/workload_param.py), a folder to read (`--data-dir`)
+and a file to write (`--horovod-timeline`: its folder must exist and be writable, and it
+may replace only a Horovod timeline, by the output gate hvd_vs_ddp/common/outputs.py).
+Paths are made absolute in the parent, so the ranks (which start in the checkout) see
+the same files.
 
-    python -m hvd_vs_ddp.harness.options              # the options, their defaults and help
+    from hvd_vs_ddp.harness.options import SuiteOptions
+    SuiteOptions(rounds=3).to_argv()                  # ['--rounds', '3']
+    python -m hvd_vs_ddp.harness.option_parsing       # the options, their defaults and help
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.harness.workload_param import canonical_param, workload_param
 from hvd_vs_ddp.results_schema.kinds.training import INPUT_MODES
 
 # The suites' pytest node ids, by the names presets and cells use.
@@ -180,7 +182,7 @@ class SuiteOptions:
         object.__setattr__(self, "recovery_workload",
                            workloads.canonical(self.recovery_workload))
         object.__setattr__(self, "workload_param", tuple(
-            _canonical_param(p) for p in self.workload_param))
+            canonical_param(p) for p in self.workload_param))
         for f in dataclasses.fields(self):
             value, meta = getattr(self, f.name), f.metadata
             flag = flag_of(f.name)
@@ -275,35 +277,6 @@ def flag_of(name: str) -> str:
     return "--" + name.replace("_", "-")
 
 
-def workload_param(spec: str) -> tuple[str, str, object]:
-    """'resnet50:image_size=224' -> ('resnet50', 'image_size', 224), the value parsed and
-    checked by the workload's own declaration (hvd_vs_ddp/workloads/params.py); NAME may
-    be a spec: 'torchvision:vit_b_16:image_size=32', 'path/to/b.py:make:hidden=8' (its
-    canonical form is returned)."""
-    left, eq, raw = spec.partition("=")
-    name, colon, key = left.rpartition(":")
-    if not (eq and colon and name.strip() and key.strip()):
-        raise InputError(f"--workload-param {spec!r}: expected NAME:KEY=VALUE, e.g. "
-                         "resnet50:image_size=224")
-    from hvd_vs_ddp.workloads import registry as workloads
-
-    source = workloads.resolve(name)  # one line for an unknown or broken workload
-    known = source.params
-    if key not in known:
-        raise InputError(f"--workload-param {spec!r}: workload {source.spec!r} has no "
-                         f"parameter {key!r}; it takes {', '.join(known)}")
-    try:
-        value = known[key].parse(raw)
-    except ValueError as exc:
-        raise InputError(f"--workload-param {spec!r}: {exc}") from None
-    return source.spec, key, value
-
-
-def _canonical_param(spec: str) -> str:
-    """The form the ranks get: the workload's canonical spec and the parsed value (a
-    directory made absolute), so every process reads the same assignment."""
-    name, key, value = workload_param(spec)
-    return f"{name}:{key}={value}"
 
 
 def _check_output(path: str, field_name: str, run_dir: str | None) -> None:
@@ -320,129 +293,3 @@ def _check_output(path: str, field_name: str, run_dir: str | None) -> None:
         check_output(Path(path), kind, run_dir)
     except outputs.OutputRefused as exc:
         raise InputError(f"{flag_of(field_name)} {exc}") from None
-
-
-def _declarations():
-    for f in dataclasses.fields(SuiteOptions):
-        meta, default = f.metadata, f.default
-        kwargs: dict[str, Any] = {"dest": f.name, "help": meta["help"]}
-        if meta.get("append"):
-            kwargs.update(action="append", default=[])
-        elif isinstance(default, tuple):
-            kwargs.update(default=",".join(default))
-        else:
-            kind = {int: int, float: float}.get(type(default), str)
-            kwargs.update(type=kind, default=default)
-        if default not in (None, ()) and not meta.get("append"):
-            kwargs["help"] += f" (default {kwargs['default'] if kwargs['default'] else 'all'})"
-        yield flag_of(f.name), kwargs
-
-
-def add_to_pytest(parser: Any) -> None:
-    """Add every option to pytest (suites/conftest.py's pytest_addoption)."""
-    group = parser.getgroup("hvd-vs-ddp suites")
-    for flag, kwargs in _declarations():
-        group.addoption(flag, **kwargs)
-
-
-def _from_values(get) -> SuiteOptions:
-    values: dict[str, Any] = {}
-    for f in dataclasses.fields(SuiteOptions):
-        raw = get(f.name)
-        if f.metadata.get("append"):
-            raw = tuple(raw or ())
-        elif isinstance(f.default, tuple):
-            raw = tuple(x.strip() for x in (raw or "").split(",") if x.strip())
-            if f.name == "backends" and not raw:
-                raw = tuple(_names("backend"))
-        values[f.name] = raw
-    return SuiteOptions(**values)
-
-
-def from_pytest(config: Any) -> SuiteOptions:
-    """The options of a pytest run; an InputError for a bad value."""
-    return _from_values(config.getoption)
-
-
-def _split(argv: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
-    """argparse over the suites' declarations: (the values given, as parsed; the rest)."""
-
-    class _Parser(argparse.ArgumentParser):
-        def error(self, message: str):
-            raise InputError(f"--suite-args: {message}")
-
-    parser = _Parser(add_help=False, allow_abbrev=False)
-    for flag, kwargs in _declarations():
-        kwargs["default"] = argparse.SUPPRESS
-        parser.add_argument(flag, **kwargs)
-    known, rest = parser.parse_known_args(list(argv))
-    given = vars(known)
-    return given, rest
-
-
-def split_argv(argv: Sequence[str]) -> tuple[dict[str, Any], list[str]]:
-    """A cell's own arguments, already checked by parse_argv when its run was requested:
-    (the options they set, as SuiteOptions field values; the other pytest arguments).
-    Nothing is judged or resolved here: the cell's plan builds its options once
-    (hvd_vs_ddp/cli/matrix.py cell_options)."""
-    given, rest = _split(argv)
-    out: dict[str, Any] = {}
-    for name, raw in given.items():
-        f = SuiteOptions.__dataclass_fields__[name]
-        if f.metadata.get("append"):
-            raw = tuple(raw or ())
-        elif isinstance(f.default, tuple):
-            raw = tuple(x.strip() for x in (raw or "").split(",") if x.strip())
-        out[name] = raw
-    return out, rest
-
-
-def parse_argv(argv: Sequence[str] | str) -> tuple[dict[str, Any], list[str]]:
-    """Check a user's extra suite arguments (a string is split like a shell would).
-
-    Returns (the options they set, as SuiteOptions field values; the other pytest
-    arguments). Raises InputError for a bad value, an unknown name or bad quoting, and
-    for other arguments pytest would refuse (hvd_vs_ddp/harness/pytest_args.py)."""
-    if isinstance(argv, str):
-        try:
-            argv = shlex.split(argv)
-        except ValueError as exc:
-            raise InputError(f"--suite-args {argv!r}: {exc}") from None
-    given, rest = _split(argv)
-    for name in given:
-        if SuiteOptions.__dataclass_fields__[name].metadata.get("internal"):
-            raise InputError(f"--suite-args: {flag_of(name)} is set by hvd-vs-ddp run itself")
-        meta = SuiteOptions.__dataclass_fields__[name].metadata
-        if (meta.get("path") or meta.get("output")) and given[name] not in (None, "auto"):
-            given[name] = str(Path(given[name]).expanduser().resolve())  # the ranks start
-            # in the checkout: they must see the same file
-    full = _from_values(lambda name: given.get(name, _pytest_default(name)))  # validates
-    from hvd_vs_ddp.harness import pytest_args
-
-    pytest_args.check(rest, add_to_pytest)  # the rest goes to pytest: its parser checks it
-    return {name: getattr(full, name) for name in given}, rest
-
-
-def refuse_per_cell(given: dict[str, Any]) -> None:
-    """`hvd-vs-ddp run --suite-args`: options valid for the suites, but chosen by the run
-    for each cell, which is named by them (a later --backends on a cell's command line
-    won: a cell "ddp-gloo" trained horovod) are one InputError line."""
-    for name in given:
-        chooser = SuiteOptions.__dataclass_fields__[name].metadata.get("per_cell")
-        if chooser:
-            raise InputError(f"--suite-args: {flag_of(name)} is chosen per cell by hvd-vs-ddp "
-                             f"run (each cell is named by it); use hvd-vs-ddp {chooser}")
-
-
-def _pytest_default(name: str) -> Any:
-    return dict(_declarations_by_dest())[name]
-
-
-def _declarations_by_dest():
-    for _flag, kwargs in _declarations():
-        yield kwargs["dest"], kwargs["default"]
-
-
-if __name__ == "__main__":
-    for flag, kwargs in _declarations():
-        print(f"{flag:24s} {kwargs['help']}")

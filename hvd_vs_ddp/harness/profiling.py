@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 from torch.profiler import ProfilerActivity, profile, record_function
 
-from hvd_vs_ddp.common import outputs
+from hvd_vs_ddp.common import output_formats
 from hvd_vs_ddp.common.run_folder import check_output
 from hvd_vs_ddp.workloads.external import slug
 
@@ -61,7 +61,7 @@ def profile_steps(trainer, steps: int, path: Path, use_cuda: bool,
         for k in range(steps):
             with record_function(f"{STEP_MARK}{k}"):
                 trainer.step()
-    check_output(path, outputs.PROFILER_TRACE, owner)
+    check_output(path, output_formats.PROFILER_TRACE, owner)
     tmp = path.with_name(path.name + ".tmp")
     prof.export_chrome_trace(str(tmp))
     os.replace(tmp, path)  # a reader never sees half a trace

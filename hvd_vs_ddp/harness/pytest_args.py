@@ -1,6 +1,6 @@
 """Checks the pytest arguments `hvd-vs-ddp run --suite-args` passes to every cell.
 
-`hvd_vs_ddp.harness.options.parse_argv` takes the suites' own options out of `--suite-args`; what
+`hvd_vs_ddp.harness.option_parsing.parse_argv` takes the suites' options from `--suite-args`; what
 is left goes to pytest in every cell. `check(rest)` parses it with pytest's own parser
 loaded as a cell's pytest is (pytest's options without its cache provider, the plugins a
 cell loads: pytest-benchmark and any the user's own `-p` names, the suites' options and
@@ -20,7 +20,7 @@ cache_dir=`): a cell writes only into its run directory, which the runner owns
     check(["--bogus"])                  # InputError: --suite-args: unrecognized arguments: --bogus
     hvd-vs-ddp run --suite-args "-k mlp --test-time-limit nan"    # refused, one line
 
-hvd_vs_ddp.harness.options.parse_argv calls it with the suites' own options (add_to_pytest).
+hvd_vs_ddp.harness.option_parsing.parse_argv calls it with the suites' own options (add_to_pytest).
 """
 from __future__ import annotations
 
@@ -58,13 +58,13 @@ def _parser(rest: Sequence[str], add_options: Callable[[Any], None] | None):
     parser = config._parser
     collective_pytest.addoption(parser)  # as suites/conftest.py does
     if add_options is not None:
-        add_options(parser)  # hvd_vs_ddp.harness.options.add_to_pytest (passed in: no import cycle)
+        add_options(parser)  # harness.option_parsing.add_to_pytest (passed in: no import cycle)
     return parser
 
 
 def check(rest: Sequence[str], add_options: Callable[[Any], None] | None = None) -> None:
     """InputError (one line) if pytest would refuse `rest`, or it names files.
-    add_options adds the suites' own options (hvd_vs_ddp.harness.options.add_to_pytest)."""
+    add_options adds the suites' own options (hvd_vs_ddp.harness.option_parsing.add_to_pytest)."""
     import pytest
 
     if not rest:

@@ -156,13 +156,13 @@ def _check_output(args, s: dict[str, Any]) -> None:
     """The output may replace only a projection of the same inputs, never a manifest, a
     cell's results, a report or a file nobody recognises, and lie inside a run directory
     only as that run's own projection.json."""
-    from hvd_vs_ddp.common import outputs
+    from hvd_vs_ddp.common import output_formats, outputs
 
     s["inputs"] = _inputs(args)
     if s["output"] is None:
         return
     try:
-        outputs.check_one(outputs.Output(s["output"], outputs.PROJECTION, s["inputs"]))
+        outputs.check_one(outputs.Output(s["output"], output_formats.PROJECTION, s["inputs"]))
     except outputs.OutputRefused as exc:
         raise ProjectError(f"--output {exc}" if args.output else str(exc)) from None
 # -- end of issue 27

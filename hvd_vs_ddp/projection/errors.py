@@ -10,7 +10,7 @@ Three things spread a residual, and a band must count each once:
   on different dates, Puhti 0.862 to 0.950; Bagua's two VGG16 figures at 128 GPUs,
   0.922 and 1.091). `noise` is the pooled spread of residuals inside a configuration
   (rows the model cannot tell apart: the same source, model, sizes, links and library
-  settings; hvd_vs_ddp/projection/against_published.py names them), from the repeats alone;
+  settings; hvd_vs_ddp/projection/published_rows.py names them), from the repeats alone;
 - the model's own error, what is left: `model`^2 = max(0, total^2 - inputs^2 -
   noise^2), where `total` is the residuals' robust spread about zero (scipy's
   median_abs_deviation, scale "normal", centred on the model: no bias term).

@@ -1,7 +1,7 @@
 """The published rows projected, kept on disk: `hvd-vs-ddp project` and the validation
 compute them once per machine and version, not in every process (about 3 s each).
 
-`against_published.project_all` projects every published row (hvd_vs_ddp/projection/
+`published_rows.project_all` projects every published row (hvd_vs_ddp/projection/
 data) with the model; the result depends only on the package's own files (its code and
 the published tables), the draws asked for and the numerical libraries. So it is kept
 under a key made of all of them: a SHA-256 of every file of the hvd_vs_ddp package, the

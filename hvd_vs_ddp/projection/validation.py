@@ -16,7 +16,7 @@ with a `library` column), judged as new results are: projected with the model er
 every source in the repository (none of them is the file's), each row printed, then the
 goals' figures over the file's rows alone. The columns it needs, the units and spellings
 it takes: hvd_vs_ddp/projection/rows_file.py, which reads it; a library setting left
-empty is today's default (against_published.DEFAULTS). A file it cannot use is one line, exit 2.
+empty is today's default (published_rows.DEFAULTS). A file it cannot use is one line, exit 2.
 """
 from __future__ import annotations
 
@@ -27,17 +27,16 @@ from pathlib import Path
 from hvd_vs_ddp.common.errors import EXIT_BAD_INPUT
 from hvd_vs_ddp.projection import MIN_DRAWS, rows_file
 from hvd_vs_ddp.projection.against_published import (
-    DRAWS,
     GOAL,
     GOAL_AGREEMENT,
     GOAL_COVERAGE,
-    Row,
     error_split,
     judge_file,
     loso,
     summary,
     variants,
 )
+from hvd_vs_ddp.projection.published_rows import DRAWS, Row
 from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN
 
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hvd_vs_ddp.common import outputs
+from hvd_vs_ddp.common import output_formats, outputs
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.processes import described, end_marked, marked
 from hvd_vs_ddp.common.run_folder import check_output, write_output
@@ -136,12 +136,12 @@ def claim(trial_dir: Path, owner: Path | None = None) -> None:
     plan.json and trial.json pass the output gate, and an existing folder with anything
     in it is an earlier trial's, which is then emptied (see the module's docstring)."""
     trial_dir = Path(trial_dir)
-    check_output(trial_dir / PLAN_FILE, outputs.RECOVERY_PLAN, owner)
-    check_output(trial_dir / TRIAL_FILE, outputs.RECOVERY_TRIAL, owner)
+    check_output(trial_dir / PLAN_FILE, output_formats.RECOVERY_PLAN, owner)
+    check_output(trial_dir / TRIAL_FILE, output_formats.RECOVERY_TRIAL, owner)
     if not trial_dir.is_dir() or not any(trial_dir.iterdir()):
         return
-    mark = outputs.identify(trial_dir / PLAN_FILE)
-    if mark is None or mark.kind != outputs.RECOVERY_PLAN:
+    mark = output_formats.identify(trial_dir / PLAN_FILE)
+    if mark is None or mark.kind != output_formats.RECOVERY_PLAN:
         raise outputs.OutputRefused(
             f"{trial_dir}: exists and is not a recovery trial's folder (no plan.json of "
             "one); a trial writes its event logs and checkpoints there: choose another "
@@ -206,8 +206,8 @@ def run_trial(plan: Plan, trial_dir: Path, time_limit: float = 300.0,
     tail.poll()
     trial = Trial(plan, trial_dir, t0, sorted(tail.events, key=lambda e: e["t"]), kill,
                   [p.returncode for p in procs], hang, left, time.monotonic() - start, stuck)
-    write_output(trial_dir / TRIAL_FILE, outputs.RECOVERY_TRIAL,
-                 {"format": outputs.RECOVERY_TRIAL, "t0": t0, "kill": kill,
+    write_output(trial_dir / TRIAL_FILE, output_formats.RECOVERY_TRIAL,
+                 {"format": output_formats.RECOVERY_TRIAL, "t0": t0, "kill": kill,
                   "returncodes": trial.returncodes, "hang": hang, "leftovers": left,
                   "seconds": trial.seconds, "stuck": stuck}, owner)
     return trial

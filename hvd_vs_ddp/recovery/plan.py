@@ -295,11 +295,11 @@ class Plan:
         """plan.json through the output gate (hvd_vs_ddp/common/outputs.py), marked as a
         recovery plan: it may replace only an earlier trial's (inside a run directory
         only for that run, `owner`)."""
-        from hvd_vs_ddp.common import outputs
+        from hvd_vs_ddp.common import output_formats
         from hvd_vs_ddp.common.run_folder import write_output
 
-        write_output(path, outputs.RECOVERY_PLAN,
-                     {"format": outputs.RECOVERY_PLAN, **self.to_dict()}, owner)
+        write_output(path, output_formats.RECOVERY_PLAN,
+                     {"format": output_formats.RECOVERY_PLAN, **self.to_dict()}, owner)
         return path
 
     @classmethod

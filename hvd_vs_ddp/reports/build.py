@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hvd_vs_ddp.common import outputs
+from hvd_vs_ddp.common import output_formats, outputs
 from hvd_vs_ddp.common.outputs import Output
 from hvd_vs_ddp.reports import compare, cost, verdicts
 from hvd_vs_ddp.reports.answer import answers, verdicts_doc, where_it_holds
@@ -90,9 +90,9 @@ def output_paths(run_dirs: list[Path], out: Path) -> tuple[Path, Path, Path, Pat
         raise ReportError(f"{figdir}: exists and is not a folder; the report's figures go "
                           "there (choose another -o)")
     inputs = report_inputs(run_dirs)
-    outputs.check([Output(html, outputs.REPORT_HTML, inputs),
-                   Output(md, outputs.REPORT_MD, inputs),
-                   Output(vjson, outputs.VERDICTS, inputs)])  # before any work
+    outputs.check([Output(html, output_formats.REPORT_HTML, inputs),
+                   Output(md, output_formats.REPORT_MD, inputs),
+                   Output(vjson, output_formats.VERDICTS, inputs)])  # before any work
     return html, md, figdir, vjson
 
 
@@ -167,15 +167,16 @@ def _files(ctx: ReportContext, sections: list[Section], run_dirs: list[Path],
     written = [figdir / f"{f.name}.png" for f in figs.items]
     rel = {f.name: f"{figdir.name}/{f.name}.png" for f in figs.items}
     inputs = report_inputs(run_dirs)
-    files = {Output(p, outputs.FIGURE): f.png for p, f in zip(written, figs.items)}
-    md_marker = outputs.text_marker(outputs.REPORT_MD, inputs)
-    files[Output(md_path, outputs.REPORT_MD, inputs)] = (  # the marker last: "# title" first
+    files = {Output(p, output_formats.FIGURE): f.png for p, f in zip(written, figs.items)}
+    md_marker = output_formats.text_marker(output_formats.REPORT_MD, inputs)
+    files[Output(md_path, output_formats.REPORT_MD, inputs)] = (  # the marker last: "# title" first
         render_markdown(TITLE, sub, heads, sections, rel) + "\n" + md_marker + "\n").encode()
     doctype = "<!DOCTYPE html>"  # the marker after it: a comment first would mean quirks
-    files[Output(html_path, outputs.REPORT_HTML, inputs)] = render_html(
+    files[Output(html_path, output_formats.REPORT_HTML, inputs)] = render_html(
         TITLE, sub, heads, sections).replace(
-        doctype, doctype + outputs.text_marker(outputs.REPORT_HTML, inputs), 1).encode()
-    files[Output(vjson, outputs.VERDICTS, inputs)] = json.dumps(
+        doctype, doctype + output_formats.text_marker(output_formats.REPORT_HTML, inputs),
+        1).encode()
+    files[Output(vjson, output_formats.VERDICTS, inputs)] = json.dumps(
         {**verdicts_doc(ctx.data, ctx.cmp, ctx.margin), "cost": cost.records(ctx.cost),
          "recovery": ctx.recovery.doc, "inputs": list(inputs)}, indent=1).encode()
     return files, written
@@ -194,8 +195,8 @@ def _write(files: dict[Output, bytes], html_path: Path, figdir: Path,
                 d.rmdir()
         raise
     for stale in figdir.glob("*.png"):
-        mark = outputs.identify(stale) if stale not in written else None
-        if mark is not None and mark.kind == outputs.FIGURE and _OURS.match(stale.name):
+        mark = output_formats.identify(stale) if stale not in written else None
+        if mark is not None and mark.kind == output_formats.FIGURE and _OURS.match(stale.name):
             stale.unlink()  # a figure an earlier report wrote at this path
 
 

@@ -22,7 +22,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
-from hvd_vs_ddp.common import outputs
+from hvd_vs_ddp.common import output_formats
 from hvd_vs_ddp.reports.theme import REFERENCE, color, order, style
 
 
@@ -59,7 +59,7 @@ class Figures:
 def to_png(fig: Figure) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format="png",  # marked: the output gate knows it
-                metadata={"Software": None, **outputs.png_metadata(outputs.FIGURE)})
+                metadata={"Software": None, **output_formats.png_metadata(output_formats.FIGURE)})
     return buf.getvalue()
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from hvd_vs_ddp.common import run_layout
-from hvd_vs_ddp.common.outputs import Digest, digest
+from hvd_vs_ddp.common.digests import Digest, digest
 from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.results_schema.errors import ResultsError
 from hvd_vs_ddp.results_schema.manifest import CellEntry, Manifest, Repetition, RunStatus

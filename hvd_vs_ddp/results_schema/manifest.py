@@ -129,7 +129,7 @@ class CellEntry(RunStatus, _CellId):  # fields: the cell, its status, its repeti
                 suites: Iterable[str], pytest_args: Iterable[str] = (),
                 knob_set: str = "default", workload: str | None = None,
                 input: str | None = None) -> "CellEntry":
-        """A cell not run yet, from matrix.Cell.as_dict() (tuples become lists); its
+        """A cell not run yet, from cli.cell.Cell.as_dict() (tuples become lists); its
         input pipeline is written only when it is not "memory" (the default)."""
         return cls(id=id, backend=backend, launcher=launcher, world_size=world_size,
                    suites=list(suites), pytest_args=list(pytest_args), knob_set=knob_set,

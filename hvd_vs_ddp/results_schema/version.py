@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from hvd_vs_ddp.common.outputs import RUN_MANIFEST
+from hvd_vs_ddp.common.output_formats import RUN_MANIFEST
 from hvd_vs_ddp.results_schema.errors import ResultsError
 
-FORMAT = RUN_MANIFEST  # also the output gate's name for a manifest (common/outputs.py)
+FORMAT = RUN_MANIFEST  # also the output gate's name for a manifest (common/output_formats.py)
 FORMAT_VERSION = 2
 
 

@@ -171,14 +171,14 @@ def test_ddp_nccl_accepts_a_gpu_per_rank_binding(local_size, gpus, visible, ok):
 def test_a_preset_on_a_one_gpu_host_keeps_the_gpu_cells_that_fit(monkeypatch):
     """`run --preset full` on one GPU: ddp-nccl and horovod (NCCL) only at world size 1;
     it raised "ddp-nccl at world size 2 needs 2 GPUs" before. By name it still errors."""
-    from hvd_vs_ddp.cli import matrix
+    from hvd_vs_ddp.cli import matrix, presets
 
     monkeypatch.setattr(matrix, "_gpus", lambda: 1)  # the host's GPU count, nothing else
-    cells = matrix.cells(matrix.PRESETS["full"], world_sizes=[1, 2])
+    cells = matrix.cells(presets.PRESETS["full"], world_sizes=[1, 2])
     sizes = {(c.backend, c.world_size) for c in cells}
     assert ("ddp-nccl", 1) in sizes and ("ddp-nccl", 2) not in sizes
     assert ("horovod", 1) in sizes and ("horovod", 2) not in sizes
     assert ("ddp-gloo", 2) not in sizes  # Gloo ranks would share the GPU (issue 48)
     assert ("ddp-gloo", 1) in sizes
     with pytest.raises(matrix.MatrixError, match="ddp-nccl at world size 2 needs 2 GPUs"):
-        matrix.cells(matrix.PRESETS["full"], ["ddp-nccl"], [2])
+        matrix.cells(presets.PRESETS["full"], ["ddp-nccl"], [2])

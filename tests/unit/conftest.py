@@ -1,7 +1,7 @@
 """How the unit tests share the cores when scripts/test.sh runs them on pytest-xdist workers
 (`-n auto`): what is expensive is computed once, not once per worker.
 
-- The published rows' projection (`against_published.project_all`, ~30 CPU-s when nothing
+- The published rows' projection (`published_rows.project_all`, ~30 CPU-s when nothing
   is kept yet: after every change to the package, so in CI) is computed once:
   hvd_vs_ddp/projection/row_cache.py locks each value it computes, and the files that ask
   for it (PROJECTION_ROWS) run on one worker, one after the other, so that the other

@@ -15,7 +15,8 @@ import pytest
 from hvd_vs_ddp.backends import registry
 from hvd_vs_ddp.backends.env import LauncherEnv
 from hvd_vs_ddp.backends.options import BackendOptions
-from hvd_vs_ddp.cli import matrix
+from hvd_vs_ddp.cli import cell_command, matrix, presets
+from hvd_vs_ddp.cli.cell import Cell
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.harness import cell_plan
@@ -30,13 +31,13 @@ def _alone(value, what):  # one rank's all-gather: its own value
     return [value]
 
 
-@pytest.mark.parametrize("preset", sorted(matrix.PRESETS))
+@pytest.mark.parametrize("preset", sorted(presets.PRESETS))
 def test_every_cell_plan_reads_back_as_written_without_resolving_a_workload(
         preset, tmp_path, monkeypatch):
-    p = matrix.PRESETS[preset]
+    p = presets.PRESETS[preset]
     for cell in matrix.cells(p, world_sizes=[1, 2]):
-        opts = matrix.cell_options(cell, p, run_dir=str(tmp_path))
-        plan = matrix.plan(cell, opts, None, 600.0)
+        opts = cell_command.cell_options(cell, p, run_dir=str(tmp_path))
+        plan = cell_command.plan(cell, opts, None, 600.0)
         assert plan.cell == cell.id and plan.world_size == cell.world_size
         assert plan.time_limit_s == 600.0 and plan.suites == cell.suites
         file = RunFolder(tmp_path).plan(cell.id)
@@ -51,13 +52,24 @@ def test_every_cell_plan_reads_back_as_written_without_resolving_a_workload(
             assert cell_plan.read(file) == plan
 
 
+def test_a_cells_plan_places_its_ranks_by_the_matrixs_gpu_count(monkeypatch):
+    """The plan (cli/cell_command.py) reads the host's GPU count where the matrix does,
+    matrix._gpus, at each call: the one count the GPU tests replace reaches the plan too.
+    Mutation: cell_command importing `_gpus` by name (a copy the patch never reaches)
+    places both ranks on the CPU and fails here."""
+    monkeypatch.setattr(matrix, "_gpus", lambda: 2)
+    opts = SuiteOptions(backends=("ddp-gloo",), workloads=("mlp",))
+    plan = cell_command.plan(Cell("ddp-gloo", "torchrun", 2, ("throughput",)), opts)
+    assert [p.ordinal for p in plan.placement] == [0, 1]
+
+
 def test_the_runner_and_a_plain_session_judge_a_cell_alike():
     """The same code: a cell's plan in the runner, and pytest's session under the same
     launch (torchrun, 2 ranks), give the same verdicts and placement."""
     opts = SuiteOptions(backends=tuple(registry.names()), workloads=("mlp",),
                         knob_set="tune")
-    cell = matrix.Cell("ddp-gloo", "torchrun", 2, ("throughput",), knob_set="tune")
-    runner = matrix.plan(cell, opts)
+    cell = Cell("ddp-gloo", "torchrun", 2, ("throughput",), knob_set="tune")
+    runner = cell_command.plan(cell, opts)
     session = cell_plan.for_session(opts, TORCHRUN2, _alone)
     assert (runner.unfit, runner.refusals) == (session.unfit, session.refusals)
     assert [p.local_size for p in runner.placement] == [2, 2]
@@ -134,9 +146,9 @@ def test_a_recovery_cell_judges_its_elastic_paths_once(monkeypatch):
 
 
 def test_suite_options_beside_a_plan_are_refused_in_one_line():
-    from hvd_vs_ddp.harness import options
+    from hvd_vs_ddp.harness import option_parsing
 
-    defaults = {kw["dest"]: kw["default"] for _, kw in options._declarations()}
+    defaults = {kw["dest"]: kw["default"] for _, kw in option_parsing._declarations()}
     cell_plan.refuse_options_beside("p.json", defaults.get)  # nothing given: fine
     given = {**defaults, "rounds": 7, "workloads": "mlp"}
     with pytest.raises(InputError, match=r"--cell-plan p.json: --workloads, --rounds given "

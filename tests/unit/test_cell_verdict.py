@@ -21,7 +21,8 @@ from collections import Counter
 import pytest
 
 from hvd_vs_ddp.backends import compile_support, launchers, registry
-from hvd_vs_ddp.cli import app, matrix, run_request
+from hvd_vs_ddp.cli import app, matrix, presets, run_request
+from hvd_vs_ddp.cli.cell import Cell
 from hvd_vs_ddp.cli.runner import Runner
 from hvd_vs_ddp.harness import cell_plan, cell_verdict
 
@@ -115,10 +116,10 @@ def test_a_preset_leaves_out_what_this_machine_lacks_by_the_verdict(monkeypatch)
     """No GPU: ddp-nccl and dp are not a preset's here (left out without a word); asked
     for by name, dp runs and ddp-nccl above one rank is refused, each by its verdict."""
     monkeypatch.setattr(matrix, "_gpus", lambda: 0)
-    full = matrix.PRESETS["full"]
+    full = presets.PRESETS["full"]
     judged = matrix.judged(full, world_sizes=[1, 2])
     assert not {c.backend for c, _ in judged} & {"dp", "ddp-nccl"}
-    verdict = cell_verdict.judge_cell(matrix.Cell("dp", "single", 1, ("throughput",)),
+    verdict = cell_verdict.judge_cell(Cell("dp", "single", 1, ("throughput",)),
                                       cell_verdict.Here())
     assert verdict and verdict.not_for_preset.startswith("dp without GPUs")
     assert [c.id for c in matrix.cells(full, ["dp"], [1])][0] == "dp-single-np1"

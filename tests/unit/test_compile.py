@@ -13,7 +13,7 @@ import pytest
 from hvd_vs_ddp.backends import compile_support, registry
 from hvd_vs_ddp.backends.base import BackendOptions
 from hvd_vs_ddp.backends.compile_support import COMPILED_AUTOGRAD, EAGER, INDUCTOR, MODES
-from hvd_vs_ddp.cli import matrix
+from hvd_vs_ddp.cli import matrix, presets
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.harness import compile_stats, knobs
 from hvd_vs_ddp.results_schema import ThroughputRecord
@@ -92,7 +92,7 @@ def test_compile_knob_sets_go_to_both_sides_and_to_the_loop():
 
 @needs_cxx
 def test_the_compile_preset_cells():
-    ids = {c.id for c in matrix.cells(matrix.preset("compile"))}
+    ids = {c.id for c in matrix.cells(presets.preset("compile"))}
     for n, la in ((1, "single"), (2, "torchrun")):
         assert {f"ddp-gloo-{la}-np{n}", f"ddp-gloo-{la}-np{n}-inductor"} <= ids
     assert {"horovod-single-np1-inductor", "horovod-horovodrun-gloo-np2-inductor",
@@ -100,12 +100,12 @@ def test_the_compile_preset_cells():
             "compute-only-torchrun-np2-inductor"} <= ids
     assert not any("quick" in i or "compiled-autograd" in i for i in ids)
     # the quick preset compiles nothing (its budget has no room for compiles)
-    assert all(c.knob_set == "default" for c in matrix.cells(matrix.preset("quick")))
+    assert all(c.knob_set == "default" for c in matrix.cells(presets.preset("quick")))
 
 
 @needs_cxx
 def test_compile_all_leaves_horovod_out_of_compiled_autograd():
-    preset = dataclasses.replace(matrix.preset("compile"), knob_set="compile-all")
+    preset = dataclasses.replace(presets.preset("compile"), knob_set="compile-all")
     ids = {c.id for c in matrix.cells(preset)}
     assert "ddp-gloo-torchrun-np2-compiled-autograd" in ids
     assert not any(i.startswith("horovod") and "compiled-autograd" in i for i in ids)
@@ -115,7 +115,7 @@ def test_compile_all_leaves_horovod_out_of_compiled_autograd():
 def test_a_backend_asked_for_by_name_that_refuses_every_set_gets_the_line(monkeypatch):
     monkeypatch.setitem(knobs.SETS, "ca-only", (knobs.COMPILE_ALL[2],))
     monkeypatch.setattr(matrix, "SETS", knobs.SETS)
-    preset = dataclasses.replace(matrix.preset("compile"), knob_set="ca-only")
+    preset = dataclasses.replace(presets.preset("compile"), knob_set="ca-only")
     with pytest.raises(InputError, match=r"^--backends horovod: knob set compiled-autograd: "
                                          r"compile mode compiled-autograd refused: "):
         matrix.cells(preset, ["horovod"], [2])

@@ -23,9 +23,10 @@ from pathlib import Path
 import pytest
 
 from hvd_vs_ddp.cli import main, matrix, runner, selftest
+from hvd_vs_ddp.cli.cell import Cell
 from hvd_vs_ddp.common.errors import InputError, UnknownName
 from hvd_vs_ddp.common.log import log
-from hvd_vs_ddp.harness import options, profiling
+from hvd_vs_ddp.harness import option_parsing, options, profiling
 from hvd_vs_ddp.workloads import Param, Workload, check, declare, external, params, registry
 from tests.bad_inputs import cli_status, tree_hash
 from tests.launch import ROOT
@@ -103,19 +104,19 @@ def test_every_built_in_workload_declares_every_parameter_with_a_range():
 ])
 def test_workload_param_is_judged_before_anything_starts(spec, words):
     with pytest.raises(InputError) as err:
-        options.parse_argv(["--workload-param", spec])
+        option_parsing.parse_argv(["--workload-param", spec])
     for w in words:
         assert w in str(err.value), str(err.value)
 
 
 def test_workload_param_reaches_the_ranks_in_canonical_form(tmp_path):
-    given, _ = options.parse_argv(["--workload-param", f"{BENCH}:hidden=8",
+    given, _ = option_parsing.parse_argv(["--workload-param", f"{BENCH}:hidden=8",
                                    "--workload-param", "mlp:lr=1"])
     spec = str((ROOT / BENCH.split(":")[0]).resolve()) + ":make_workload"
     assert given["workload_param"] == (f"{spec}:hidden=8", "mlp:lr=1.0")
     opts = options.SuiteOptions().replace(**given)
     assert opts.workload_params == {spec: {"hidden": 8}, "mlp": {"lr": 1.0}}
-    again, _ = options.parse_argv(opts.to_argv())  # the ranks parse what the runner wrote
+    again, _ = option_parsing.parse_argv(opts.to_argv())  # the ranks parse what the runner wrote
     assert options.SuiteOptions().replace(**again) == opts
 
 
@@ -153,7 +154,7 @@ def test_a_module_found_outside_site_packages_tells_the_ranks_its_folder(monkeyp
 def test_a_spec_has_a_safe_id(spec):
     s = external.slug(spec)
     assert s and all(c.isalnum() or c in "._-" for c in s) and not s.startswith(("-", "."))
-    cell = matrix.Cell("horovod", "horovodrun-gloo", 2, ("throughput",), workload=spec)
+    cell = Cell("horovod", "horovodrun-gloo", 2, ("throughput",), workload=spec)
     assert matrix.check_name(cell.id) == cell.id  # a file name
     assert "/" not in profiling.trace_name("r", spec, "default", 0)
 

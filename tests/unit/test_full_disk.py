@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from hvd_vs_ddp.cli import main as cli
-from hvd_vs_ddp.common import outputs
+from hvd_vs_ddp.common import output_formats
 from hvd_vs_ddp.common.log import log
 from hvd_vs_ddp.common.outputs import Output
 from hvd_vs_ddp.results_schema import FORMAT, WriteError, write_files_atomic, write_json_atomic
@@ -118,11 +118,12 @@ def test_json_write_into_dev_full_keeps_the_old_file(tmp_path):
 
 
 def _marked(out: Output, text: str) -> bytes:
-    return (outputs.text_marker(out.kind, out.inputs) + text).encode()
+    return (output_formats.text_marker(out.kind, out.inputs) + text).encode()
 
 
 def test_a_set_of_files_is_written_all_or_nothing(tmp_path):
-    a, b, c = (Output(tmp_path / n, outputs.REPORT_HTML) for n in ("a.html", "b.md", "c.html"))
+    a, b, c = (Output(tmp_path / n, output_formats.REPORT_HTML)
+               for n in ("a.html", "b.md", "c.html"))
     write_files_atomic({o: _marked(o, f"old {o.path.name}") for o in (a, b, c)})
     old = [o.path.read_bytes() for o in (a, b, c)]
     plant_dev_full(c.path)  # the last of the three fails

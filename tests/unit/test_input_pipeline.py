@@ -18,9 +18,10 @@ import pytest
 import torch
 
 from hvd_vs_ddp.backends import registry as backends
-from hvd_vs_ddp.cli import matrix
+from hvd_vs_ddp.cli import cell_command, matrix, presets
+from hvd_vs_ddp.cli.cell import Cell
 from hvd_vs_ddp.common.errors import InputError
-from hvd_vs_ddp.harness import options
+from hvd_vs_ddp.harness import option_parsing, options
 from hvd_vs_ddp.harness.host_cpu import MAIN, OTHER, HostCpu
 from hvd_vs_ddp.results_schema import ThroughputRecord
 from hvd_vs_ddp.results_schema.errors import ResultsError
@@ -77,7 +78,7 @@ def test_a_user_folder_without_jpegs_and_a_non_image_workload_are_one_line(tmp_p
 
 def test_the_input_modes_are_the_formats():
     assert jpeg_set.INPUT_MODES == INPUT_MODES == ("memory", "jpeg")
-    assert matrix.MEMORY == jpeg_set.MEMORY == "memory"
+    assert presets.MEMORY == jpeg_set.MEMORY == "memory"
 
 
 # -- the loop: waits, workers -----------------------------------------------------------
@@ -179,7 +180,7 @@ def test_a_record_before_the_fields_reads_as_memory():
 
 # -- the matrix axis -------------------------------------------------------------------
 def _quick(inputs, **kw):
-    return dataclasses.replace(matrix.preset("quick"), inputs=inputs, **kw)
+    return dataclasses.replace(presets.preset("quick"), inputs=inputs, **kw)
 
 
 def test_each_timed_cell_gets_a_twin_per_input_mode():
@@ -190,9 +191,9 @@ def test_each_timed_cell_gets_a_twin_per_input_mode():
     assert set(jpeg) == {"ddp-gloo-torchrun-np2-jpeg", "compute-only-torchrun-np2-jpeg"}
     assert jpeg["ddp-gloo-torchrun-np2-jpeg"].suites == ("throughput",)
     assert jpeg["compute-only-torchrun-np2-jpeg"].suites == ("compute",)
-    opts = matrix.cell_options(jpeg["ddp-gloo-torchrun-np2-jpeg"], _quick(("jpeg",)))
+    opts = cell_command.cell_options(jpeg["ddp-gloo-torchrun-np2-jpeg"], _quick(("jpeg",)))
     assert opts.input == ("jpeg",)
-    assert matrix.cell_options(base[0], _quick(("memory",))).input == ("memory",)
+    assert cell_command.cell_options(base[0], _quick(("memory",))).input == ("memory",)
 
 
 def test_without_memory_the_other_suites_still_run_once_and_twins_go():
@@ -204,12 +205,12 @@ def test_without_memory_the_other_suites_still_run_once_and_twins_go():
 
 
 def test_a_cells_input_survives_the_manifest():
-    cell = matrix.Cell("ddp-gloo", "torchrun", 2, ("throughput",), input="jpeg")
+    cell = Cell("ddp-gloo", "torchrun", 2, ("throughput",), input="jpeg")
     entry = CellEntry.pending(**cell.as_dict())
-    assert entry.input == "jpeg" and matrix.Cell.from_dict(entry.to_dict()) == cell
-    plain = matrix.Cell("ddp-gloo", "torchrun", 2, ("throughput",))
+    assert entry.input == "jpeg" and Cell.from_dict(entry.to_dict()) == cell
+    plain = Cell("ddp-gloo", "torchrun", 2, ("throughput",))
     assert "input" not in CellEntry.pending(**plain.as_dict()).to_dict()  # as before
-    assert matrix.Cell.from_dict(CellEntry.pending(**plain.as_dict()).to_dict()) == plain
+    assert Cell.from_dict(CellEntry.pending(**plain.as_dict()).to_dict()) == plain
 
 
 # -- the options -----------------------------------------------------------------------
@@ -222,7 +223,7 @@ def test_the_suite_options_are_checked_up_front():
         options.SuiteOptions(input=("jpeg",), workloads=("gpt",))
     with pytest.raises(InputError, match="unknown pin memory"):
         options.SuiteOptions(pin_memory="yes")
-    given, _ = options.parse_argv("--input jpeg --loader-workers 3")
+    given, _ = option_parsing.parse_argv("--input jpeg --loader-workers 3")
     assert given == {"input": ("jpeg",), "loader_workers": 3}
     with pytest.raises(InputError, match="chosen per cell"):
-        options.refuse_per_cell(given)
+        option_parsing.refuse_per_cell(given)

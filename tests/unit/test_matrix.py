@@ -11,23 +11,24 @@ import sys
 
 import pytest
 
-from hvd_vs_ddp.cli import matrix
+from hvd_vs_ddp.cli import cell_command, matrix, presets
+from hvd_vs_ddp.cli.cell import Cell
 from hvd_vs_ddp.common.checkout import ROOT
 
 
-@pytest.mark.parametrize("preset", sorted(matrix.PRESETS))
+@pytest.mark.parametrize("preset", sorted(presets.PRESETS))
 def test_manifest_entry_gives_back_the_same_cell(preset):
     """--resume rebuilds cells from manifest.json: knob set and suite args included."""
-    cells = matrix.cells(matrix.PRESETS[preset], world_sizes=[1, 2])
+    cells = matrix.cells(presets.PRESETS[preset], world_sizes=[1, 2])
     for cell in cells:
         cell = dataclasses.replace(cell, pytest_args=("--rounds", "3"))
         entry = json.loads(json.dumps(dict(cell.as_dict(), status="failed", error="x")))
-        assert matrix.Cell.from_dict(entry) == cell
-        assert matrix.Cell.from_dict(entry).id == entry["id"]
+        assert Cell.from_dict(entry) == cell
+        assert Cell.from_dict(entry).id == entry["id"]
 
 
 def test_full_preset_has_knob_set_cells_with_their_own_ids():
-    ids = [c.id for c in matrix.cells(matrix.PRESETS["full"], world_sizes=[2])]
+    ids = [c.id for c in matrix.cells(presets.PRESETS["full"], world_sizes=[2])]
     assert len(ids) == len(set(ids))
     assert "horovod-horovodrun-gloo-np2-fp16-compress" in ids
     assert "ddp-gloo-torchrun-np2-bucket1mb" in ids
@@ -42,7 +43,7 @@ def test_run_names_with_path_separators_are_refused():
 
 @pytest.mark.skipif(matrix._gpus() > 0, reason="the CPU-machine matrix")
 def test_quick_on_a_cpu_machine_compares_at_two_ranks_with_single_as_the_reference():
-    quick = matrix.PRESETS["quick"]
+    quick = presets.PRESETS["quick"]
     ids = [c.id for c in matrix.cells(quick)]
     assert [i for i in ids if i.endswith("np1")] == ["single-single-np1"]
     assert not any(i.startswith("dp-") for i in ids)  # DataParallel on a CPU is `single`
@@ -51,13 +52,13 @@ def test_quick_on_a_cpu_machine_compares_at_two_ranks_with_single_as_the_referen
     # asked for by name, a backend runs at one rank even in quick; dp too
     named = [c.id for c in matrix.cells(quick, ["dp", "horovod"], [1])]
     assert named == ["dp-single-np1", "horovod-single-np1"]
-    full = [c.id for c in matrix.cells(matrix.PRESETS["full"], world_sizes=[1])]
+    full = [c.id for c in matrix.cells(presets.PRESETS["full"], world_sizes=[1])]
     assert "horovod-single-np1-default" in full or "horovod-single-np1" in full
 
 
-@pytest.mark.parametrize("preset", sorted(matrix.PRESETS))
+@pytest.mark.parametrize("preset", sorted(presets.PRESETS))
 def test_every_horovod_cell_with_ranks_has_one_timeline_twin(preset):
-    p = matrix.PRESETS[preset]
+    p = presets.PRESETS[preset]
     cells = matrix.cells(p, world_sizes=[1, 2])
     twins = [c for c in cells if c.suites == ("timeline",)]
     if not p.timeline:  # the tune preset: no instrumented twins
@@ -69,7 +70,7 @@ def test_every_horovod_cell_with_ranks_has_one_timeline_twin(preset):
              and "throughput" in c.suites and (c.knob_set == first or c.knob_set in compiling)]
     assert sorted(c.id for c in twins) == sorted(f"{c.id}-timeline" for c in timed)
     assert timed and all(c.backend == "horovod" and c.world_size > 1 for c in twins)
-    assert matrix.cell_options(twins[0], p).horovod_timeline == "auto"
+    assert cell_command.cell_options(twins[0], p).horovod_timeline == "auto"
     assert all(c.suites != ("timeline",) for c in
                matrix.cells(dataclasses.replace(p, timeline=False), world_sizes=[1, 2]))
 
@@ -77,7 +78,7 @@ def test_every_horovod_cell_with_ranks_has_one_timeline_twin(preset):
 def test_a_knob_set_the_backend_cannot_honour_gets_no_cell():
     """PowerSGD over Gloo aborts now and then (hvd_vs_ddp/backends/ddp.py): the tune preset makes no
     ddp-gloo PowerSGD cell rather than one whose every test skips."""
-    ids = [c.id for c in matrix.cells(matrix.PRESETS["tune"], world_sizes=[2])]
+    ids = [c.id for c in matrix.cells(presets.PRESETS["tune"], world_sizes=[2])]
     assert "ddp-gloo-torchrun-np2-ddp-static-graph" in ids
     assert not [i for i in ids if i.startswith("ddp-gloo-") and "powersgd" in i]
 
@@ -86,12 +87,12 @@ def test_a_cells_pytest_loads_pytest_benchmark_and_no_other_installed_plugin():
     """A cell's measurement runs no plugin it did not ask for: hypothesis and xdist are
     installed here (for these tests) and a real pytest with the cell's plugin arguments
     must load neither, but pytest-benchmark."""
-    p = matrix.PRESETS["quick"]
+    p = presets.PRESETS["quick"]
     cell = next(c for c in matrix.cells(p, world_sizes=[1]) if c.backend == "single")
-    argv = matrix.pytest_argv(cell, "plan.json", "out.json")
+    argv = cell_command.pytest_argv(cell, "plan.json", "out.json")
     plugins = argv[argv.index("pytest") + 1:argv.index("pytest") + 1 + len(
-        matrix.CELL_PLUGINS)]
-    assert plugins == list(matrix.CELL_PLUGINS)
+        cell_command.CELL_PLUGINS)]
+    assert plugins == list(cell_command.CELL_PLUGINS)
     out = subprocess.run([sys.executable, "-m", "pytest", *plugins, "-p", "no:cacheprovider",
                           "--collect-only", "--trace-config", "suites/test_throughput.py"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120)

@@ -19,10 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hvd_vs_ddp.backends import registry
-from hvd_vs_ddp.cli import matrix
+from hvd_vs_ddp.cli import cell_command, matrix, presets
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.harness import cell_plan, options
-from hvd_vs_ddp.harness.options import SuiteOptions, flag_of, parse_argv
+from hvd_vs_ddp.harness.option_parsing import parse_argv
+from hvd_vs_ddp.harness.options import SuiteOptions, flag_of
 from hvd_vs_ddp.workloads import registry as workloads
 from tests.launch import ROOT
 
@@ -68,11 +69,11 @@ def test_every_option_is_an_option_of_the_suites():
         assert flag_of(field.name) in out, field.name
 
 
-@pytest.mark.parametrize("preset", sorted(matrix.PRESETS))
+@pytest.mark.parametrize("preset", sorted(presets.PRESETS))
 def test_every_preset_cell_writes_options_the_suites_read(preset):
-    p = matrix.PRESETS[preset]
+    p = presets.PRESETS[preset]
     for cell in matrix.cells(p, world_sizes=[1, 2]):
-        argv = matrix.pytest_argv(cell, "plan.json", "out.json")
+        argv = cell_command.pytest_argv(cell, "plan.json", "out.json")
         targets = [a for a in argv if a.startswith("suites/")]
         assert targets and all(any(t.startswith(s.split("::")[0]) for s in options.SUITES.values())
                                for t in targets)
@@ -81,12 +82,12 @@ def test_every_preset_cell_writes_options_the_suites_read(preset):
         # the cell's options travel in its plan (hvd_vs_ddp/harness/cell_plan.py), which the
         # suites read back as the same options
         assert argv[argv.index("--cell-plan") + 1] == "plan.json"
-        got = matrix.cell_options(cell, p)
+        got = cell_command.cell_options(cell, p)
         assert cell_plan.CellPlan.from_dict(json.loads(json.dumps(
-            matrix.plan(cell, got).to_dict()))).options == got
+            cell_command.plan(cell, got).to_dict()))).options == got
         assert got.backends == (cell.backend if cell.backend != "compute-only" else "single",)
         timeline = "timeline" in cell.suites
-        rounds = min(matrix.TIMELINE_ROUNDS, p.options.rounds) if timeline else p.options.rounds
+        rounds = min(presets.TIMELINE_ROUNDS, p.options.rounds) if timeline else p.options.rounds
         assert (got.rounds, got.max_bytes) == (rounds, p.options.max_bytes)
         assert got.horovod_timeline == ("auto" if timeline else None)
         assert got.knob_set == cell.knob_set

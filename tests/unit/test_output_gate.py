@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from hvd_vs_ddp.cli import main, runner, selftest
-from hvd_vs_ddp.common import outputs
+from hvd_vs_ddp.common import output_formats, outputs
 from hvd_vs_ddp.common.log import log
 from hvd_vs_ddp.common.outputs import Output
 from tests.bad_inputs import cli_status, tree_hash
@@ -218,22 +218,24 @@ def test_a_report_and_a_projection_replace_their_own_earlier_selves(work, monkey
 
 # -- the rules, one by one ----------------------------------------------------------------
 def test_identify_reads_every_kind_from_the_file_itself(work):
-    want = {"a run's manifest": outputs.RUN_MANIFEST, "a cell's results": outputs.CELL_RESULTS,
-            "a run's Horovod timeline": outputs.HOROVOD_TIMELINE,
-            "a run's profiler trace": outputs.PROFILER_TRACE,
-            "the HTML report of another run": outputs.REPORT_HTML,
-            "the Markdown report of another run": outputs.REPORT_MD,
-            "the verdicts.json of another run": outputs.VERDICTS,
-            "a figure of another report": outputs.FIGURE,
-            "a projection of another run": outputs.PROJECTION}
+    want = {"a run's manifest": output_formats.RUN_MANIFEST,
+            "a cell's results": output_formats.CELL_RESULTS,
+            "a run's Horovod timeline": output_formats.HOROVOD_TIMELINE,
+            "a run's profiler trace": output_formats.PROFILER_TRACE,
+            "the HTML report of another run": output_formats.REPORT_HTML,
+            "the Markdown report of another run": output_formats.REPORT_MD,
+            "the verdicts.json of another run": output_formats.VERDICTS,
+            "a figure of another report": output_formats.FIGURE,
+            "a projection of another run": output_formats.PROJECTION}
     for kind, mark in want.items():
-        got = outputs.identify(work / INPUTS[kind])
+        got = output_formats.identify(work / INPUTS[kind])
         assert got is not None and got.kind == mark, (kind, got)
     other = str((work / "runs" / "other").resolve())
-    assert outputs.identify(work / INPUTS["the HTML report of another run"]).inputs == (other,)
+    assert output_formats.identify(
+        work / INPUTS["the HTML report of another run"]).inputs == (other,)
     for kind in ("a cell's log", "a user's JSON", "a user's HTML", "a user's Markdown",
                  "an empty file"):
-        assert outputs.identify(work / INPUTS[kind]) is None, kind
+        assert output_formats.identify(work / INPUTS[kind]) is None, kind
 
 
 def test_a_truncated_manifest_still_marks_its_run(tmp_path):
@@ -243,42 +245,43 @@ def test_a_truncated_manifest_still_marks_its_run(tmp_path):
     (run / "manifest.json").write_text(text[:300])
     assert outputs.enclosing_run(run / "cells" / "x.json") == run.resolve()
     with pytest.raises(outputs.OutputRefused, match="inside the run directory"):
-        outputs.check_one(Output(tmp_path / "run" / "x.json", outputs.PROJECTION, ("a",)))
+        outputs.check_one(Output(tmp_path / "run" / "x.json", output_formats.PROJECTION, ("a",)))
 
 
 def test_the_run_itself_may_write_its_own_files_only(tmp_path):
     run = tmp_path / "run"
     shutil.copytree(FIXTURES / "runs" / "cpu-small", run)
     manifest, results = run / "manifest.json", run / "cells" / f"{ONE_CELL}.json"
-    for out in (Output(manifest, outputs.RUN_MANIFEST), Output(results, outputs.CELL_RESULTS),
-                Output(run / "logs" / f"{ONE_CELL}.log", outputs.CELL_LOG),
-                Output(run / "cells" / "new.json", outputs.CELL_RESULTS)):
+    for out in (Output(manifest, output_formats.RUN_MANIFEST),
+                Output(results, output_formats.CELL_RESULTS),
+                Output(run / "logs" / f"{ONE_CELL}.log", output_formats.CELL_LOG),
+                Output(run / "cells" / "new.json", output_formats.CELL_RESULTS)):
         outputs.check_one(out, owner=run)  # its own: allowed
         with pytest.raises(outputs.OutputRefused, match="inside the run directory"):
             outputs.check_one(out)  # anyone else: refused
     other = tmp_path / "other"
     other.mkdir()
     with pytest.raises(outputs.OutputRefused):  # another run's owner is no owner here
-        outputs.check_one(Output(results, outputs.CELL_RESULTS), owner=other)
+        outputs.check_one(Output(results, output_formats.CELL_RESULTS), owner=other)
     timeline = run / "cells" / "x.horovod-timeline.json"
     shutil.copy(next((FIXTURES / "runs" / "cpu-why" / "cells").glob("*.horovod-timeline.json")),
                 timeline)
     with pytest.raises(outputs.OutputRefused, match="a Horovod timeline, not a cell's results"):
-        outputs.check_one(Output(timeline, outputs.CELL_RESULTS), owner=run)
+        outputs.check_one(Output(timeline, output_formats.CELL_RESULTS), owner=run)
     with pytest.raises(outputs.OutputRefused):  # the manifest only at the top
-        outputs.check_one(Output(run / "cells" / "manifest.json", outputs.RUN_MANIFEST),
+        outputs.check_one(Output(run / "cells" / "manifest.json", output_formats.RUN_MANIFEST),
                           owner=run)
 
 
 def test_a_writer_must_mark_what_it_writes(tmp_path):
     with pytest.raises(ValueError, match="does not carry its marker"):
-        outputs.write_files({Output(tmp_path / "r.html", outputs.REPORT_HTML): b"<p>x</p>"})
+        outputs.write_files({Output(tmp_path / "r.html", output_formats.REPORT_HTML): b"<p>x</p>"})
     assert not list(tmp_path.iterdir())
 
 
 def test_folders_that_cannot_hold_the_output(tmp_path):
     (tmp_path / "afile").write_text("x")
     with pytest.raises(outputs.OutputRefused, match="is a file, not a folder"):
-        outputs.check_one(Output(tmp_path / "afile" / "sub" / "p.json", outputs.PROJECTION))
+        outputs.check_one(Output(tmp_path / "afile" / "sub" / "p.json", output_formats.PROJECTION))
     with pytest.raises(outputs.OutputRefused, match="is a directory"):
-        outputs.check_one(Output(tmp_path, outputs.PROJECTION))
+        outputs.check_one(Output(tmp_path, output_formats.PROJECTION))

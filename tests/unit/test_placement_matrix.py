@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import pytest
 
-from hvd_vs_ddp.cli import matrix
+from hvd_vs_ddp.cli import matrix, presets
 
-FULL = matrix.PRESETS["full"]
+FULL = presets.PRESETS["full"]
 
 
 def test_hosts_place_horovod_gpu_cells_on_other_machines(monkeypatch):

@@ -11,7 +11,7 @@ import pytest
 
 from hvd_vs_ddp.backends.env import detect
 from hvd_vs_ddp.backends.placement import conflicts, place_in
-from hvd_vs_ddp.cli import matrix
+from hvd_vs_ddp.cli import matrix, presets
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.recovery import launch
 from hvd_vs_ddp.recovery.plan import HOST_ENV, Plan
@@ -59,6 +59,6 @@ def test_recovery_with_more_ranks_than_gpus_is_refused(tmp_path, monkeypatch):
     assert launch.commands(Plan(**TORCHRUN), tmp_path, "python", gpus=0)  # CPU: as before
     monkeypatch.setattr(matrix, "_gpus", lambda: 2)  # the host's GPU count, nothing else
     with pytest.raises(InputError, match="recovery at world size 3: .* 2 GPU"):
-        matrix.cells(matrix.preset("recovery"), ["horovod"], [2, 3])
-    assert [c.world_size for c in matrix.cells(matrix.preset("recovery"), ["horovod"],
+        matrix.cells(presets.preset("recovery"), ["horovod"], [2, 3])
+    assert [c.world_size for c in matrix.cells(presets.preset("recovery"), ["horovod"],
                                                [2])] == [2]

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hvd_vs_ddp.common.errors import UnknownName
-from hvd_vs_ddp.projection import against_published, interconnects, validation
+from hvd_vs_ddp.projection import against_published, interconnects, published_rows, validation
 from hvd_vs_ddp.projection.collectives import Cost, Fabric, fit_alpha_beta
 from hvd_vs_ddp.projection.schedule import Grad, StepCompute, buckets, ddp_step, horovod_step
 
@@ -143,7 +143,7 @@ def test_layout_of_a_workload_holds_every_gradient_once():
 
 
 def test_validation_out_of_sample_meets_its_error_and_coverage_goals():
-    rows, pairs = against_published.rows(), against_published.h2h_rows()
+    rows, pairs = published_rows.rows(), published_rows.h2h_rows()
     assert len(rows) >= 30 and len(pairs) >= 20
     for r in rows + pairs:
         assert r["source"] and r["url"].startswith("https://") and r["compute_source"], r["id"]

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from hvd_vs_ddp.projection import against_published as ap
+from hvd_vs_ddp.projection import published_rows as pr
 from hvd_vs_ddp.projection import rows_file, validation
 
 DLE = "NVIDIA DeepLearningExamples PyTorch BERT README"
@@ -38,9 +39,9 @@ def test_each_library_has_published_values_at_256_devices_and_what_the_model_rea
 
 
 def test_nvidias_bert_rows_are_read_as_the_table_states_them():
-    rows = {r["id"]: r for r in ap.rows() if r["source"] == DLE}
+    rows = {r["id"]: r for r in pr.rows() if r["source"] == DLE}
     assert len(rows) == 10
-    tf2 = {r["id"]: r for r in ap.rows() if r["source"] == TF2}
+    tf2 = {r["id"]: r for r in pr.rows() if r["source"] == TF2}
     assert len(tf2) == 18
     # accumulation 2 at 32 nodes: reduced after backward; accumulation 1: as backward goes
     assert tf2["dle-tf2-dgxa100-bert-large-tf32-256gpu"]["reduce_after_backward"] == "yes"
@@ -59,12 +60,12 @@ def test_nvidias_bert_rows_are_read_as_the_table_states_them():
 
 def test_half_precision_gradients_halve_what_ddp_reduces_and_shorten_its_step():
     """Mutation: `_layout` ignoring its `grad_bytes` (every row reducing fp32) fails here."""
-    full, half = ap._layout("bert-large", 256), ap._layout("bert-large", 256, 2)
+    full, half = pr._layout("bert-large", 256), pr._layout("bert-large", 256, 2)
     assert half.grad_bytes * 2 == full.grad_bytes
     assert [g.ready for g in half.grads] == [g.ready for g in full.grads]
-    row = next(r for r in ap.rows() if r["id"] == "dle-bert-large-fp16-phase1-256gpu")
-    fp16 = np.median(ap._single(row, 40).values[0].draws)
-    fp32 = np.median(ap._single({**row, "grad_dtype": ""}, 40).values[0].draws)
+    row = next(r for r in pr.rows() if r["id"] == "dle-bert-large-fp16-phase1-256gpu")
+    fp16 = np.median(pr._single(row, 40).values[0].draws)
+    fp32 = np.median(pr._single({**row, "grad_dtype": ""}, 40).values[0].draws)
     assert fp16 > fp32 * 1.005  # ~0.67 GB less to reduce across 32 nodes, after backward
 
 
@@ -87,9 +88,9 @@ def test_a_gradient_type_the_projection_does_not_know_is_one_line(tmp_path):
 
 def test_a_reduction_after_backward_overlaps_nothing_and_costs_horovod_its_whole_time():
     """Mutation: `_layout` ignoring `after` (gradients ready as backward makes them) fails."""
-    lay = ap._layout("bert-large", 352, 4, True)
+    lay = pr._layout("bert-large", 352, 4, True)
     assert {g.ready for g in lay.grads} == {1.0}
-    row = next(r for r in ap.rows() if r["id"] == "dle-tf2-dgxa100-bert-large-tf32-256gpu")
-    after = np.median(ap._single(row, 40).values[0].draws)
-    during = np.median(ap._single({**row, "reduce_after_backward": "no"}, 40).values[0].draws)
+    row = next(r for r in pr.rows() if r["id"] == "dle-tf2-dgxa100-bert-large-tf32-256gpu")
+    after = np.median(pr._single(row, 40).values[0].draws)
+    during = np.median(pr._single({**row, "reduce_after_backward": "no"}, 40).values[0].draws)
     assert during > after * 1.003

@@ -12,7 +12,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from hvd_vs_ddp.projection import against_published, interconnects
+from hvd_vs_ddp.projection import interconnects, published_rows
 from hvd_vs_ddp.projection.layout import Layout
 from hvd_vs_ddp.projection.model import Inputs, Library, Links, project
 from hvd_vs_ddp.projection.schedule import Grad, StepCompute, horovod_step
@@ -102,7 +102,7 @@ def test_horovods_exposed_host_work_is_stretched_to_the_slowest_rank(optimizer):
 def test_cscs_rows_say_their_optimizer_and_pinning():
     """CSC's table: torch 1.11 on 2022-05-18 (a loop over parameters), torch 2.0.0 after
     (foreach); Horovod's script alone loads unpinned."""
-    rows = [r for r in csv.DictReader(open(against_published.H2H, newline=""))
+    rows = [r for r in csv.DictReader(open(published_rows.H2H, newline=""))
             if r["source"] == "csc-ml-benchmarks"]
     assert rows
     for r in rows:

@@ -15,6 +15,7 @@ import pytest
 from hvd_vs_ddp.common.errors import InputError, UnknownName
 from hvd_vs_ddp.projection import against_published as ap
 from hvd_vs_ddp.projection import architectures, interconnects, rows_file, validation
+from hvd_vs_ddp.projection import published_rows as pr
 
 
 @pytest.mark.parametrize("name, params, tensors", [
@@ -56,8 +57,8 @@ def test_a_validation_row_names_its_model_as_a_paper_does(tmp_path):
     assert [torchvision_name(n) for n in ("ResNet-50", "VGG-16", "Inception-v3",
                                           "ResNeXt-50 32x4d", "ViT-B/16", "bert-large")] == \
         ["resnet50", "vgg16", "inception_v3", "resnext50_32x4d", "vit_b_16", None]
-    assert ap._layout("ResNet-50", 4).grad_bytes == model_layout("resnet50", 4).grad_bytes
-    assert len(ap._layout("bert-large", 4).grads) == 398
+    assert pr._layout("ResNet-50", 4).grad_bytes == model_layout("resnet50", 4).grad_bytes
+    assert len(pr._layout("bert-large", 4).grads) == 398
 
 
 HEADER = "id,model,batch,devices,per_node,intra,inter,compute_ms,ddp,horovod"
@@ -185,7 +186,7 @@ def test_rows_from_elsewhere_are_judged_out_of_sample(tmp_path, capsys):
     """`validation --rows FILE`: published rows not in the repository (head_to_head.csv's
     columns; a model as a paper spells it) are projected with the repository's error and
     judged; a file it cannot use is one line, exit 2."""
-    header, *rows = ap.H2H.read_text().splitlines()
+    header, *rows = pr.H2H.read_text().splitlines()
     mahti = next(r for r in rows if r.startswith("csc-mahti-resnet50-8gpu-synthetic-2023"))
     good = tmp_path / "more.csv"
     good.write_text(header + "\n" + ("new-" + mahti).replace(",resnet50,", ",ResNet-50,")

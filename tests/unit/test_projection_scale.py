@@ -182,12 +182,13 @@ def test_stragglers_make_efficiency_fall_with_n_on_gpu_targets(tmp_path):
 
 def test_the_goal_at_scale_is_judged_in_efficiency_points_per_library():
     from hvd_vs_ddp.projection import against_published as ap
+    from hvd_vs_ddp.projection import published_rows as pr
     from hvd_vs_ddp.projection import validation
 
     def row(source, devices, lib, published, projected, unit="efficiency", to_eff=1.0):
-        v = ap.Value(lib, published, unit, np.array([projected]), (projected, 0, 1),
+        v = pr.Value(lib, published, unit, np.array([projected]), (projected, 0, 1),
                      to_efficiency=to_eff)
-        return ap.Row(f"{source}-{devices}", source, devices, "m", "in", "", (), [v])
+        return pr.Row(f"{source}-{devices}", source, devices, "m", "in", "", (), [v])
 
     rows = [row("a", 512, "horovod", 0.90, 0.93), row("a", 512, "horovod", 0.68, 0.60),
             row("b", 1024, "ddp", 300.0, 290.0, "per_device", 0.0025),  # 75% vs 72.5%

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from hvd_vs_ddp import cli
 from hvd_vs_ddp.cli import runner, selftest
 from hvd_vs_ddp.common.log import log
-from hvd_vs_ddp.harness import options as suite_options
+from hvd_vs_ddp.harness import option_parsing
 from tests.bad_inputs import tree_hash
 from tests.launch import ROOT
 
@@ -66,7 +66,7 @@ ODD = st.one_of(
                      "1,2", "h1:2", "h1:0", "bad_host:2", "runs/earlier", "afile",
                      "nothing-here", "out/r.html", "r.pdf", "0.05", "0.5"]),
     st.text(max_size=10))
-SUITE_FLAGS = [flag for flag, _ in suite_options._declarations()] + [
+SUITE_FLAGS = [flag for flag, _ in option_parsing._declarations()] + [
     "--test-time-limit", "-k", "-x", "--tb", "-p", "--bogus", "--benchmark-json"]
 
 

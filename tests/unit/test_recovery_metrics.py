@@ -144,7 +144,7 @@ def test_recorded_trials(name):
 
 # -- the trial's folder passes the output gate (hvd_vs_ddp/recovery/driver.py claim) ------
 def test_a_trial_folder_is_claimed_through_the_output_gate(tmp_path):
-    from hvd_vs_ddp.common import outputs
+    from hvd_vs_ddp.common import output_formats, outputs
     from hvd_vs_ddp.recovery.driver import PLAN_FILE, claim
 
     mine = tmp_path / "mine"
@@ -159,7 +159,7 @@ def test_a_trial_folder_is_claimed_through_the_output_gate(tmp_path):
     earlier = tmp_path / "earlier"  # an earlier trial's folder: emptied, events and all
     earlier.mkdir()
     PLAN.save(earlier / PLAN_FILE)
-    assert outputs.identify(earlier / PLAN_FILE).kind == outputs.RECOVERY_PLAN
+    assert output_formats.identify(earlier / PLAN_FILE).kind == output_formats.RECOVERY_PLAN
     assert Plan.load(earlier / PLAN_FILE) == PLAN  # the marker is not a plan field
     (earlier / "events").mkdir()
     (earlier / "events" / "1.jsonl").write_text("{}\n")

@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from hvd_vs_ddp.cli import matrix
+from hvd_vs_ddp.cli import cell_command, matrix, presets
 from hvd_vs_ddp.common.errors import InputError
-from hvd_vs_ddp.harness.options import parse_argv
+from hvd_vs_ddp.harness.option_parsing import parse_argv
 from hvd_vs_ddp.recovery.plan import Plan, default_kill_step, hosts_for, path_for
 from tests.launch import ROOT
 
@@ -94,16 +94,16 @@ def test_suite_options_refuse_up_front(argv, words):
 
 
 def test_matrix_refuses_and_launches_recovery_cells_in_one_process():
-    p = matrix.preset("recovery")
+    p = presets.preset("recovery")
     cells = matrix.cells(p)
     assert {(c.backend, c.launcher, c.world_size) for c in cells} == {
         ("horovod", "horovodrun-gloo", 2), ("horovod", "horovodrun-gloo", 3),
         ("ddp-gloo", "torchrun", 2), ("ddp-gloo", "torchrun", 3)}
-    assert all(matrix.launch_as(c) == ("single", 1) and c.id.endswith("-recovery")
+    assert all(cell_command.launch_as(c) == ("single", 1) and c.id.endswith("-recovery")
                for c in cells)
-    argv = matrix.pytest_argv(cells[1], "plan.json", "out.json")
+    argv = cell_command.pytest_argv(cells[1], "plan.json", "out.json")
     assert argv[-2:] == ["--benchmark-json", "out.json"]  # the runner's own, not a user's
-    opts = matrix.cell_options(cells[1], p)
+    opts = cell_command.cell_options(cells[1], p)
     assert opts.recovery_world_size == cells[1].world_size
     assert opts.recovery_workload == "mlp"
     with pytest.raises(InputError, match="ddp-mpi has no elastic path"):

@@ -11,7 +11,8 @@ import json
 import shutil
 from pathlib import Path
 
-from hvd_vs_ddp.cli.matrix import PRESETS, Cell
+from hvd_vs_ddp.cli.cell import Cell
+from hvd_vs_ddp.cli.presets import PRESETS
 from hvd_vs_ddp.cli.runner import Runner, _aggregate, repetitions, schedule
 from hvd_vs_ddp.results_schema import CellEntry, Manifest, Repetition, load_manifest
 

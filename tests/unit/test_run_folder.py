@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hvd_vs_ddp.common import outputs
+from hvd_vs_ddp.common import output_formats, outputs
 from hvd_vs_ddp.common.run_folder import RunFolder, check_output, write_output
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,15 +55,17 @@ def test_make_and_unmake_leave_nothing_of_a_fresh_run(tmp_path):
 def test_the_gate_lets_a_run_write_only_its_own_files(tmp_path):
     run, other = RunFolder(tmp_path / "r"), RunFolder(tmp_path / "s")
     run.make()
-    run.write_json(run.manifest, outputs.RUN_MANIFEST, {"format": outputs.RUN_MANIFEST})
+    run.write_json(run.manifest, output_formats.RUN_MANIFEST,
+                   {"format": output_formats.RUN_MANIFEST})
     assert run.is_run() and RunFolder.enclosing(run.results("a")) == RunFolder(run.root)
-    run.check((run.results("a"), outputs.CELL_RESULTS), (run.log("a"), outputs.CELL_LOG))
-    check_output(run.results("a"), outputs.CELL_RESULTS, run.root)  # a rank of this run
+    run.check((run.results("a"), output_formats.CELL_RESULTS),
+              (run.log("a"), output_formats.CELL_LOG))
+    check_output(run.results("a"), output_formats.CELL_RESULTS, run.root)  # a rank of this run
     with pytest.raises(outputs.OutputRefused):  # another run's writer
-        other.check((run.results("a"), outputs.CELL_RESULTS))
+        other.check((run.results("a"), output_formats.CELL_RESULTS))
     with pytest.raises(outputs.OutputRefused):  # a rank not given --run-dir
-        check_output(run.results("a"), outputs.CELL_RESULTS, None)
+        check_output(run.results("a"), output_formats.CELL_RESULTS, None)
     with pytest.raises(outputs.OutputRefused):  # a log is not a cell's results
-        run.check((run.log("a"), outputs.CELL_RESULTS))
+        run.check((run.log("a"), output_formats.CELL_RESULTS))
     with pytest.raises(outputs.OutputRefused):
-        write_output(run.manifest, outputs.RECOVERY_TRIAL, {}, run.root)
+        write_output(run.manifest, output_formats.RECOVERY_TRIAL, {}, run.root)

@@ -12,7 +12,8 @@ import pytest
 
 from hvd_vs_ddp.backends.base import BackendOptions
 from hvd_vs_ddp.backends.horovod import AUTOTUNE_BUDGET, fusion_conflict, init_env
-from hvd_vs_ddp.cli import matrix
+from hvd_vs_ddp.cli import cell_command, matrix, presets
+from hvd_vs_ddp.cli.cell import Cell
 from hvd_vs_ddp.cli.runner import schedule
 from hvd_vs_ddp.common.horovod_autotune import AutotuneLogError, parse, read
 from hvd_vs_ddp.harness import tuning
@@ -131,7 +132,7 @@ def test_a_second_horovod_setting_in_one_process_is_refused(monkeypatch):
 
 
 def test_tune_preset_cells():
-    cells = matrix.cells(matrix.preset("tune"))
+    cells = matrix.cells(presets.preset("tune"))
     ids = [c.id for c in cells]
     assert len(ids) == len(set(ids)) and all(c.world_size == 2 for c in cells)
     assert {c.launcher for c in cells} == {"torchrun", "horovodrun-gloo"}
@@ -143,13 +144,13 @@ def test_tune_preset_cells():
     for c in auto:
         src = f"horovod-horovodrun-gloo-np2-hvd-autotune-{c.workload}"
         assert c.pytest_args == ("--horovod-autotuned-from", src) and src in ids
-        assert matrix.cell_options(c, matrix.preset("tune")).workloads == (c.workload,)
-    assert matrix.Cell.from_dict(auto[0].as_dict()) == auto[0]
+        assert cell_command.cell_options(c, presets.preset("tune")).workloads == (c.workload,)
+    assert Cell.from_dict(auto[0].as_dict()) == auto[0]
     assert {k.name for k in SETS["tune"]} == {k.name for k in TUNE}
 
 
 def test_autotune_cells_run_once_and_first():
-    cells = matrix.cells(matrix.preset("tune"))
+    cells = matrix.cells(presets.preset("tune"))
     order = schedule(cells, 2, seed=3)
     first = [t for t in order if t.endswith(".r1")]
     assert all("hvd-autotune-" in t for t in first[:2])

@@ -1,0 +1,49 @@
+"""One cell of the comparison matrix: what it runs, and its id.
+
+A cell is one pytest run of the suites for one backend, under one launcher, at one world
+size (hvd_vs_ddp/cli/matrix.py lays them out). `Cell.id` names it everywhere (its
+results file, its log, its plan, a report's rows); `as_dict` is its manifest entry and
+`from_dict` reads it back (a resumed run's cells, hvd_vs_ddp/results_schema/manifest.py).
+
+    from hvd_vs_ddp.cli.cell import Cell
+    Cell("ddp-gloo", "torchrun", 2, ("throughput",)).id     # 'ddp-gloo-torchrun-np2'
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from hvd_vs_ddp.cli.presets import MEMORY
+from hvd_vs_ddp.workloads.external import slug as workload_slug
+
+
+@dataclass(frozen=True)
+class Cell:
+    backend: str          # a backend name, or "compute-only"
+    launcher: str
+    world_size: int
+    suites: tuple[str, ...]
+    pytest_args: tuple[str, ...] = ()
+    knob_set: str = "default"
+    workload: str | None = None  # one workload only (Horovod autotune: one per process)
+    input: str = MEMORY  # the throughput suite's input pipeline (--input)
+
+    @property
+    def id(self) -> str:
+        tail = "" if self.knob_set == "default" else f"-{self.knob_set}"
+        tail += f"-{workload_slug(self.workload)}" if self.workload else ""
+        tail += "" if self.input == MEMORY else f"-{self.input}"
+        tail += "-timeline" if "timeline" in self.suites else ""
+        tail += "-recovery" if "recovery" in self.suites else ""
+        return f"{self.backend}-{self.launcher}-np{self.world_size}{tail}"
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["id"] = self.id
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Cell":
+        """The cell a manifest entry (as_dict() plus status fields) describes."""
+        return cls(d["backend"], d["launcher"], int(d["world_size"]), tuple(d["suites"]),
+                   tuple(d.get("pytest_args", ())), d.get("knob_set", "default"),
+                   d.get("workload"), d.get("input") or MEMORY)
