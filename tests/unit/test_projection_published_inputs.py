@@ -125,7 +125,7 @@ def test_rows_of_one_library_say_none_for_the_other(tmp_path, capsys):
     """`validation --rows FILE` with one library's rows (published.csv's columns): the
     other library's error is "none (no value)", not a median of nothing ("nan%", numpy's
     warning)."""
-    header, *rows = ap.DATA.read_text().splitlines()
+    header, *rows = pr.DATA.read_text().splitlines()
     ddp = next(r for r in rows if r.split(",")[1] == "ddp")
     one = tmp_path / "one.csv"
     one.write_text(header + "\n" + "new-" + ddp + "\n")
