@@ -6,9 +6,11 @@ thread, each library's own threads (DDP's Gloo threads, `gloo_tcp_loop` and
 Gloo or MPI threads), torch's intra-op threads, and the DataLoader's worker processes
 that decode and augment the input. `HostCpu` reads, at the start and the end of the
 timed rounds, the CPU seconds (user + system, psutil) of the rank's process, of each of
-its threads (by its kernel name, /proc/self/task/TID/comm) and of each loader worker,
-and gives each in cores: CPU seconds / wall seconds of the window. A core's worth of
-work is 1.0; on a host with C cores and R ranks, each rank has C / R to share.
+its threads (by its kernel name, /proc/self/task/TID/comm) and of each loader worker
+(the process's own total from its CPU-time clock, exact over a window of milliseconds;
+the threads' and workers' from /proc, in 10 ms ticks), and gives each in cores: CPU
+seconds / wall seconds of the window. A core's worth of work is 1.0; on a host with C
+cores and R ranks, each rank has C / R to share.
 
     cpu = HostCpu(trainer.loader_pids); cpu.start(); ...timed steps...; usage = cpu.stop()
     python -m hvd_vs_ddp.harness.host_cpu          # this process's threads, busy for 1 s
@@ -68,7 +70,7 @@ class HostCpu:
         return out
 
     def start(self) -> None:
-        self._start = (time.perf_counter(), _cpu(self.proc.cpu_times()), self._threads(),
+        self._start = (time.perf_counter(), time.process_time(), self._threads(),
                        self._loaders())
 
     def stop(self) -> dict:
@@ -78,7 +80,10 @@ class HostCpu:
             raise RuntimeError("HostCpu.stop() before start()")
         t0, cpu0, threads0, loaders0 = self._start
         wall = max(time.perf_counter() - t0, 1e-9)
-        cpu1, threads1, loaders1 = _cpu(self.proc.cpu_times()), self._threads(), self._loaders()
+        # the process's own CPU from its CPU-time clock (nanoseconds): /proc's counters,
+        # which the threads and loaders are read from, tick every 10 ms, and a short
+        # window (2 steps of a small model) read them as 0 cores
+        cpu1, threads1, loaders1 = time.process_time(), self._threads(), self._loaders()
         pid, pname = self.proc.pid, self.proc.name()
         groups: dict[str, float] = {}
         for tid, (name, used) in threads1.items():

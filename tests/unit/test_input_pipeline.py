@@ -123,6 +123,19 @@ def _spin(seconds: float) -> None:
         pass
 
 
+def test_host_cpu_of_a_window_of_milliseconds_is_not_zero():
+    """The process's CPU over a window shorter than /proc's 10 ms tick (a tiny suite's
+    2 steps): read in ticks it was 0 cores (or a whole tick, 2 cores), which failed
+    test_suites_under_launcher[single-np1] once in a fresh clone."""
+    windows = []
+    for _ in range(5):  # read in ticks, five 2 ms windows were all nonzero ~1 time in 3000
+        cpu = HostCpu()
+        cpu.start()
+        _spin(0.002)
+        windows.append(cpu.stop()["host_cpu_cores"])
+    assert all(cores > 0 for cores in windows), windows
+
+
 def test_host_cpu_tells_main_thread_other_threads_and_loader_workers_apart():
     ctx = multiprocessing.get_context("fork")
     child = ctx.Process(target=_spin, args=(1.5,))
