@@ -25,7 +25,6 @@ stay within its 12 minutes; `scripts/test.sh --extended` runs them and .ci/run r
 from __future__ import annotations
 
 import os
-from pathlib import PurePosixPath
 from typing import Any
 
 import pytest
@@ -113,11 +112,4 @@ def _keep(config: pytest.Config, items: list[pytest.Item], marker: str, marked: 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Each test is a unit of its own, except the files of ONE_WORKER (together one
     unit) and of WHOLE_FILE (a unit each)."""
-    def unit_of(nodeid: str) -> str:
-        path = nodeid.split("::", 1)[0]
-        name = PurePosixPath(path).name
-        if name in ONE_WORKER:
-            return "shared-jobs"
-        return path if name in WHOLE_FILE else nodeid
-
-    return grouped(config, log, unit_of)
+    return grouped(config, log, {"shared-jobs": ONE_WORKER}, WHOLE_FILE)

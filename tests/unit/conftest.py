@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import os
-from pathlib import PurePosixPath
 from typing import Any
 
 import pytest
@@ -48,11 +47,4 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     --loadscope-reorder)."""
     if not _under_unit(config) or config.getoption("dist") not in ("load", "loadscope"):
         return None
-    def unit_of(nodeid: str) -> str:
-        path = nodeid.split("::", 1)[0]
-        name = PurePosixPath(path).name
-        if name in PROJECTION_ROWS:
-            return "projection-rows"
-        return path if name in WHOLE_FILE else nodeid
-
-    return grouped(config, log, unit_of)
+    return grouped(config, log, {"projection-rows": PROJECTION_ROWS}, WHOLE_FILE)
