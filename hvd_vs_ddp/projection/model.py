@@ -227,19 +227,26 @@ def _pageable_input(inputs: Inputs, lib: Library, step: Step, terms: Drawn) -> S
     """A batch copied from pageable host memory (terms.py 'pageable input'): the stream
     is synchronised before the copy, so the GPU waits for the copy and, for DDP, whose
     CPU was ahead, for the launches that start the next step (the host tail's fixed
-    part; Horovod's is charged already)."""
+    part; Horovod's is charged already). Horovod's GPU also waits for the main thread
+    to receive the batch from the loader's workers (terms.py 'unpinned hand-off'),
+    which DDP's CPU does ahead of its GPU."""
     copy = inputs.input_bytes * inputs.batch / terms.pageable_bytes_per_s
+    parts = {"pageable input": copy}
     if lib.kind == catalog.DDP:
-        copy += terms.host_tail_fixed_s
-    return replace(step, step_s=step.step_s + copy, exposed_s=step.exposed_s + copy,
-                   terms={**step.terms, "pageable input": copy})
+        parts["pageable input"] += terms.host_tail_fixed_s
+    else:
+        parts["unpinned hand-off"] = terms.unpinned_handoff_s
+    extra = sum(parts.values())
+    return replace(step, step_s=step.step_s + extra, exposed_s=step.exposed_s + extra,
+                   terms={**step.terms, **parts})
 
 
 def exposed_host_s(step: Step) -> float:
     """The host work a rank does while its GPU waits (issue 51): Horovod's walk over its
-    last handles and its host tail, a pageable input copy."""
+    last handles and its host tail, a pageable input copy and its batch's hand-off."""
     return sum(step.terms.get(k, 0.0) for k in ("synchronize", "host tail",
-                                                "pageable input"))
+                                                "pageable input",
+                                                "unpinned hand-off"))
 
 
 def residual(inputs: Inputs, lib: Library, local: int) -> float:

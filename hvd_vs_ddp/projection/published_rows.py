@@ -36,8 +36,10 @@ CONFIG_FIELDS = ("source", "library", "model", "batch", "devices", "per_node", "
                  "optimizer", "unpinned", "grad_dtype", "reduce_after_backward")
 # issue 51: a row's optimizer implementation (`optimizer`: "foreach", torch >= 2.0's
 # default on CUDA, or "loop"; empty: "loop", the rows that predate torch 2.0 and the
-# host tail as it was first charged) and the libraries whose script copies each batch
-# from pageable memory (`unpinned`: "horovod", "ddp", "ddp horovod"; empty: none)
+# host tail as it was first charged) and the libraries whose script loads unpinned: the
+# main thread receives each batch from the workers and copies it from pageable memory
+# (`unpinned`: "horovod", "ddp", "ddp horovod"; empty: none; terms.py 'pageable input',
+# 'unpinned hand-off')
 ROW_OPTIMIZER = "loop"
 
 

@@ -155,12 +155,13 @@ def test_validation_out_of_sample_meets_its_error_and_coverage_goals():
     # issue 29's goals that the model meets, out of sample (docs/projection.md)
     assert max(s["median_abs_error"].values()) <= against_published.GOAL, validation.goals_line(s)
     assert s["coverage"] >= against_published.GOAL_COVERAGE, validation.goals_line(s)
-    # the projected ratios' measurement bands hold the published ratios; the verdict
-    # agreement goal itself is not met (docs/projection.md: Puhti's 2023 rows stay
-    # inconclusive, three of Bagua's contradict each other); what it reaches is held
-    # (issue 51's second round: 61%, 14 firm and agreeing, Puhti 2022 among them)
+    # the projected ratios' measurement bands hold the published ratios, and the verdicts
+    # agree on 80% of the rows (issue 51's fifth round, the unpinned hand-off: 20 of 23
+    # firm and agreeing; the three that do not are Bagua's 16-GPU figure and its
+    # contradictory pair; docs/projection.md says how narrow the window is)
     assert s["ratio_coverage"] >= against_published.GOAL_COVERAGE, validation.goals_line(s)
-    assert s["verdict_agreement"] >= 0.6 and s["firm_agree"] >= 14, validation.goals_line(s)
+    assert s["verdict_agreement"] >= against_published.GOAL_AGREEMENT, validation.goals_line(s)
+    assert s["firm_agree"] >= 20, validation.goals_line(s)
 
 
 def test_every_head_to_head_row_reports_both_errors_and_a_verdict():
