@@ -5,14 +5,17 @@ about 1-2 ms a step on both of its clusters (docs/projection.md, CSC row by row)
 Horovod script loads with `pin_memory=False` and its step ends in `synchronize()`, so
 the next batch's hand-off and its copy from pageable memory are on the GPU's critical
 path; its DDP script pins in the loader's thread, off that path. This measures, on this
-host, the two host parts of that hand-off for a batch as the scripts make it (32 fp32
+host, the three host parts of that hand-off for a batch as the scripts make it (32 fp32
 images of 3 x 224 x 224, from `num_workers` worker processes):
 
 - `next(loader)` when the workers are already ahead (queue get, the shared-memory
   file descriptor passed and mapped, unpickling): the hand-off alone;
 - a first read of the batch just received (a memcpy into a warm buffer, as the CUDA
   driver's staging copy reads it) against the same memcpy from a warm buffer: what
-  the freshly mapped pages add over the warm-buffer rate a bandwidth test reports.
+  the freshly mapped pages add over the warm-buffer rate a bandwidth test reports;
+- the release of the previous batch (`images = images.cuda()` rebinds the name, so the
+  main thread drops the last reference to the worker's shared memory: the mapping is
+  torn down and its pages freed) while the GPU waits for the next step's launches.
 
     python scripts/measure_loader_handoff.py [--steps 60] [--workers 2] [--batch 32] [--gap-ms 200]
         [--sharing file_descriptor|file_system]
@@ -62,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     warm_src.fill_(1.0)
     dst = torch.empty_like(warm_src)
     dst.copy_(warm_src)
-    handoff, fresh, warm = [], [], []
+    handoff, fresh, warm, release = [], [], [], []
+    held: list = []  # the previous batch, until the next one has arrived
     for step in range(args.steps + 5):
         time.sleep(args.gap_ms / 1e3)  # the workers get ahead, as while a GPU step runs
         t0 = time.perf_counter()
@@ -72,14 +76,20 @@ def main(argv: list[str] | None = None) -> int:
         t2 = time.perf_counter()
         dst.copy_(warm_src)  # the same bytes from a warm buffer
         t3 = time.perf_counter()
+        held.clear()  # the last reference to the previous batch's shared memory
+        t4 = time.perf_counter()
+        held.append(images)
+        del images
         if step >= 5:
             handoff.append(1e3 * (t1 - t0))
             fresh.append(1e3 * (t2 - t1))
             warm.append(1e3 * (t3 - t2))
+            release.append(1e3 * (t4 - t3))
     mb = warm_src.numel() * 4 / 1e6
     for name, xs in (("next(loader), workers ahead", handoff),
                      (f"first read of the new batch ({mb:.1f} MB)", fresh),
-                     ("same memcpy from a warm buffer", warm)):
+                     ("same memcpy from a warm buffer", warm),
+                     ("release of the previous batch", release)):
         q = statistics.quantiles(xs, n=4)
         print(f"{name:44s} median {statistics.median(xs):7.3f} ms  "
               f"[{q[0]:.3f}-{q[2]:.3f}], least {min(xs):.3f}")
@@ -87,6 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     least = min(f - w for f, w in zip(fresh, warm, strict=True))
     print(f"first read's excess over the warm memcpy: median {extra:.3f} ms, least "
           f"{least:.3f} ms ({1e3 * extra / mb:.0f} and {1e3 * least / mb:.0f} µs per MB)")
+    total = [h + (f - w) + r for h, f, w, r in zip(handoff, fresh, warm, release,
+                                                    strict=True)]
+    print(f"on the main thread beyond a warm pageable copy (hand-off + first-read excess + "
+          f"release): median {statistics.median(total):.3f} ms, least {min(total):.3f} ms")
     return 0
 
 
