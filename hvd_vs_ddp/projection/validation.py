@@ -10,6 +10,8 @@ the Markdown tables docs/projection.md carries, projection.json's `validation` b
     python -m hvd_vs_ddp.projection.validation --markdown  # as docs/projection.md carries it
     python -m hvd_vs_ddp.projection.validation --variants  # each way of carrying the error
     python -m hvd_vs_ddp.projection.validation --rows more.csv  # your own published rows
+    python -m hvd_vs_ddp.projection.validation --term unpinned_handoff_us=550:1100
+                                   # the goals with one term's range replaced (repeatable)
 
 `--rows FILE`: further published rows, in head_to_head.csv's columns (or published.csv's,
 with a `library` column), judged as new results are: projected with the model error of
@@ -21,11 +23,13 @@ empty is today's default (published_rows.DEFAULTS). A file it cannot use is one 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
+from hvd_vs_ddp.common.cache import OFF as CACHE_OFF
 from hvd_vs_ddp.common.errors import EXIT_BAD_INPUT
-from hvd_vs_ddp.projection import MIN_DRAWS, rows_file
+from hvd_vs_ddp.projection import MIN_DRAWS, rows_file, terms
 from hvd_vs_ddp.projection.against_published import (
     GOAL,
     GOAL_AGREEMENT,
@@ -182,9 +186,21 @@ def main(argv: list[str] | None = None) -> int:
                     help="the goal figures under each way of carrying the model's error")
     ap.add_argument("--rows", type=Path, help="a CSV of further published rows "
                     "(head_to_head.csv's columns), judged with the repository's error")
+    ap.add_argument("--term", action="append", default=[], metavar="NAME=LOW:HIGH",
+                    help="replace a term's range (its unit as `python -m "
+                    "hvd_vs_ddp.projection.terms` lists it) and judge every row again: "
+                    "how the goals move with it; nothing is kept on disk")
     args = ap.parse_args(argv)
     if args.draws < MIN_DRAWS:
         ap.error(f"--draws: at least {MIN_DRAWS} (a 95% band needs draws in both tails)")
+    for spec in args.term:
+        try:
+            t = terms.set_range(spec)
+        except ValueError as exc:
+            ap.error(f"--term: {exc}")
+        print(f"term {t.name}: {t.low:g}-{t.high:g} {t.unit} (replaced for this run)")
+    if args.term:  # the kept rows were projected with the ranges in the code
+        os.environ["HVD_VS_DDP_CACHE"] = CACHE_OFF
     if args.rows:
         try:
             judged = judge_file(args.rows, args.draws, args.margin)

@@ -218,3 +218,34 @@ def test_one_node_calibration_keeps_shared_hypotheses_and_reproduces_the_node():
     more = {(p.library, p.devices): p for p in project(inputs, [4, 64], draws=100)}
     for lib in measured:
         assert more[lib, 64].step_s.median >= more[lib, 4].step_s.median
+
+
+def test_every_settable_terms_range_reaches_the_draws():
+    """`validation --term NAME=LOW:HIGH` replaces a term's range: each term it accepts
+    must be one the draws read (a range nothing reads would change no figure while the
+    line says it was replaced); the others are refused with the line naming where
+    their range comes from."""
+    import dataclasses
+
+    from hvd_vs_ddp.projection import terms
+
+    def drawn(controller: str, optimizer: str) -> tuple:
+        d = terms.draw(np.random.default_rng(1), "nvlink3", controller=controller,
+                       inter="ib-hdr", optimizer=optimizer)
+        return dataclasses.astuple(d) + (terms.core_wait(0, 1),)
+
+    for name in terms.SETTABLE:
+        kept = terms.TERMS[name]
+        before = {(c, o): drawn(c, o) for c in terms.CONTROLLERS for o in terms.OPTIMIZERS}
+        try:
+            t = terms.set_range(f"{name}={kept.high * 3 + 1}:{kept.high * 3 + 1}")
+            assert t.low == t.high == kept.high * 3 + 1
+            after = {k: drawn(*k) for k in before}
+        finally:
+            terms.TERMS[name] = kept
+        assert after != before, name
+    for bad, words in (("nope=1:2", "unknown term"), ("rank_jitter=1:2", "set elsewhere"),
+                       ("contention=0.3", "NAME=LOW:HIGH"), ("contention=2:1", "LOW <= HIGH"),
+                       ("contention=nan:1", "LOW <= HIGH")):
+        with pytest.raises(ValueError, match=words):
+            terms.set_range(bad)
