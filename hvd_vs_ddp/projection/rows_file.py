@@ -19,7 +19,13 @@ time. Library settings left out are today's defaults (against_published.DEFAULTS
 (it casts the model, as NVIDIA's BERT does with --allreduce_post_accumulation_fp16); empty
 or fp32: the layout's fp32 gradients. `reduce_after_backward` (optional): yes where the
 script reduces the gradients in a step of their own after backward (no overlap), no or
-empty where each is reduced as backward makes it.
+empty where each is reduced as backward makes it. The settings that say how the
+study's scripts ran, each optional (empty: the default named first), in any case:
+`controller` (Horovod's: mpi, gloo), `nccl_avg` (NCCL >= 2.10 averaging: yes, no),
+`ready_wait` (Horovod's wait for the gradients: gpu, cpu), `algorithm` (auto, ring, tree,
+hierarchical), `optimizer` (loop, foreach: torch's multi-tensor kernels, its default on
+CUDA since 2.0), `unpinned` (the libraries whose script loads with pin_memory=False:
+ddp, horovod, both or none). A row of one library names it in `library` (ddp, horovod).
 """
 from __future__ import annotations
 
@@ -27,6 +33,8 @@ import csv
 import math
 import re
 from pathlib import Path
+
+from hvd_vs_ddp.projection.collectives import ALGORITHMS
 
 # Column names people use for head_to_head.csv's own (after lower case, '_' for spaces)
 ALIASES = {"gpus": "devices", "num_gpus": "devices", "batch_size": "batch",
@@ -46,6 +54,12 @@ UNITS = {"samples/s": "samples_per_s", "samples_s": "samples_per_s",
          "samples/s/device": "samples_per_s_per_device", "time_to_result": "time",
          "seconds": "time", "s": "time", "minutes": "time", "hours": "time",
          "efficiency": "scaling_efficiency"}
+# The settings a row may name, in any case; the first is the default where it is empty
+CHOICES = {"controller": ("mpi", "gloo"), "nccl_avg": ("yes", "no"),
+           "ready_wait": ("gpu", "cpu"), "algorithm": ALGORITHMS,
+           "optimizer": ("loop", "foreach")}
+UNPINNED = {"": "", "none": "", "no": "", "ddp": "ddp", "horovod": "horovod",
+            "both": "ddp horovod"}
 # `grad_dtype`: the gradients' type the script reduces (empty: fp32) -> bytes per element
 GRAD_BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2}
 PAIR = ("ddp", "horovod")  # a head-to-head row's published values
@@ -90,6 +104,24 @@ def _checked(row: dict, line: int, decimal_comma: bool) -> dict:
             kind = "a whole number" if integer else "a number"
             raise RowsError(f"line {line}: {col} must be {kind} > 0, not {text!r}")
         out[col] = str(int(value)) if integer else repr(value)
+    library = (row.get("library") or "").strip().lower()
+    if values == SINGLE:
+        if library not in PAIR:
+            raise RowsError(f"line {line}: library {row['library']!r} is not one of "
+                            f"{', '.join(PAIR)}")
+        out["library"] = library
+    for col, choices in CHOICES.items():
+        text = (row.get(col) or "").strip().lower()
+        if text and text not in choices:
+            raise RowsError(f"line {line}: {col} {row[col]!r} is not one of "
+                            f"{', '.join(choices)}")
+        out[col] = text
+    words = re.split(r"[\s,+/&]+|\band\b", (row.get("unpinned") or "").strip().lower())
+    try:
+        out["unpinned"] = " ".join(sorted({w for x in words for w in UNPINNED[x].split()}))
+    except KeyError:
+        raise RowsError(f"line {line}: unpinned {row['unpinned']!r} is not one of ddp, "
+                        "horovod, both, none") from None
     dtype = (row.get("grad_dtype") or "").strip().lower()
     if dtype and dtype not in GRAD_BYTES:
         raise RowsError(f"line {line}: grad_dtype {row['grad_dtype']!r} is not one of "

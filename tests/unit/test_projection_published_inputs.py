@@ -121,6 +121,45 @@ def test_a_bad_value_in_a_rows_file_is_one_line_naming_it(tmp_path, line, error)
         rows_file.read(f)
 
 
+@pytest.mark.parametrize("column, value, error", [
+    ("optimizer", "sgd", "line 2: optimizer 'sgd' is not one of loop, foreach"),
+    ("unpinned", "yes", "line 2: unpinned 'yes' is not one of ddp, horovod, both, none"),
+    ("controller", "nccl", "line 2: controller 'nccl' is not one of mpi, gloo"),
+    ("nccl_avg", "true", "line 2: nccl_avg 'true' is not one of yes, no"),
+    ("ready_wait", "host", "line 2: ready_wait 'host' is not one of gpu, cpu"),
+    ("algorithm", "bruck", "line 2: algorithm 'bruck' is not one of auto, ring, tree")])
+def test_a_rows_setting_it_cannot_read_is_one_line_not_a_default(tmp_path, column, value,
+                                                                 error):
+    """A study's setting the model reads (optimizer, pinning, controller...) that it does
+    not know is an error naming it, not silently today's default."""
+    f = tmp_path / "rows.csv"
+    f.write_text(f"{HEADER},{column}\n{MAHTI},{value}\n")
+    with pytest.raises(rows_file.RowsError, match=re.escape(error)):
+        rows_file.read(f)
+
+
+def test_a_rows_settings_and_library_are_read_in_any_case(tmp_path):
+    """'DDP', 'Foreach', 'Horovod' and 'both' as people write them: read as the model's
+    names (a library of 'DDP' was projected as Horovod: anything but "ddp" was)."""
+    f = tmp_path / "rows.csv"
+    f.write_text(f"{HEADER},optimizer,unpinned\n{MAHTI},Foreach,Horovod\n"
+                 f"{MAHTI},LOOP,both\n{MAHTI},,None\n")
+    got = [(r["optimizer"], r["unpinned"]) for r in rows_file.read(f)]
+    assert got == [("foreach", "horovod"), ("loop", "ddp horovod"), ("", "")]
+    header, *rows = pr.DATA.read_text().splitlines()
+    ddp = next(r for r in rows if r.split(",")[1] == "ddp")
+    one = tmp_path / "one.csv"
+    one.write_text(header + "\n" + "new-" + ddp.replace(",ddp,", ",DDP,", 1) + "\n")
+    (row,) = rows_file.read(one)
+    assert row["library"] == "ddp"
+    (judged,) = ap.judge_file(one, draws=40)
+    assert [v.library for v in judged.values] == ["ddp"]
+    bad = tmp_path / "bad.csv"
+    bad.write_text(header + "\n" + "new-" + ddp.replace(",ddp,", ",pytorch,", 1) + "\n")
+    with pytest.raises(rows_file.RowsError, match="library 'pytorch' is not one of ddp"):
+        rows_file.read(bad)
+
+
 def test_rows_of_one_library_say_none_for_the_other(tmp_path, capsys):
     """`validation --rows FILE` with one library's rows (published.csv's columns): the
     other library's error is "none (no value)", not a median of nothing ("nan%", numpy's
