@@ -165,7 +165,7 @@ TERMS = {t.name: t for t in (
          "below the pinned PCIe rate (about 12 GB/s PCIe 3, 25 GB/s PCIe 4) and bounded "
          "by one thread's memcpy; per PCIe generation below; " + _ASSUMED,
          "from --intra-node (the GPU's PCIe generation)"),
-    Term("unpinned_handoff_us", "horovod", 1100, 2200, "µs of CPU per batch",
+    Term("unpinned_handoff_us", "horovod", 1100, 2200, "µs of the main thread per batch",
          "a batch received unpinned: the main thread takes it from the loader's result "
          "queue, unpickles it and, for each of its tensors, fetches the worker's "
          "shared-memory descriptor over an authenticated connection and maps it; with "
@@ -174,10 +174,10 @@ TERMS = {t.name: t for t in (
          "thread, else the main thread, calls _get_data), torch/multiprocessing/"
          "reductions.py rebuild_storage_fd, multiprocessing/resource_sharer.py "
          "DupFd.detach; measured here, idle: `next(loader)` for 32 fp32 images and "
-         "their labels took 1.1-1.5 ms of the main thread's CPU and 2.0-2.2 ms of wall "
-         "time in the median, the same with 1, 2 and 4 workers and 0.05-0.3 s between "
-         "batches (scripts/measure_loader_handoff.py); the range is the least CPU "
-         "time to the median wall time. The freshly mapped pages' first read and the "
+         "their labels took 1.45-1.50 ms of the main thread's CPU (1.1-1.3 the least) and "
+         "2.0-2.2 ms of wall time in the median, the same with 1, 2 and 4 workers and "
+         "0.05-0.3 s between batches (scripts/measure_loader_handoff.py); the range is "
+         "the least CPU time to the median wall time. The freshly mapped pages' first read and the "
          "previous batch's release are not charged: their cost is the kernel's "
          "page work, set by the host (docs/projection.md)",
          "the `unpinned` column (published rows)"),
