@@ -97,8 +97,9 @@ def judged(preset: Preset, backends: list[str] | None = None,
     backend or launcher is missing here is kept with its verdict (the run request leaves
     it out with a note, or refuses it)."""
     gpus = _gpus()
-    where = cell_verdict.here(gpus, hosts, (k.compile for k in _knob_sets(preset, gpus)))
-    for k in _knob_sets(preset, gpus):  # a compile mode this torch cannot run at all
+    sets = _knob_sets(preset, gpus)
+    where = cell_verdict.here(gpus, hosts, (k.compile for k in sets))
+    for k in sets:  # a compile mode this torch cannot run at all
         if k.compile in where.uncompilable:
             raise MatrixError(f"knob set {k.name}: compile mode {k.compile} refused: "
                               f"{where.uncompilable[k.compile]}")

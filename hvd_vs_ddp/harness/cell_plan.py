@@ -144,8 +144,9 @@ class Judged:
     paths: Mapping[str, str] = field(default_factory=dict)
 
 
-def judge_backends(backends: tuple[str, ...], launch: LauncherEnv | None, sets: tuple[KnobSet, ...],
-          recovers: bool, timeout_s: float | None = None) -> Judged:
+def judge_backends(backends: tuple[str, ...], launch: LauncherEnv | None,
+                   sets: tuple[KnobSet, ...], recovers: bool,
+                   timeout_s: float | None = None) -> Judged:
     """The verdicts of a plan training `backends` started as `launch` (None: only whether
     each is installed), in knob sets `sets`, each backend's one judgement asked once per
     set; `recovers`: the recovery suite runs (its elastic paths are judged too).
@@ -183,7 +184,7 @@ def build(options: SuiteOptions, launch: LauncherEnv | None, *, cell: str = "",
     if judged is None:
         recovers = not suites or "recovery" in suites  # a session: whatever it collects
         judged = judge_backends(tuple(options.backends), launch, sets, recovers,
-                       options.collective_timeout)
+                                options.collective_timeout)
     return CellPlan(cell=cell, backends=tuple(options.backends), launcher=launcher,
                     world_size=world_size,
                     placement=_placement(hosts, world_size, gpus), suites=tuple(suites),
