@@ -44,7 +44,8 @@ from hvd_vs_ddp.harness.host_cpu import HostCpu
 from hvd_vs_ddp.harness.knobs import SETS, by_name
 from hvd_vs_ddp.harness.monitor import Monitor
 from hvd_vs_ddp.results_schema import ComputeOnlyRecord, HorovodTimelineRecord, ThroughputRecord
-from hvd_vs_ddp.workloads import compiling, jpeg_set
+from hvd_vs_ddp.results_schema.kinds.training import DEFAULT_INPUT
+from hvd_vs_ddp.workloads import compiling, feed, jpeg_set
 from hvd_vs_ddp.workloads.external import slug  # a workload spec as a test id
 from hvd_vs_ddp.workloads.loop import Trainer
 
@@ -58,7 +59,7 @@ def _cells(suite):
 
 
 def _input_id(mode: str) -> str:
-    return "" if mode == jpeg_set.MEMORY else f"-{mode}"
+    return "" if mode == DEFAULT_INPUT else f"-{mode}"
 
 
 def pytest_generate_tests(metafunc):
@@ -76,9 +77,11 @@ def pytest_generate_tests(metafunc):
 
 
 def _train_config(knobs, options, mode: str, workload):
-    """The knob set's loop settings with the input pipeline of `mode`: --input jpeg
-    decodes with --loader-workers workers per rank; --pin-memory for either. A workload
-    the JPEG pipeline cannot feed is skipped (a fact every rank sees alike)."""
+    """The knob set's loop settings with the input mode `mode` (hvd_vs_ddp/workloads/feed.py:
+    device, memory, jpeg): --input jpeg decodes with --loader-workers workers per rank;
+    --pin-memory for the loader's modes; cuDNN's autotuner on, as Horovod's own benchmark
+    sets it (losses are not compared step by step here). A workload the JPEG pipeline
+    cannot feed is skipped (a fact every rank sees alike)."""
     if mode == jpeg_set.JPEG:
         try:
             jpeg_set.image_shape(workload)
@@ -88,7 +91,7 @@ def _train_config(knobs, options, mode: str, workload):
     workers = options.loader_workers if mode == jpeg_set.JPEG else knobs.num_workers
     return dataclasses.replace(knobs.train_config(steps=1), input_mode=mode,
                                num_workers=workers, pin_memory=pin,
-                               jpeg_size=options.jpeg_size)
+                               jpeg_size=options.jpeg_size, cudnn_benchmark=True)
 
 
 def _skip_gpu_only(knobs):
@@ -273,19 +276,25 @@ def _record_throughput(benchmark, suite, backend, workload, knobs, trainer, gath
 
 
 def _input_fields(trainer, gathered) -> dict:
-    """The input pipeline's fields of the record (docs/results-format.md): its mode and
-    knobs, per timed step the longest wait for a batch on any rank, and the host CPU of
+    """The input pipeline's fields of the record (docs/results-format.md): its mode, what
+    the mode meant here and its knobs, how steps were timed (wall clock or CUDA events)
+    and cuDNN's autotuner, per timed step the longest wait for a batch on any rank, and
+    the host CPU of
     each rank's process and of its loader workers (means over ranks; every rank's own,
     its threads by group, in `input_pipeline`)."""
     cpu = [g["cpu"] for g in gathered]
     waits = np.max(np.asarray([g["waits"] for g in gathered], dtype=float), axis=0)
     config = trainer.config
-    return {"input_mode": config.input_mode, "loader_workers": config.num_workers,
+    return {"input_mode": config.input_mode, "loader_workers": trainer.batches.workers,
             "pin_memory": bool(trainer.pin_memory), "data_wait_s": waits.tolist(),
+            "step_timer": trainer.step_timer, "cudnn_benchmark": config.cudnn_benchmark,
             "host_cpu_cores": float(np.mean([c["host_cpu_cores"] for c in cpu])),
             "loader_cpu_cores": float(np.mean([c["loader_cpu_cores"] for c in cpu])),
             "input_pipeline": {
                 "cores": os.cpu_count(), "jpeg_set": trainer.input_set,
+                "meaning": feed.meaning(config.input_mode, trainer.device.type == "cuda"),
+                "ready_batches": (feed.READY_BATCHES if config.input_mode == feed.DEVICE
+                                  else None),
                 "ranks": [{"rank": r, **c, "data_wait_s": g["waits"]}
                           for r, (c, g) in enumerate(zip(cpu, gathered))]}}
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from hvd_vs_ddp.cli.presets import MEMORY
+from hvd_vs_ddp.results_schema.kinds.training import DEFAULT_INPUT, MEMORY
 from hvd_vs_ddp.workloads.external import slug as workload_slug
 
 
@@ -25,13 +25,13 @@ class Cell:
     pytest_args: tuple[str, ...] = ()
     knob_set: str = "default"
     workload: str | None = None  # one workload only (Horovod autotune: one per process)
-    input: str = MEMORY  # the throughput suite's input pipeline (--input)
+    input: str = DEFAULT_INPUT  # the throughput suite's input mode (--input)
 
     @property
     def id(self) -> str:
         tail = "" if self.knob_set == "default" else f"-{self.knob_set}"
         tail += f"-{workload_slug(self.workload)}" if self.workload else ""
-        tail += "" if self.input == MEMORY else f"-{self.input}"
+        tail += "" if self.input == DEFAULT_INPUT else f"-{self.input}"
         tail += "-timeline" if "timeline" in self.suites else ""
         tail += "-recovery" if "recovery" in self.suites else ""
         return f"{self.backend}-{self.launcher}-np{self.world_size}{tail}"
@@ -43,7 +43,8 @@ class Cell:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Cell":
-        """The cell a manifest entry (as_dict() plus status fields) describes."""
+        """The cell a manifest entry (as_dict() plus status fields) describes; an entry
+        without an input is from before input modes were named, when cells read "memory"."""
         return cls(d["backend"], d["launcher"], int(d["world_size"]), tuple(d["suites"]),
                    tuple(d.get("pytest_args", ())), d.get("knob_set", "default"),
                    d.get("workload"), d.get("input") or MEMORY)

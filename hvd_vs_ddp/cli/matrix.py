@@ -22,11 +22,12 @@ backend asked for by name is left with no cell by it, the preset is refused with
 reason (one line). Every cell is judged once, as it is laid out (`judged`: each cell's
 verdict, hvd_vs_ddp/harness/cell_verdict.py); what is left out or refused follows from
 the verdicts, and the run request and the runner only read them.
-The input pipeline is an axis (`run --input memory,jpeg`, Preset.inputs): each throughput
-and compute-only cell is run once per input mode; a cell of another mode than "memory"
-runs the throughput (or compute) suite only, with `--input MODE`, and its id ends
-"-MODE" (the memory cells keep their ids, their other suites and their timeline twins;
-without "memory" those keep only the suites that do not time steps).
+The input mode is an axis (`run --input device,memory,jpeg`, Preset.inputs;
+hvd_vs_ddp/workloads/feed.py): each throughput and compute-only cell is run once per input
+mode; a cell of another mode than the default ("device") runs the throughput (or compute)
+suite only, with `--input MODE`, and its id ends "-MODE" (the default's cells keep their
+ids, their other suites and their timeline twins; without the default those keep only the
+suites that do not time steps).
 
     python -m hvd_vs_ddp.cli.matrix quick      # lists the cells of a preset
 """
@@ -40,7 +41,7 @@ from typing import Iterable
 from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.backends.launchers import ONE_PROCESS, matrix_launchers
 from hvd_vs_ddp.cli.cell import Cell
-from hvd_vs_ddp.cli.presets import AUTOTUNE_WARMUP_STEPS, MEMORY, Preset, preset
+from hvd_vs_ddp.cli.presets import AUTOTUNE_WARMUP_STEPS, DEFAULT_INPUT, Preset, preset
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.harness import cell_verdict
 from hvd_vs_ddp.harness.cell_verdict import (  # noqa: F401 (gpu_refusal: the rule, re-exported)
@@ -206,23 +207,23 @@ def _structure(preset: Preset, backends: list[str] | None, world_sizes: list[int
 def with_inputs(cells: list[Cell], inputs: tuple[str, ...]) -> list[Cell]:
     """Each timed cell (throughput, compute-only) once per input mode; see the module
     docstring. Cells of one mode follow each other in the order of `inputs`."""
-    if tuple(inputs) == (MEMORY,):
+    if tuple(inputs) == (DEFAULT_INPUT,):
         return cells
     out: list[Cell] = []
     for cell in cells:
         timed = [s for s in cell.suites if s in ("throughput", "compute")]
         if not timed or "timeline" in cell.suites:  # twins, convergence, collectives...
-            if MEMORY in inputs or "timeline" not in cell.suites:
+            if DEFAULT_INPUT in inputs or "timeline" not in cell.suites:
                 out.append(cell)
             continue
         for mode in inputs:
-            if mode == MEMORY:
+            if mode == DEFAULT_INPUT:
                 out.append(cell)
             else:
                 out.append(Cell(cell.backend, cell.launcher, cell.world_size, tuple(timed),
                                 cell.pytest_args, cell.knob_set, cell.workload, mode))
         rest = tuple(s for s in cell.suites if s not in timed)
-        if MEMORY not in inputs and rest:  # what does not time steps still runs once
+        if DEFAULT_INPUT not in inputs and rest:  # what does not time steps still runs once
             out.append(Cell(cell.backend, cell.launcher, cell.world_size, rest,
                             cell.pytest_args, cell.knob_set, cell.workload))
     return out

@@ -18,9 +18,7 @@ from dataclasses import dataclass, field
 from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.common.errors import UnknownName
 from hvd_vs_ddp.harness.options import SuiteOptions
-from hvd_vs_ddp.results_schema.kinds.training import INPUT_MODES
-
-MEMORY = INPUT_MODES[0]  # tensors in memory: the suites' default input
+from hvd_vs_ddp.results_schema.kinds.training import DEFAULT_INPUT  # ready batches on the device
 
 
 def on_cpu(*libraries: str) -> tuple[str, ...]:
@@ -45,7 +43,7 @@ class Preset:
     timeline: bool = True  # an instrumented Horovod timeline cell per Horovod cell (np >= 2)
     without_launchers: tuple[str, ...] = ()  # launcher rows this preset leaves out
     launchers: tuple[str, ...] = ()  # only these launchers (default: every fitting one)
-    inputs: tuple[str, ...] = (MEMORY,)  # input pipelines of the timed cells (run --input)
+    inputs: tuple[str, ...] = (DEFAULT_INPUT,)  # input modes of the timed cells (run --input)
 
 
 TIMELINE_ROUNDS = 3  # rounds of an instrumented timeline cell (at most the preset's)

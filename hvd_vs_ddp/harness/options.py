@@ -28,7 +28,7 @@ from typing import Any
 
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.harness.workload_param import canonical_param, workload_param
-from hvd_vs_ddp.results_schema.kinds.training import INPUT_MODES
+from hvd_vs_ddp.results_schema.kinds.training import DEFAULT_INPUT, INPUT_MODES
 
 # The suites' pytest node ids, by the names presets and cells use.
 SUITES = {
@@ -99,11 +99,13 @@ class SuiteOptions:
     data_dir: str | None = _opt(None, "a local ImageFolder, or a folder holding CIFAR-10's "
                                 "cifar-10-batches-py: resnet50 trains on it (throughput, "
                                 "and a convergence cell); nothing is downloaded", path=True)
-    input: tuple[str, ...] = _opt(("memory",), "comma-separated input pipelines of the "
-                                  "throughput suite: memory (tensors in memory), jpeg (JPEG "
+    input: tuple[str, ...] = _opt((DEFAULT_INPUT,), "comma-separated input modes of the "
+                                  "throughput suite (hvd_vs_ddp/workloads/feed.py): device "
+                                  "(a few ready batches on the device, rotated: no input "
+                                  "work in the step), memory (tensors through a DataLoader; "
+                                  "on a GPU pinned, copied on a side stream), jpeg (JPEG "
                                   "files decoded and augmented on the host by DataLoader "
-                                  "workers; hvd_vs_ddp/workloads/jpeg_set.py)", csv="input",
-                                  per_cell="run --input")
+                                  "workers)", csv="input", per_cell="run --input")
     loader_workers: int = _opt(2, "DataLoader worker processes per rank with --input jpeg "
                                "(0: decode in the training process); memory input keeps "
                                "its knob set's num_workers", minimum=0, maximum=256)

@@ -84,13 +84,21 @@ def pool_reps(reps: pd.DataFrame) -> pd.DataFrame:
 
 
 def _case_labels(df: pd.DataFrame) -> pd.Series:
-    """'resnet50', 'resnet50 [fp16]', plus ', b32/rank' where one workload has several batches."""
-    nbatch = df.groupby(["run", "workload", "knob_set"])["per_rank_batch"].transform("nunique")
-    nparams = df.groupby(["run", "workload", "knob_set"])["workload_params"].transform("nunique")
+    """'resnet50', 'resnet50 [fp16]', plus ', b32/rank' where one workload has several
+    batches, and ' [MODE input]' for every input mode but the plain one of its workload:
+    "device" (ready batches, the default since issue 58) where the run fed it so, else
+    "memory" (hvd_vs_ddp/workloads/feed.py; the conditions say what each meant)."""
+    group = df.groupby(["run", "workload", "knob_set"])
+    nbatch = group["per_rank_batch"].transform("nunique")
+    nparams = group["workload_params"].transform("nunique")
+    modes = (df["input_mode"].fillna("memory") if "input_mode" in df
+             else pd.Series("memory", index=df.index))
+    on_device = modes.eq("device").groupby([df["run"], df["workload"], df["knob_set"]]
+                                           ).transform("any")
     out = []
-    for (_, r), nb, npar in zip(df.iterrows(), nbatch, nparams):
+    for (_, r), nb, npar, mode, dev in zip(df.iterrows(), nbatch, nparams, modes, on_device):
         s = r["workload"] + ("" if r["knob_set"] == "default" else f" [{r['knob_set']}]")
-        s += "" if r.get("input_mode", "memory") == "memory" else f" [{r['input_mode']} input]"
+        s += "" if mode == ("device" if dev else "memory") else f" [{mode} input]"
         if nb > 1 or npar > 1:
             s += f", b{r['per_rank_batch']}/rank"
         if npar > 1:

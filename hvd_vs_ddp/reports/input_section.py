@@ -47,7 +47,7 @@ from hvd_vs_ddp.reports.theme import color, style
 from hvd_vs_ddp.run_model import stats
 
 TITLE = "Input pipeline"
-MEMORY, JPEG = "memory", "jpeg"
+MEMORY, JPEG, DEVICE = "memory", "jpeg", "device"
 MAIN = "main thread"
 # what makes a memory cell the twin of a host-pipeline cell
 TWIN_KEY = ["run", "workload", "workload_params", "per_rank_batch", "knob_set", "knobs",
@@ -118,13 +118,19 @@ def usage(data: Data, r: pd.Series) -> dict[str, Any]:
             "wait_share": float(np.median(np.concatenate(shares))) if shares else np.nan}
 
 
+def _in_memory(df: pd.DataFrame) -> str:
+    """The mode the host pipeline is set against: "memory" (tensors through a loader)
+    where the run has it, else "device" (ready batches: hvd_vs_ddp/workloads/feed.py)."""
+    return MEMORY if (df["input_mode"] == MEMORY).any() else DEVICE
+
+
 def per_library(data: Data, margin: float) -> pd.DataFrame:
     """One row per host-pipeline throughput cell: against its memory twin (when there is
     one) and what competed for the cores on both."""
     tp = data.throughput
     if tp.empty or "input_mode" not in tp or not (tp["input_mode"] == JPEG).any():
         return pd.DataFrame()
-    memory = tp[tp["input_mode"] == MEMORY]
+    memory = tp[tp["input_mode"] == _in_memory(tp)]
     rows = []
     for _, j in tp[tp["input_mode"] == JPEG].iterrows():
         twin = memory
@@ -157,7 +163,7 @@ def without_library(data: Data, margin: float) -> pd.DataFrame:
     rows = []
     for key, g in co.groupby(["run", "workload", "per_rank_batch", "knobs", "ranks"],
                              sort=True):
-        jp, mem = g[g["input_mode"] == JPEG], g[g["input_mode"] == MEMORY]
+        jp, mem = g[g["input_mode"] == JPEG], g[g["input_mode"] == _in_memory(co)]
         if jp.empty or mem.empty:
             continue
         ci = stats.ratio_ci([1.0 / np.asarray(s) for s in jp["steps"]],
@@ -192,7 +198,7 @@ def pair_verdicts(cmp: pd.DataFrame) -> pd.DataFrame:
     key = ["run", "world_size", "horovod", "ddp", "base_case"]
     c = cmp.assign(base_case=[case.replace(f" [{mode} input]", "")
                               for case, mode in zip(cmp["case"], cmp["input_mode"])])
-    jp, mem = c[c["input_mode"] == JPEG], c[c["input_mode"] == MEMORY]
+    jp, mem = c[c["input_mode"] == JPEG], c[c["input_mode"] == _in_memory(c)]
     m = jp.merge(mem, on=key, how="left", suffixes=("", "_mem"))
     rows = []
     for _, r in m.iterrows():

@@ -116,7 +116,7 @@ class _CellId(Record):
 class CellEntry(RunStatus, _CellId):  # fields: the cell, its status, its repetitions
     repeats: list[Repetition] | None = opt(listof(instance(Repetition)), nested=Repetition)
     workload: str | None = opt(text)  # the one workload this cell runs (Horovod autotune)
-    input: str | None = opt(text)  # its input pipeline when not "memory" (run --input)
+    input: str | None = opt(text)  # its input mode (run --input); absent: "memory" (before modes)
 
     def consistency(self) -> None:
         reps = [r.rep for r in self.repeats or []]
@@ -130,10 +130,11 @@ class CellEntry(RunStatus, _CellId):  # fields: the cell, its status, its repeti
                 knob_set: str = "default", workload: str | None = None,
                 input: str | None = None) -> "CellEntry":
         """A cell not run yet, from cli.cell.Cell.as_dict() (tuples become lists); its
-        input pipeline is written only when it is not "memory" (the default)."""
+        input mode is always written (an entry without one is from before input modes were
+        named, when every cell read "memory")."""
         return cls(id=id, backend=backend, launcher=launcher, world_size=world_size,
                    suites=list(suites), pytest_args=list(pytest_args), knob_set=knob_set,
-                   workload=workload, input=None if input in (None, "memory") else input)
+                   workload=workload, input=input)
 
 
 @dataclass(kw_only=True)

@@ -168,6 +168,7 @@ class ShardedBatches:
                                  drop_last=True, num_workers=num_workers,
                                  pin_memory=pin_memory,
                                  persistent_workers=num_workers > 0)
+        self.workers = num_workers
         self.epoch = 0
         self._it: Iterator | None = None
 

@@ -4,8 +4,12 @@
 workload, lets the backend wrap them (its broadcast makes every rank start from rank
 0's weights: see `build`), and runs `config.steps` optimizer steps. On the CPU each
 step is timed whole; on a GPU a round of steps runs back to back with the device
-drained only at its ends, as training runs, and each step is charged the round's mean
-(Trainer.run). It returns this rank's step times and the global mean loss of every
+drained only at its ends, as training runs, and each step's time is read from CUDA
+events recorded around it, after the round (Trainer.run). A step's batch comes from the
+input mode's feed (hvd_vs_ddp/workloads/feed.py: ready batches on the device, a loader
+with a side-stream copy, or JPEGs decoded by workers), and the harness's own code in the
+step runs under the sync guard (hvd_vs_ddp/workloads/sync_guard.py): it may not make the
+host wait for the device. It returns this rank's step times and the global mean loss of every
 step (averaged across ranks once, after training, so timing is not disturbed by an
 extra collective per step).
 
@@ -27,7 +31,7 @@ import torch
 
 from hvd_vs_ddp.backends.base import Backend, BackendUnavailable
 from hvd_vs_ddp.backends.compile_support import MODES as COMPILE_MODES
-from hvd_vs_ddp.workloads import compiling, jpeg_set
+from hvd_vs_ddp.workloads import compiling, feed, jpeg_set, sync_guard
 from hvd_vs_ddp.workloads.data import ShardedBatches
 from hvd_vs_ddp.workloads.spec import Workload
 
@@ -50,9 +54,13 @@ class TrainConfig:
     empty_cache: torch.cuda.empty_cache() after every step (GPU only; a no-op on CPU).
     compile: "eager", "inductor" or "compiled-autograd" (hvd_vs_ddp/workloads/compiling.py;
         a backend that cannot honour it is refused before anything is built).
-    input_mode: "memory" (the workload's tensors) or "jpeg" (JPEG files decoded and
-        augmented on the host: hvd_vs_ddp/workloads/jpeg_set.py).
+    input_mode: "memory" (the workload's tensors through a DataLoader), "jpeg" (JPEG files
+        decoded and augmented on the host: hvd_vs_ddp/workloads/jpeg_set.py) or "device"
+        (a few ready batches on the device, rotated): hvd_vs_ddp/workloads/feed.py.
     pin_memory: the DataLoader's pin_memory; None: on where the device is a GPU.
+    cudnn_benchmark: cuDNN's autotuner (torch.backends.cudnn.benchmark): on in the
+        throughput cells, as Horovod's own benchmark sets it; off where losses are
+        compared step by step (its choice of algorithm may differ between processes).
     jpeg_size: the side of the synthetic JPEGs (input_mode "jpeg"); 0: jpeg_set's default.
     """
 
@@ -69,6 +77,7 @@ class TrainConfig:
     input_mode: str = "memory"
     pin_memory: bool | None = None
     jpeg_size: int = 0
+    cudnn_benchmark: bool = False
 
     def __post_init__(self) -> None:
         if self.steps < 1:
@@ -185,20 +194,29 @@ class Trainer:
             dataset = files
         else:
             dataset, self.input_set = workload.build_dataset(workload.seed), None
-        self.pin_memory = (self.device.type == "cuda" if config.pin_memory is None
-                           else config.pin_memory)
+        ready = config.input_mode == feed.DEVICE  # batches placed once: no loader work
+        self.pin_memory = (self.device.type == "cuda" and not ready
+                           if config.pin_memory is None else config.pin_memory)
         self.batches = ShardedBatches(
             dataset, workload.batch_size, backend.rank, backend.world_size, workload.seed,
-            config.num_workers, pin_memory=self.pin_memory)
+            0 if ready else config.num_workers, pin_memory=self.pin_memory)
         self.accum = backend.options.accumulation_steps
         self.scaler = torch.amp.GradScaler("cuda") if config.precision == "fp16" else None
         self.channels_last = config.channels_last and workload.supports_channels_last
+        torch.backends.cudnn.benchmark = config.cudnn_benchmark
+        self.feed = feed.make(config.input_mode, self.batches, self.device,
+                              self.channels_last)
+        # the harness's code in a timed step may not wait for the device (sync_guard)
+        self.guarded = True
         self.local_losses: list[torch.Tensor] = []
         self.step_times: list[float] = []
         # per step, the seconds it waited for its batches (next() on the loader)
         self.data_waits: list[float] = []
-        # whether run() lets the CPU run ahead of the device between its steps
+        # whether run() lets the CPU run ahead of the device between its steps; there
+        # each step is timed by CUDA events read after its round ("events"), else by
+        # the wall clock around it ("wall")
         self.pipelined = self.device.type == "cuda"
+        self.step_timer = "events" if self.pipelined else "wall"
 
     @property
     def global_batch(self) -> int:
@@ -211,15 +229,32 @@ class Trainer:
 
     def _round(self, steps: int) -> float:
         """`steps` steps back to back, the device drained before the first and after the
-        last; each is charged (and recorded with) the round's mean, which is returned."""
+        last; returns the round's mean seconds per step. Each step's own time is recorded:
+        on a GPU from CUDA events recorded on the step's stream before each step and after
+        the last, read once the round is drained (no wait inside the round; a step's time
+        runs from the device reaching its start to reaching the next one, so it includes
+        any time the device waited for the host); elsewhere the round's wall time per step
+        where the round is one step (the CPU: every step is a round)."""
+        events = ([torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
+                  if self.step_timer == "events" else None)
         self.backend.synchronize()
         start = time.perf_counter()
-        for _ in range(steps):
+        for i in range(steps):
+            if events is not None:
+                with sync_guard.harness(self.device, self.guarded):
+                    events[i].record()
             self._work()
+        if events is not None:
+            with sync_guard.harness(self.device, self.guarded):
+                events[steps].record()
         self.backend.synchronize()
-        each = (time.perf_counter() - start) / steps
-        self.step_times.extend([each] * steps)
-        return each
+        wall = time.perf_counter() - start
+        if events is None:
+            self.step_times.extend([wall / steps] * steps)
+        else:  # the round is drained: reading the events waits for nothing
+            self.step_times.extend(events[i].elapsed_time(events[i + 1]) / 1e3
+                                   for i in range(steps))
+        return wall / steps
 
     def loader_pids(self) -> list[int]:
         """The process ids of this rank's DataLoader workers (persistent once started;
@@ -230,19 +265,21 @@ class Trainer:
         """One optimizer step's work as the CPU issues it; on a GPU it may still be
         running when this returns."""
         backend, device, model = self.backend, self.device, self.model
+        guarded = self.guarded
         backend.zero_grad(self.optimizer, self.config.set_to_none)
-        total = torch.zeros((), dtype=torch.float64, device=device)
+        total: torch.Tensor | None = None
         waited = 0.0
         for micro in range(self.accum):
             t0 = time.perf_counter()
-            x, y = next(self.batches)
+            with sync_guard.harness(device, guarded):  # ours: the batch, placed
+                x, y = next(self.feed)
             waited += time.perf_counter() - t0
-            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-            if self.channels_last and x.dim() == 4:
-                x = x.contiguous(memory_format=torch.channels_last)
             with backend.accumulate(model, last=micro == self.accum - 1), \
                     compiling.step_context(self.config.compile):
-                total += self._forward_backward(x, y)
+                loss = self._forward_backward(x, y)  # the model's and the library's
+            with sync_guard.harness(device, guarded):  # ours: the loss, kept on the device
+                total = loss if total is None else total + loss
+        assert total is not None  # accumulation_steps >= 1
         index = len(self.local_losses)  # this step's: its loss is recorded below
         on_grads = self.on_grads
         hook = (lambda: on_grads(index, model)) if on_grads is not None else None
@@ -275,13 +312,17 @@ class Trainer:
         before the first step and after the last, as training runs: the CPU keeps the
         lead it builds (the next batch, forward's launches, DDP's optimizer launches
         behind its buckets) and a library that takes it away (Horovod's synchronize()
-        waiting for the GPU) pays for that in the figure. Each step is then charged the
-        steps' mean. Timed with the device drained around every step, the suite gave
-        0.74 of a minimal ResNet-50 loop's throughput on one H100 (docs/gpu.md). On the
-        CPU nothing runs ahead, and each step is timed alone."""
+        waiting for the GPU) pays for that in the figure. Each step's time is then read
+        from its CUDA events after the round. Timed with the device drained around every
+        step, the suite gave 0.74 of a minimal ResNet-50 loop's throughput on one H100
+        (docs/gpu.md). On the CPU nothing runs ahead, and each step is timed alone."""
+        first = len(self.step_times)
         if steps < 2 or not self.pipelined:
-            return [self.step() for _ in range(steps)]
-        return [self._round(steps)] * steps
+            for _ in range(steps):
+                self.step()
+        else:
+            self._round(steps)
+        return self.step_times[first:]
 
     def global_losses(self) -> list[float]:
         """Mean loss over all ranks for every step so far (one collective)."""

@@ -77,8 +77,8 @@ def test_a_user_folder_without_jpegs_and_a_non_image_workload_are_one_line(tmp_p
 
 
 def test_the_input_modes_are_the_formats():
-    assert jpeg_set.INPUT_MODES == INPUT_MODES == ("memory", "jpeg")
-    assert presets.MEMORY == jpeg_set.MEMORY == "memory"
+    assert jpeg_set.INPUT_MODES == INPUT_MODES == ("memory", "jpeg", "device")
+    assert jpeg_set.MEMORY == "memory" and presets.DEFAULT_INPUT == "device"
 
 
 # -- the loop: waits, workers -----------------------------------------------------------
@@ -197,16 +197,19 @@ def _quick(inputs, **kw):
 
 
 def test_each_timed_cell_gets_a_twin_per_input_mode():
-    base = matrix.cells(_quick(("memory",)), ["ddp-gloo"], [2])
-    both = matrix.cells(_quick(("memory", "jpeg")), ["ddp-gloo"], [2])
-    assert [c for c in both if c.input == "memory"] == base  # the memory cells unchanged
+    base = matrix.cells(_quick(("device",)), ["ddp-gloo"], [2])
+    assert base == matrix.cells(presets.preset("quick"), ["ddp-gloo"], [2])  # the default
+    both = matrix.cells(_quick(("device", "memory", "jpeg")), ["ddp-gloo"], [2])
+    assert [c for c in both if c.input == "device"] == base  # the default's cells unchanged
+    memory = {c.id for c in both if c.input == "memory"}
+    assert memory == {"ddp-gloo-torchrun-np2-memory", "compute-only-torchrun-np2-memory"}
     jpeg = {c.id: c for c in both if c.input == "jpeg"}
     assert set(jpeg) == {"ddp-gloo-torchrun-np2-jpeg", "compute-only-torchrun-np2-jpeg"}
     assert jpeg["ddp-gloo-torchrun-np2-jpeg"].suites == ("throughput",)
     assert jpeg["compute-only-torchrun-np2-jpeg"].suites == ("compute",)
     opts = cell_command.cell_options(jpeg["ddp-gloo-torchrun-np2-jpeg"], _quick(("jpeg",)))
     assert opts.input == ("jpeg",)
-    assert cell_command.cell_options(base[0], _quick(("memory",))).input == ("memory",)
+    assert cell_command.cell_options(base[0], _quick(("device",))).input == ("device",)
 
 
 def test_without_memory_the_other_suites_still_run_once_and_twins_go():
@@ -222,8 +225,10 @@ def test_a_cells_input_survives_the_manifest():
     entry = CellEntry.pending(**cell.as_dict())
     assert entry.input == "jpeg" and Cell.from_dict(entry.to_dict()) == cell
     plain = Cell("ddp-gloo", "torchrun", 2, ("throughput",))
-    assert "input" not in CellEntry.pending(**plain.as_dict()).to_dict()  # as before
-    assert Cell.from_dict(CellEntry.pending(**plain.as_dict()).to_dict()) == plain
+    entry = CellEntry.pending(**plain.as_dict()).to_dict()
+    assert entry["input"] == "device" and Cell.from_dict(entry) == plain  # always written
+    del entry["input"]  # a manifest from before input modes were named read "memory"
+    assert Cell.from_dict(entry).input == "memory"
 
 
 # -- the options -----------------------------------------------------------------------

@@ -9,12 +9,16 @@ compile_mode, compile_s, compile_steps, graphs, graph_breaks, recompiles_timed a
 compile_info (hvd_vs_ddp/harness/compile_stats.py). loss_check (knob sets that change the
 maths only): its mean loss against `single`'s and the set's bound
 (hvd_vs_ddp/harness/loss_bound.py). The input pipeline (hvd_vs_ddp/workloads/jpeg_set.py,
-optional fields, absent on runs before it): input_mode ("memory": tensors in memory;
-"jpeg": JPEG files decoded and augmented by DataLoader workers on the host),
+optional fields, absent on runs before it): input_mode ("memory": tensors in memory
+through a DataLoader; "jpeg": JPEG files decoded and augmented by DataLoader workers on the
+host; "device": a few ready batches on the device, rotated: hvd_vs_ddp/workloads/feed.py),
 loader_workers, pin_memory, data_wait_s (per timed step, the longest any rank waited for
 its batch), host_cpu_cores and loader_cpu_cores (CPU of each rank's process and of its
 loader workers over the timed rounds, in cores, the mean over ranks) and input_pipeline
-(every rank's own, its threads by group, the JPEG set). compute_only: the same per-rank step with no
+(every rank's own, its threads by group, the JPEG set). How the figure was taken (optional,
+absent before issue 58): step_timer ("wall": the round's wall time shared by its steps;
+"events": CUDA events around each step, read after the round), cudnn_benchmark (cuDNN's
+autotuner on or off). compute_only: the same per-rank step with no
 communication, run by `concurrent_ranks` processes at once (for exposed communication).
 
     rec = ThroughputRecord(backend="ddp-gloo", world_size=2, launcher="torchrun", ...)
@@ -45,7 +49,13 @@ from hvd_vs_ddp.results_schema.fields import (
 from hvd_vs_ddp.results_schema.kinds.base import BenchmarkRecord, array, as_json
 
 _times = listof(number(0), nonempty=True)
-INPUT_MODES = ("memory", "jpeg")  # the input pipelines (hvd_vs_ddp/workloads/jpeg_set.py)
+# the input modes (hvd_vs_ddp/workloads/feed.py): tensors in memory through a loader, JPEG
+# files decoded on the host, ready batches on the device; a record without the field is
+# from before input modes, when every throughput cell read "memory"
+INPUT_MODES = ("memory", "jpeg", "device")
+MEMORY, JPEG, DEVICE = INPUT_MODES
+DEFAULT_INPUT = DEVICE  # the throughput suite's default since issue 58
+STEP_TIMERS = ("wall", "events")  # how step_times were taken (hvd_vs_ddp/workloads/loop.py)
 _per_rank = listof(nullable(number(0)))
 
 
@@ -122,7 +132,9 @@ def _compile_info(v: Any, name: str, finite: bool) -> None:
 
 def _input_pipeline(v: Any, name: str, finite: bool) -> None:
     """{"cores": the host's, "jpeg_set": {"root", "images", "classes", "image_size",
-    "source_px", "mean_file_kb"} or null, "ranks": [{"rank", "wall_s", "host_cpu_cores",
+    "source_px", "mean_file_kb"} or null, optionally "meaning": what the input mode was
+    where it ran and "ready_batches" (mode "device"), "ranks": [{"rank", "wall_s",
+    "host_cpu_cores",
     "loader_cpu_cores", "loader_workers", "threads": {group: cores}, "data_wait_s":
     [per timed step]}]}."""
     mapping(v, name, finite)
@@ -185,6 +197,8 @@ class ThroughputRecord(BenchmarkRecord):
     host_cpu_cores: float | None = opt(number(0))
     loader_cpu_cores: float | None = opt(number(0))
     input_pipeline: dict[str, Any] | None = opt(_input_pipeline)
+    step_timer: str | None = opt(one_of(*STEP_TIMERS))
+    cudnn_benchmark: bool | None = opt(flag)
 
     def consistency(self) -> None:
         if self.data_wait_s is not None and len(self.data_wait_s) != len(self.step_times):
@@ -232,6 +246,8 @@ class ThroughputRecord(BenchmarkRecord):
                  "loader_cpu_cores": (self.loader_cpu_cores
                                       if self.loader_cpu_cores is not None else np.nan),
                  "input_pipeline": self.input_pipeline,
+                 "step_timer": self.step_timer or "wall",
+                 "cudnn_benchmark": self.cudnn_benchmark,
                  **{key: (max(mem[key]) if mem.get(key) else np.nan) for key in HELD}}]
 
 
