@@ -1,35 +1,26 @@
-"""Throughput fidelity: the suite's samples/s against a minimal hand-written loop. A benchmark.
+"""Throughput fidelity: the suite's samples/s against the minimal loop of the same library.
 
-Does the suite measure the library, or itself? For each backend (ddp-gloo under torchrun,
-horovod under horovodrun --gloo) at 2 ranks on resnet50 (the workload's own model, per-
-rank batch, image size and optimizer), this launches, in a shuffled interleaved order,
-repeated R times, fresh processes of
-  suite      suites/test_throughput.py::test_throughput, its defaults (DDP statistics on),
-  suite-lean the same with --ddp-sample-rate 0 (ddp-gloo only: what DDP's own statistics
-             cost),
-  loop       this file with --loop: torchvision's ResNet-50 built by hand, a fixed random
-             batch, zero_grad / forward / loss / backward / step, nothing else,
-and prints per backend the median samples/s of each (global batch / the slowest rank's
-median step time, the suite's definition), the ratio suite / loop with its 95% bootstrap
-interval (repetitions resampled in pairs) and the spread of the per-repetition ratios.
-The issue's bar: suite / loop >= 0.98 for both backends.
+Does the suite measure the library, or itself? (issue 58.) For each workload and each
+configuration (single at 1 rank; DDP and Horovod at each world size), this launches, in a
+shuffled interleaved order, R times, fresh processes of
+  suite    suites/test_throughput.py::test_throughput for that backend, its defaults
+           (input mode `device`: ready batches, hvd_vs_ddp/workloads/feed.py), with the
+           same warm-up and number of timed steps as the loop;
+  minimal  scripts/minimal/{single,ddp,horovod}.py: the same model, optimizer and loss
+           built by hand, one batch on the device, zero_grad / forward / backward / step
+and prints per configuration the median samples/s of each, the ratio suite / minimal with
+its 95% bootstrap interval (repetitions resampled in pairs), and per world size the
+Horovod / DDP ratio as the suite reads it and as the minimal loops read it. The bar
+(issue 58): suite / minimal >= 0.97; the suite's Horovod/DDP ratio within 3% of the loops'.
 
-What the suite does per step that the loop does not (workloads/loop.py Trainer.step,
-suites/test_throughput.py): backend.synchronize() before and after (a no-op on the CPU);
-the next batch from a DataLoader over the synthetic data set, cut into the rank's shard
-(the loop reuses one fixed tensor, as Horovod's synthetic benchmark does); the backend's
-accumulate() context and step() wrapper (Horovod: synchronize() under a profiler label,
-then step() in skip_synchronize()); the loss kept as a float64 tensor per step (read once
-after training); DDP's runtime statistics at sample rate 1 (DDP times every iteration and
-a forward hook reads the values: --ddp-sample-rate 0 turns it off, which is what
-suite-lean measures); a monitor thread sampling CPU and memory every 0.5 s; pytest and
-pytest-benchmark loaded in the process. Both use the same intra-op threads (the node's
-cores / the ranks on it).
+    python scripts/fidelity.py [--workloads resnet50,gpt] [--world-sizes 1,2] [--repeat 3]
+        [--warmup 2] [--steps 10] [--param resnet50:image_size=224 ...] [--batch 0]
+        [--precision fp32] [--channels-last] [--json OUT]
 
-    python scripts/fidelity.py [--repeat 3] [--backends ddp-gloo,horovod] [--steps 10]
-
-About 25 s per launch on an idle 2-core machine (3 repetitions x 5 launches: ~6 min). Run
-it on an otherwise idle machine: every figure is a timing.
+On the CPU DDP runs over Gloo under torchrun and Horovod under horovodrun --gloo; on a GPU
+DDP runs over NCCL (scripts/gpu_check.py calls `measure` for its fidelity lines). Run it on
+an otherwise idle machine: every figure is a timing. About 15-25 s per launch on the 2-core
+CPU machine (the quick preset's sizes).
 """
 from __future__ import annotations
 
@@ -37,6 +28,7 @@ import argparse
 import json
 import os
 import random
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -44,149 +36,88 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-WORKLOAD = "resnet50"
-LAUNCHER = {"ddp-gloo": "torchrun", "horovod": "horovodrun-gloo"}
+MINIMAL = ROOT / "scripts" / "minimal"
+BAR, PAIR_BAR = 0.97, 0.03
+# configuration -> (the suite's backend, the minimal loop); the launcher follows the device
+CONFIGS = {"single": ("single", "single.py"), "ddp": (None, "ddp.py"),
+           "horovod": ("horovod", "horovod.py")}
 
 
-def _loop(backend: str, warmup: int, steps: int) -> None:
-    """The minimal loop, on every rank of a launcher; rank 0 prints one JSON line."""
-    import torch
-    import torch.nn.functional as F
-    import torchvision
-
-    from hvd_vs_ddp.backends.env import detect
-    from hvd_vs_ddp.harness.threads import decide
-    from hvd_vs_ddp.workloads import registry
-
-    env = detect()
-    torch.set_num_threads(decide(env.local_size).per_rank)  # as the suites do
-    spec = registry.get(WORKLOAD)
-    size, classes = spec.params["image_size"], spec.params["classes"]
-    torch.manual_seed(0)
-    model = torchvision.models.resnet50(num_classes=classes)
-    opt = torch.optim.SGD(model.parameters(), lr=spec.lr, momentum=spec.momentum,
-                          weight_decay=spec.weight_decay)
-    if backend == "horovod":
-        import horovod.torch as hvd
-
-        hvd.init()
-        hvd.broadcast_parameters(model.state_dict(), root_rank=0)
-        opt = hvd.DistributedOptimizer(opt, named_parameters=model.named_parameters())
-
-        def gather(values):
-            return hvd.allgather_object(values)
-    else:
-        import torch.distributed as dist
-
-        dist.init_process_group("gloo")
-        model = torch.nn.parallel.DistributedDataParallel(model)
-
-        def gather(values):
-            out = [None] * dist.get_world_size()
-            dist.all_gather_object(out, values)
-            return out
-    x = torch.randn(spec.batch_size, 3, size, size)
-    y = torch.randint(0, classes, (spec.batch_size,))
-    times = []
-    for i in range(warmup + steps):
-        start = time.perf_counter()
-        opt.zero_grad()
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
-        if i >= warmup:
-            times.append(time.perf_counter() - start)
-    everyone = gather(times)
-    if env.rank == 0:
-        slowest = sorted(max(step) for step in zip(*everyone))
-        median = slowest[len(slowest) // 2] if len(slowest) % 2 else \
-            (slowest[len(slowest) // 2 - 1] + slowest[len(slowest) // 2]) / 2
-        print("FIDELITY " + json.dumps({"samples_per_s": spec.batch_size * env.world_size
-                                        / median}), flush=True)
+def _launcher(config: str, cuda: bool, hvd_controller: str = "gloo") -> str:
+    return {"single": "single", "ddp": "torchrun",
+            "horovod": f"horovodrun-{hvd_controller}"}[config]
 
 
-def _launch(kind: str, backend: str, args, folder: Path) -> float:
+def _backend(config: str, cuda: bool) -> str:
+    return CONFIGS[config][0] or ("ddp-nccl" if cuda else "ddp-gloo")
+
+
+def _run(cmd: list[str], env: dict[str, str], limit: float) -> tuple[int, str]:
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                           timeout=limit, start_new_session=True)
+    except subprocess.TimeoutExpired:
+        return 124, f"timed out after {limit:.0f} s"
+    return p.returncode, p.stdout + p.stderr
+
+
+def measure(kind: str, config: str, world: int, workload: str, shape: dict, folder: Path,
+            cuda: bool, limit: float = 600, hvd_controller: str = "gloo") -> float:
+    """samples/s of one fresh launch (see `launch`)."""
+    return launch(kind, config, world, workload, shape, folder, cuda, limit,
+                  hvd_controller)[0]
+
+
+def launch(kind: str, config: str, world: int, workload: str, shape: dict, folder: Path,
+           cuda: bool, limit: float = 600, hvd_controller: str = "gloo"
+           ) -> tuple[float, dict | None]:
+    """(samples/s, the suite's throughput record or None) of one fresh launch: kind
+    "suite" or "minimal"; `shape`: warmup, steps, params (KEY=VALUE), batch (0: the
+    workload's), precision, channels_last. RuntimeError with the output's tail when the
+    launch fails."""
     from hvd_vs_ddp.backends import launchers
 
-    launcher = LAUNCHER[backend]
-    if kind == "loop":
-        argv = [str(Path(__file__).resolve()), "--loop", backend, "--warmup", str(args.warmup),
-                "--steps", str(args.steps)]
+    launcher = _launcher(config, cuda, hvd_controller)
+    params = [f"{k}={v}" for k, v in shape["params"].items()]
+    if shape["batch"]:
+        params.append(f"batch_size={shape['batch']}")
+    if kind == "minimal":
+        argv = [str(MINIMAL / CONFIGS[config][1]), "--workload", workload,
+                "--warmup", str(shape["warmup"]), "--steps", str(shape["steps"]),
+                "--precision", shape["precision"],
+                *(a for p in params for a in ("--param", p))]
+        argv += ["--channels-last"] if shape["channels_last"] else []
     else:
-        out = folder / f"{kind}-{backend}-{time.monotonic_ns()}.json"
+        out = folder / f"suite-{config}-{world}-{time.monotonic_ns()}.json"
+        knob = ("channels-last" if shape["channels_last"] and shape["precision"] == "fp32"
+                else shape["precision"] if not shape["channels_last"]
+                else f"{shape['precision']}-channels-last")
         argv = ["-m", "pytest", "suites/test_throughput.py::test_throughput", "-q",
-                "-p", "no:cacheprovider", "--backends", backend, "--workloads", WORKLOAD,
-                "--warmup-steps", str(args.warmup), "--rounds", str(args.steps),
-                "--steps-per-round", "1", "--benchmark-json", str(out)]
-        if kind == "suite-lean":
-            argv += ["--ddp-sample-rate", "0"]
+                "-p", "no:cacheprovider", "--backends", _backend(config, cuda),
+                "--workloads", workload, "--warmup-steps", str(shape["warmup"]),
+                "--rounds", "1", "--steps-per-round", str(shape["steps"]),
+                "--ddp-sample-rate", "0", "--benchmark-json", str(out),
+                *(a for p in params for a in ("--workload-param", f"{workload}:{p}"))]
+        argv += [] if knob == "fp32" else ["--knob-set", knob]
     env = launchers.env(launcher=launcher)
     env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
-    proc = subprocess.run(launchers.command(launcher, 2, argv), cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=1800)
-    if proc.returncode != 0:
-        raise SystemExit(f"{kind} {backend} failed:\n{proc.stdout[-3000:]}\n"
-                         f"{proc.stderr[-3000:]}")
-    if kind == "loop":
-        line = next(ln for ln in proc.stdout.splitlines() if "FIDELITY " in ln)
-        return float(json.loads(line.split("FIDELITY ", 1)[1])["samples_per_s"])
-    (bench,) = json.loads(out.read_text())["benchmarks"]
-    return float(bench["extra_info"]["samples_per_s_median"])
+    rc, text = _run(launchers.command(launcher, world, argv), env, limit)
+    if rc != 0:
+        raise RuntimeError(f"{kind} {config} x{world} failed (exit {rc}):\n{text[-2500:]}")
+    if kind == "minimal":
+        line = next(ln for ln in text.splitlines() if ln.startswith("MINIMAL "))
+        return float(json.loads(line.split(" ", 1)[1])["samples_per_s"]), None
+    recs = [b["extra_info"] for b in json.loads(out.read_text())["benchmarks"]
+            if b["extra_info"].get("kind") == "throughput"]
+    if not recs:
+        raise RuntimeError(f"suite {config} x{world} wrote no throughput record (skipped?):"
+                           f"\n{text[-2500:]}")
+    return float(recs[0]["samples_per_s_median"]), recs[0]
 
 
-def _median(values: list[float]) -> float:
-    s = sorted(values)
-    return s[len(s) // 2] if len(s) % 2 else (s[len(s) // 2 - 1] + s[len(s) // 2]) / 2
-
-
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--backends", default="ddp-gloo,horovod")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--steps", type=int, default=10)
-    ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--loop", help=argparse.SUPPRESS)  # inside the launched ranks
-    args = ap.parse_args()
-    if args.loop:
-        _loop(args.loop, args.warmup, args.steps)
-        return 0
-    backends = [b for b in args.backends.split(",") if b]
-    kinds = {b: ["suite", "loop"] + (["suite-lean"] if b != "horovod" else [])
-             for b in backends}
-    rng = random.Random(args.seed)
-    got: dict[tuple[str, str], list[float]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        for rep in range(args.repeat):
-            order = [(k, b) for b in backends for k in kinds[b]]
-            rng.shuffle(order)
-            for kind, backend in order:
-                sps = _launch(kind, backend, args, Path(tmp))
-                got.setdefault((kind, backend), []).append(sps)
-                print(f"rep {rep + 1} {backend:9s} {kind:10s} {sps:8.2f} samples/s", flush=True)
-    print(f"\n{WORKLOAD}, 2 ranks, {args.steps} timed steps, {args.repeat} repetitions")
-    for b in backends:
-        loop = got["loop", b]
-        for kind in (k for k in kinds[b] if k != "loop"):
-            mine = got[kind, b]
-            ratios = [s / lo for s, lo in zip(mine, loop)]
-            ratio = _median(mine) / _median(loop)
-            low, high = _interval(mine, loop)
-            met = ("met" if low >= BAR else "not met" if high < BAR else
-                   "met by the estimate, the interval reaches below" if ratio >= BAR else
-                   "below by the estimate, the interval reaches above")
-            print(f"{b:9s} {kind:10s} {_median(mine):8.2f} / loop {_median(loop):8.2f} = "
-                  f"{ratio:.3f}, 95% interval {low:.3f}-{high:.3f} (per repetition "
-                  f"{min(ratios):.3f}-{max(ratios):.3f}); bar {BAR}: {met}")
-    return 0
-
-
-BAR = 0.98  # issue 26: suite / loop >= 0.98
-
-
-def _interval(mine: list[float], loop: list[float]) -> tuple[float, float]:
-    """95% bootstrap interval of median(suite) / median(loop), the repetitions resampled
-    in pairs (a repetition's suite and loop ran side by side, so they share its drift):
+def interval(mine: list[float], loop: list[float]) -> tuple[float, float]:
+    """95% bootstrap interval of median(suite) / median(loop), repetitions resampled in
+    pairs (a repetition's two launches ran side by side and share its drift):
     scipy.stats.bootstrap, BCa where it can, percentile where the resamples tie."""
     import numpy as np
     from scipy import stats
@@ -196,15 +127,98 @@ def _interval(mine: list[float], loop: list[float]) -> tuple[float, float]:
 
     if len(mine) < 3:
         return float("nan"), float("nan")
-    data = (np.asarray(mine), np.asarray(loop))
     for method in ("BCa", "percentile"):
-        res = stats.bootstrap(data, ratio, paired=True, vectorized=True, n_resamples=4999,
-                              confidence_level=0.95, method=method,
+        res = stats.bootstrap((np.asarray(mine), np.asarray(loop)), ratio, paired=True,
+                              vectorized=True, n_resamples=4999, method=method,
                               random_state=np.random.default_rng(0))
         low, high = res.confidence_interval
         if np.isfinite(low) and np.isfinite(high):
-            break
-    return float(low), float(high)
+            return float(low), float(high)
+    return float("nan"), float("nan")
+
+
+def table(got: dict, workloads: list[str], worlds: list[int]) -> list[str]:
+    """The fidelity table and the Horovod/DDP rows, as Markdown lines."""
+    med = statistics.median
+    rows = ["| workload | configuration | suite samples/s | minimal samples/s | suite / "
+            "minimal [95%] | per repetition | bar 0.97 |", "| --- | --- | ---: | ---: | --- "
+            "| --- | --- |"]
+    pairs = ["| workload | ranks | Horovod/DDP, suite | Horovod/DDP, minimal | suite / "
+             "minimal | within 3% |", "| --- | ---: | ---: | ---: | ---: | --- |"]
+    for w in workloads:
+        for n in worlds:
+            for c in CONFIGS:
+                if (c, n, w) not in got:
+                    continue
+                s, m = got[c, n, w]["suite"], got[c, n, w]["minimal"]
+                lo, hi = interval(s, m)
+                r = med(s) / med(m)
+                each = [a / b for a, b in zip(s, m)]
+                bar = "met" if lo >= BAR else "not met" if hi < BAR else \
+                    ("met by the estimate" if r >= BAR else "below by the estimate")
+                rows.append(f"| {w} | {c} x{n} | {med(s):.1f} | {med(m):.1f} | {r:.3f} "
+                            f"[{lo:.3f}-{hi:.3f}] | {min(each):.3f}-{max(each):.3f} | {bar} |")
+            if ("ddp", n, w) in got and ("horovod", n, w) in got:
+                d, h = got["ddp", n, w], got["horovod", n, w]
+                rs = med(h["suite"]) / med(d["suite"])
+                rm = med(h["minimal"]) / med(d["minimal"])
+                ok = "yes" if abs(rs / rm - 1) <= PAIR_BAR else "no"
+                pairs.append(f"| {w} | {n} | {rs:.3f} | {rm:.3f} | {rs / rm:.3f} | {ok} |")
+    return rows + [""] + pairs
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workloads", default="resnet50,gpt")
+    ap.add_argument("--world-sizes", default="1,2")
+    ap.add_argument("--configs", default="single,ddp,horovod")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--param", action="append", default=[],
+                    help="WORKLOAD:KEY=VALUE, the workload's parameter (repeatable)")
+    ap.add_argument("--batch", type=int, default=0)
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    ap.add_argument("--channels-last", action="store_true")
+    ap.add_argument("--seed", type=int, default=58)
+    ap.add_argument("--json", help="write every launch's figure here")
+    args = ap.parse_args()
+    import torch
+
+    cuda = torch.cuda.is_available()
+    workloads = [w for w in args.workloads.split(",") if w]
+    worlds = [int(n) for n in args.world_sizes.split(",") if n]
+    configs = [c for c in args.configs.split(",") if c]
+    unknown = [c for c in configs if c not in CONFIGS]
+    if unknown:
+        print(f"fidelity: error: unknown configuration(s) {unknown}; expected some of "
+              f"{', '.join(CONFIGS)}", file=sys.stderr)
+        return 2
+    cells = [(c, n, w) for w in workloads for n in worlds for c in configs
+             if not (c == "single" and n > 1)]
+    rng = random.Random(args.seed)
+    got: dict = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for rep in range(args.repeat):
+            order = [(k, *cell) for cell in cells for k in ("suite", "minimal")]
+            rng.shuffle(order)
+            for kind, c, n, w in order:
+                shape = {"warmup": args.warmup, "steps": args.steps, "batch": args.batch,
+                         "precision": args.precision, "channels_last": args.channels_last,
+                         "params": dict(p.split(":", 1)[1].split("=", 1) for p in args.param
+                                        if p.split(":", 1)[0] == w)}
+                sps = measure(kind, c, n, w, shape, Path(tmp), cuda)
+                got.setdefault((c, n, w), {"suite": [], "minimal": []})[kind].append(sps)
+                print(f"rep {rep + 1} {w:9s} {c:8s} x{n} {kind:8s} {sps:9.2f} samples/s",
+                      flush=True)
+    print(f"\n{args.steps} timed steps after {args.warmup}, {args.repeat} repetitions, "
+          f"{'GPU' if cuda else 'CPU'}, {args.precision}"
+          f"{', channels_last' if args.channels_last else ''}")
+    print("\n".join(table(got, workloads, worlds)))
+    if args.json:
+        Path(args.json).write_text(json.dumps([{"config": c, "world_size": n, "workload": w,
+                                                **v} for (c, n, w), v in got.items()]))
+    return 0
 
 
 if __name__ == "__main__":

@@ -32,9 +32,10 @@ def test_without_a_gpu_every_line_skips_saying_why(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = json.loads((tmp_path / "gpu_check.json").read_text())
     ids = {x["id"] for x in lines}
-    # every kind of GPU line is in the table: the self-test's, compile, ResNet-50, NVML
+    # every kind of GPU line is in the table: the self-test's, compile, fidelity, NVML
     for want in ("selftest:ddp-nccl-1", "selftest:horovod-nccl-1", "selftest:amp-bf16",
-                 "compile:ddp-nccl", "compile:horovod", "resnet50:ddp-nccl",
+                 "compile:ddp-nccl", "compile:horovod", "fidelity:b64:ddp:suite",
+                 "fidelity:b256-bf16-nhwc:horovod:minimal", "fidelity:b32:suite/minimal",
                  "resnet50:horovod-synthetic", "nvml:energy"):
         assert want in ids, sorted(ids)
     for x in lines:
@@ -49,3 +50,11 @@ def test_a_missing_benchmark_path_is_one_line_and_exit_2(tmp_path):
                           capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "no such file" in proc.stderr
+
+
+def test_an_unknown_part_is_one_line_and_exit_2():
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts/gpu_check.py"),
+                           "--parts", "fidelity,speed"],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and "--parts" in proc.stderr

@@ -1,0 +1,98 @@
+"""What the minimal loops share: the workload's model, one batch kept on the device, the clock.
+
+The minimal loops (single.py, ddp.py, horovod.py beside this file) are the ruler the suite
+is held against (issue 58, scripts/fidelity.py, scripts/gpu_check.py): each trains the
+same model the suite trains (hvd_vs_ddp/workloads/registry.py, the workload's own optimizer
+and loss), on one batch placed on the device once, with nothing but zero_grad / forward /
+backward / step in its loop, cuDNN's autotuner on (as Horovod's own benchmark sets it).
+Timing: W warm-up steps, then N steps; on a GPU one synchronize before and after the N
+(the CPU keeps whatever lead it has), samples/s = global batch x N / elapsed; on the CPU
+each step timed alone, the slowest rank's per step, samples/s = global batch / median.
+Rank 0 prints one line: MINIMAL {"samples_per_s": ..., ...}.
+
+    python scripts/minimal/single.py --workload resnet50 --param image_size=64 --batch 8
+    torchrun --nproc-per-node 2 scripts/minimal/ddp.py --workload gpt
+    horovodrun -np 1 python scripts/minimal/horovod.py --batch 64 --precision bf16
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+
+def parse() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--workload", default="resnet50")
+    ap.add_argument("--param", action="append", default=[], help="KEY=VALUE (repeatable)")
+    ap.add_argument("--batch", type=int, default=0, help="per-rank batch (0: the workload's)")
+    ap.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    ap.add_argument("--channels-last", action="store_true")
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--threads", type=int, default=0, help="CPU intra-op threads (0: auto)")
+    return ap.parse_args()
+
+
+def setup(args: argparse.Namespace, device: torch.device, local_ranks: int):
+    """(model, optimizer, loss function, x, y) on `device`, as the suite builds them."""
+    from hvd_vs_ddp.harness.threads import decide
+    from hvd_vs_ddp.workloads import registry
+
+    if device.type == "cpu":
+        torch.set_num_threads(args.threads or decide(local_ranks).per_rank)
+    torch.backends.cudnn.benchmark = True
+    params = dict(p.split("=", 1) for p in args.param)
+    params = {k: int(v) if v.isdigit() else v for k, v in params.items()}
+    if args.batch:
+        params["batch_size"] = args.batch
+    spec = registry.get(args.workload, **params)
+    torch.manual_seed(spec.seed)
+    model = spec.build_model(False).to(device)
+    x, y = next(iter(torch.utils.data.DataLoader(spec.build_dataset(spec.seed),
+                                                 batch_size=spec.batch_size)))
+    x, y = x.to(device), y.to(device)
+    if args.channels_last and spec.supports_channels_last:
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
+    return model, spec.make_optimizer(model.parameters()), spec.loss, x, y
+
+
+def autocast(args: argparse.Namespace, device: torch.device):
+    if args.precision == "bf16":
+        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def report(step, args, device, batch: int, rank: int, world: int, gather) -> None:
+    """Warm up, time, and print rank 0's line (`gather(list)`: every rank's list)."""
+    cuda = device.type == "cuda"
+    for _ in range(args.warmup):
+        step()
+    times: list[float] = []
+    if cuda:
+        torch.cuda.synchronize(device)
+        start = time.perf_counter()
+        for _ in range(args.steps):
+            step()
+        torch.cuda.synchronize(device)
+        times = [(time.perf_counter() - start) / args.steps]
+    else:
+        for _ in range(args.steps):
+            t0 = time.perf_counter()
+            step()
+            times.append(time.perf_counter() - t0)
+    slowest = [max(s) for s in zip(*gather(times))]
+    if rank == 0:
+        print("MINIMAL " + json.dumps({
+            "samples_per_s": batch * world / statistics.median(slowest),
+            "step_s": statistics.median(slowest), "world_size": world,
+            "device": str(device), "timer": "round" if cuda else "per-step"}), flush=True)

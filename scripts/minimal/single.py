@@ -1,0 +1,21 @@
+"""The minimal loop of one process (the suite's `single`): see common.py beside it.
+
+    python scripts/minimal/single.py --workload resnet50 --batch 32
+"""
+import torch
+from common import autocast, parse, report, setup
+
+args = parse()
+device = torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
+model, optimizer, loss_fn, x, y = setup(args, device, local_ranks=1)
+
+
+def step() -> None:
+    optimizer.zero_grad(set_to_none=True)
+    with autocast(args, device):
+        loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+
+
+report(step, args, device, x.shape[0], 0, 1, lambda times: [times])
