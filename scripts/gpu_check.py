@@ -25,9 +25,13 @@ Lines (each real processes under the real launcher, hvd_vs_ddp/backends/launcher
   the harness's own code), so a suite line that passes made no harness sync on the GPU;
 - NVML energy: the suite's GPU energy over the timed rounds (hvd_vs_ddp/harness/monitor.py),
   in joules per sample, from the ResNet-50 batch-64 cells.
-Exit 1 when a line that could run failed. `--parts fidelity` runs issue 58's part alone
-(18 launches and Horovod's benchmark: about 7 minutes on one H100/H200); all parts about
-10-12 minutes (a cold inductor compile is much of the rest).
+- host waits (issue 58): scripts/host_waits.py per library at one rank, every wait of a
+  timed round (synchronizations, blocking or pageable copies, values read on the host) with
+  its cost per step and whose it is, in `device` mode and in `memory` mode unpinned (what
+  the suite did before); a line fails if the harness made a wait in `device` mode.
+Exit 1 when a line that could run failed. `--parts fidelity,waits` runs issue 58's part
+alone (24 launches and Horovod's benchmark: about 8 minutes on one H100/H200); all parts
+about 11-13 minutes (a cold inductor compile is much of the rest).
 """
 from __future__ import annotations
 
@@ -214,7 +218,48 @@ def synthetic_lines(horovod_benchmark: str | None, hvd_launcher: str, skip_why: 
     return [bench, ratio]
 
 
-PARTS = ("selftest", "compile", "fidelity")
+def waits_lines(out_dir: Path, limit: float, skips: dict, hvd_ctl: str) -> list[Line]:
+    """scripts/host_waits.py per library at one rank, ResNet-50 224 px batch 32: the host
+    waits of a timed round in `device` mode (now) and in `memory` mode unpinned (the
+    pageable copies the suite made before issue 58); a line passes when the harness made
+    no wait in `device` mode. Each table is written to out_dir/host-waits-*.md."""
+    import fidelity
+
+    lines: list[Line] = []
+    for config in ("single", "ddp", "horovod"):
+        backend = fidelity._backend(config, True)
+        launcher = fidelity._launcher(config, True, hvd_ctl)
+        for mode, extra in (("device", []), ("memory-unpinned", ["--pin-memory", "off"])):
+            line = Line(f"waits:{config}:{mode}", f"host waits in a timed round, {backend}, "
+                        f"input {mode}", f"{launcher} x1")
+            lines.append(line)
+            if skips[config]:
+                line.where, line.figure = "-", skips[config]
+                continue
+            say(line.id)
+            argv = [str(ROOT / "scripts" / "host_waits.py"), "--backend", backend,
+                    "--param", "image_size=224", "--param", "batch_size=32", "--input",
+                    mode.split("-")[0], *extra, "--guard", "on" if mode == "device" else "off"]
+            t0 = time.monotonic()
+            rc, out = _run(launchers.command(launcher, 1, argv), limit,
+                           launchers.env(launcher=launcher))
+            line.seconds = time.monotonic() - t0
+            table = [r[r.index("| "):] for r in out.splitlines() if "| " in r]  # horovodrun
+            rows = [r for r in table if "---" not in r and not r.startswith("| wait")]  # prefixes
+            (out_dir / f"host-waits-{config}-{mode}.md").write_text(out)
+            if rc != 0:
+                line.status, line.figure = "fail", f"exit {rc}: {selftest._reason(out)}"
+                continue
+            ours = [r for r in rows if r.split("|")[2].strip() == "harness"]
+            per_step = sum(float(r.split("|")[4]) for r in ours)
+            line.figure = (f"harness: {len(ours)} kinds, {per_step:.3f} ms/step; all: "
+                           + "; ".join(" ".join(c.strip() for c in r.split("|")[1:5])
+                                       for r in rows[:4]))
+            line.status = "pass" if mode != "device" or not ours else "fail"
+    return lines
+
+
+PARTS = ("selftest", "compile", "fidelity", "waits")
 
 
 def check(horovod_benchmark: str | None, out_dir: Path, limit: float,
@@ -265,7 +310,12 @@ def check(horovod_benchmark: str | None, out_dir: Path, limit: float,
         lines += synthetic_lines(horovod_benchmark, hvd_launcher, no_gpu or no_hvd, limit,
                                  measured)
 
-    # 4. NVML energy over the timed rounds, joules per sample
+    # 4. every host wait of a timed round, whose it is (issue 58)
+    if "waits" in parts:
+        lines += waits_lines(out_dir, limit, {"single": no_gpu, "ddp": no_gpu or no_torchrun,
+                                              "horovod": no_gpu or no_hvd}, hvd_ctl)
+
+    # 5. NVML energy over the timed rounds, joules per sample
     nvml = Line("nvml:energy", f"GPU energy per sample (NVML, suite ResNet-50 b{BATCH} cells)")
     lines.append(nvml)
     if "fidelity" not in parts:
@@ -305,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds per line before its processes are killed (default 240)")
     ap.add_argument("--parts", default=",".join(PARTS),
                     help=f"comma-separated parts to run (default all: {','.join(PARTS)}); "
-                    "`--parts fidelity` is issue 58's check alone, about 7 minutes")
+                    "`--parts fidelity,waits` is issue 58's check alone, about 8 minutes")
     args = ap.parse_args(argv)
     parts = tuple(p for p in args.parts.split(",") if p)
     if not parts or set(parts) - set(PARTS):

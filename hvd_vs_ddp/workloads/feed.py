@@ -27,6 +27,7 @@ in the library.
 """
 from __future__ import annotations
 
+import contextlib
 from typing import Iterator
 
 import torch
@@ -66,13 +67,21 @@ class ReadyFeed:
         return batch
 
 
+def _unpinned(pinned: bool):
+    """Where the loader does not pin (`--pin-memory off`, asked for to measure what
+    pinning saves), the copy from pageable memory is the input pipeline's cost, asked for:
+    not the harness's, so not refused by the sync guard."""
+    return contextlib.nullcontext() if pinned else sync_guard.loader()
+
+
 class LoaderFeed:
     """`memory` / `jpeg` where nothing runs ahead (the CPU): the loader's next batch,
     placed on the device."""
 
     def __init__(self, batches: ShardedBatches, device: torch.device,
-                 channels_last: bool) -> None:
+                 channels_last: bool, pinned: bool = False) -> None:
         self.batches, self.device, self.channels_last = batches, device, channels_last
+        self.pinned = pinned
 
     def __iter__(self) -> Iterator[Batch]:
         return self
@@ -80,7 +89,8 @@ class LoaderFeed:
     def __next__(self) -> Batch:
         with sync_guard.loader():
             host = next(self.batches)
-        return _place(host, self.device, self.channels_last)
+        with _unpinned(self.pinned):
+            return _place(host, self.device, self.channels_last)
 
 
 class PrefetchFeed:
@@ -89,8 +99,9 @@ class PrefetchFeed:
     memory is marked as used by the step's stream so the allocator does not reuse it early."""
 
     def __init__(self, batches: ShardedBatches, device: torch.device,
-                 channels_last: bool) -> None:
+                 channels_last: bool, pinned: bool = True) -> None:
         self.batches, self.device, self.channels_last = batches, device, channels_last
+        self.pinned = pinned
         self.stream = torch.cuda.Stream(device=device)
         self.next: Batch | None = None
         self._preload()
@@ -98,7 +109,7 @@ class PrefetchFeed:
     def _preload(self) -> None:
         with sync_guard.loader():
             host = next(self.batches)
-        with torch.cuda.stream(self.stream):
+        with torch.cuda.stream(self.stream), _unpinned(self.pinned):
             self.next = _place(host, self.device, self.channels_last)
 
     def __iter__(self) -> Iterator[Batch]:
@@ -115,15 +126,16 @@ class PrefetchFeed:
         return batch
 
 
-def make(mode: str, batches: ShardedBatches, device: torch.device, channels_last: bool):
-    """The feed of `mode` over this rank's sharded batches."""
+def make(mode: str, batches: ShardedBatches, device: torch.device, channels_last: bool,
+         pinned: bool = False):
+    """The feed of `mode` over this rank's sharded batches (`pinned`: the loader pins)."""
     if mode not in INPUT_MODES:
         raise ValueError(f"input mode must be one of {INPUT_MODES}, got {mode!r}")
     if mode == DEVICE:
         return ReadyFeed(batches, device, channels_last)
     if device.type == "cuda":
-        return PrefetchFeed(batches, device, channels_last)
-    return LoaderFeed(batches, device, channels_last)
+        return PrefetchFeed(batches, device, channels_last, pinned)
+    return LoaderFeed(batches, device, channels_last, pinned)
 
 
 def meaning(mode: str, cuda: bool) -> str:

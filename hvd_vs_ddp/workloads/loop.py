@@ -205,7 +205,7 @@ class Trainer:
         self.channels_last = config.channels_last and workload.supports_channels_last
         torch.backends.cudnn.benchmark = config.cudnn_benchmark
         self.feed = feed.make(config.input_mode, self.batches, self.device,
-                              self.channels_last)
+                              self.channels_last, self.pin_memory)
         # the harness's code in a timed step may not wait for the device (sync_guard)
         self.guarded = True
         self.local_losses: list[torch.Tensor] = []
