@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from hvd_vs_ddp.cli import cell_command, matrix, presets
+from hvd_vs_ddp.cli import cell_command, gpu_sizes, matrix, presets
 from hvd_vs_ddp.cli.args import PROFILE_STEPS
 from hvd_vs_ddp.cli.cell import Cell
 from hvd_vs_ddp.cli.presets import Preset
@@ -100,7 +100,7 @@ def _resumed(args: Any) -> RunRequest:
         raise RunRequestError(f"--repeat {args.repeat}: {run_dir} was run with --repeat "
                               f"{manifest.repeat or 1}; a resumed run keeps its repetitions")
     cells = tuple(Cell.from_dict(c.to_dict()) for c in manifest.cells)
-    preset = presets.PRESETS[manifest.preset]
+    preset = _sized(presets.PRESETS[manifest.preset], manifest_sizes(manifest))
     try:  # the run's workloads must still resolve and build (a spec file moved?)
         from hvd_vs_ddp.harness import option_parsing
 
@@ -132,6 +132,7 @@ def _fresh(args: Any) -> RunRequest:
         preset = _only_suites(preset, args.suites)
     if getattr(args, "input", None):  # the input-pipeline axis (matrix.with_inputs)
         preset = dataclasses.replace(preset, inputs=args.input)
+    preset = _sized(preset, args.world_sizes or preset.world_sizes)
     _check_runs_dir(args.runs_dir)
     _check_host_capacity(args.world_sizes, args.hosts)
     extra, opts = _suite_extra(args, preset)
@@ -153,6 +154,20 @@ def _fresh(args: Any) -> RunRequest:
     return RunRequest(run_dir, preset, cells, args.workloads, args.hosts, args.repeat,
                       args.order_seed, args.cell_time_limit, args.allow_failures,
                       pythonpath=path, plans=plans)
+
+
+def _sized(preset: Preset, world_sizes) -> Preset:
+    """On a machine with GPUs, the preset at the sizes a GPU user trains
+    (hvd_vs_ddp/cli/gpu_sizes.py); unchanged on the CPU."""
+    gpus = matrix._gpus()
+    if not gpus:
+        return preset
+    return gpu_sizes.apply(preset, gpus, gpu_sizes.smallest_gpu_gib(), tuple(world_sizes))
+
+
+def manifest_sizes(manifest) -> tuple[int, ...]:
+    """The world sizes of a run's cells (a resumed run is sized as it was laid out)."""
+    return tuple(sorted({int(c.world_size) for c in manifest.cells})) or (1,)
 
 
 def _plans(cells: tuple[Cell, ...], verdicts: Mapping[str, Verdict], preset: Preset,
