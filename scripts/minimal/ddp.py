@@ -1,5 +1,5 @@
 """The minimal DDP loop (the suite's `ddp-nccl` on GPUs, `ddp-gloo` on the CPU), under
-torchrun: DDP's defaults, one batch on the device; see common.py beside it.
+torchrun: DDP's defaults, one batch on the device; see loop_parts.py beside it.
 
     torchrun --standalone --nproc-per-node 1 scripts/minimal/ddp.py --batch 64
 """
@@ -7,7 +7,7 @@ import os
 
 import torch
 import torch.distributed as dist
-from common import autocast, parse, report, setup
+from loop_parts import autocast, parse, report, setup
 
 args = parse()
 cuda = torch.cuda.is_available()

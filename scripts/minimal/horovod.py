@@ -1,13 +1,13 @@
 """The minimal Horovod loop (the suite's `horovod`), under horovodrun or mpirun:
 hvd.DistributedOptimizer with its defaults, the initial broadcasts, one batch on the
-device; see common.py beside it. At one rank Horovod registers no gradient hooks (its
+device; see loop_parts.py beside it. At one rank Horovod registers no gradient hooks (its
 DistributedOptimizer does that only at size > 1), as in the suite.
 
     horovodrun -np 1 python scripts/minimal/horovod.py --batch 64
 """
 import horovod.torch as hvd
 import torch
-from common import autocast, parse, report, setup
+from loop_parts import autocast, parse, report, setup
 
 args = parse()
 hvd.init()

@@ -1,9 +1,9 @@
-"""The minimal loop of one process (the suite's `single`): see common.py beside it.
+"""The minimal loop of one process (the suite's `single`): see loop_parts.py beside it.
 
     python scripts/minimal/single.py --workload resnet50 --batch 32
 """
 import torch
-from common import autocast, parse, report, setup
+from loop_parts import autocast, parse, report, setup
 
 args = parse()
 device = torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
