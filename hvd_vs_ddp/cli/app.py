@@ -156,7 +156,9 @@ def _add_doctor(sub) -> None:
 def _add_run(sub) -> None:
     run = sub.add_parser("run", help="run a comparison matrix into a fresh run directory")
     run.add_argument("--preset", type=argtypes.preset,
-                     help="quick (default), full, tune, compile or recovery")
+                     help="quick (default), full, tune, compile, recovery or aa (the A/A "
+                     "check: each backend against itself); docs/running.md says what each "
+                     "runs")
     run.add_argument("--backends", type=argtypes.backends,
                      help="comma-separated subset of the preset's backends")
     run.add_argument("--workloads", type=argtypes.workloads,
@@ -184,11 +186,13 @@ def _add_run(sub) -> None:
                      "preset to run, e.g. throughput,compute (default: all of them; "
                      "'compute' brings the compute-only reference cells, 'timeline' the "
                      "instrumented Horovod twins)")
-    run.add_argument("--input", type=argtypes.inputs, help="comma-separated input pipelines "
-                     "of the timed cells, an axis of the matrix: memory (tensors in memory, "
-                     "the default), jpeg (JPEG files decoded and augmented on the host by "
-                     "DataLoader workers: --suite-args \"--loader-workers N --pin-memory "
-                     "on|off\"), e.g. memory,jpeg")
+    run.add_argument("--input", type=argtypes.inputs, help="comma-separated input modes of "
+                     "the timed cells, an axis of the matrix: device (a few ready batches on "
+                     "the device: no input work in the step; the default), memory (tensors "
+                     "through a DataLoader; on a GPU pinned, copied on a side stream), jpeg "
+                     "(JPEG files decoded and augmented on the host by DataLoader workers: "
+                     "--suite-args \"--loader-workers N --pin-memory on|off\"), e.g. "
+                     "device,jpeg")
     run.add_argument("--repeat", type=argtypes.repetitions, help="repetitions per cell, each "
                      "a fresh process, interleaved across cells (default: the preset's; "
                      "quick: 3; at most 1000)")
