@@ -35,6 +35,15 @@ level 1-alpha_k over n repetitions (s = h/z_k), one more repetition gives about
 h' = z_{k+1} s sqrt(n/(n+1)); the estimate's distance d from the nearer margin edge moves
 by about s/sqrt(n+1); the chance to settle is Phi((d - h') / (s/sqrt(n+1))).
 
+The answer's pairs first (issue 60): the pairs the report's answer rests on (per case
+and world size the best Horovod against the best DDP, and each tuning best-vs-best:
+reports/judged.py `headline`) get repetitions before any other open pair. A pair whose
+chance to settle by its cap is negligible (`cap_chance` < GIVE_UP: the estimate at
+max_reps repetitions, drifting by what the remaining repetitions can move it, still
+inside z_N x its final standard error of a margin edge) is given up at once, named in the
+plan's `given_up` and the progress line, and never gets another repetition (on resume
+either); the time goes to pairs that can settle.
+
     hvd-vs-ddp run --preset quick --budget 8           # settle within 8 minutes in all
     hvd-vs-ddp run --resume runs/<name>                # go on with the time left
 """
@@ -56,6 +65,7 @@ if TYPE_CHECKING:  # the report's code loads only when a budget judges
 RULE = ("Bonferroni alpha spending over looks: alpha/2 at the planned repetitions, "
         "alpha/(2(K-1)) at each later look, K = max_reps - planned + 1")
 MAX_FACTOR = 3  # max_reps = 3 x planned
+GIVE_UP = 0.05  # a pair with less chance than this to settle by its cap is given up
 
 
 def new_plan(minutes: float, planned: int, margin: float = DEFAULT_MARGIN) -> dict[str, Any]:
@@ -65,7 +75,7 @@ def new_plan(minutes: float, planned: int, margin: float = DEFAULT_MARGIN) -> di
     return {"minutes": float(minutes), "planned": int(planned),
             "max_reps": MAX_FACTOR * int(planned), "alpha": round(1 - stats.LEVEL, 6),
             "margin": float(margin), "rule": RULE, "spent_s": 0.0, "pairs": [],
-            "open": [], "failed": [], "stopped": None}
+            "open": [], "failed": [], "given_up": [], "stopped": None}
 
 
 def judge(run_dir, plan: dict[str, Any]) -> list[Judged]:
@@ -99,6 +109,38 @@ def settle_chance(ci: stats.RatioCI, plan: dict[str, Any]) -> float:
     return nd.cdf((d - h_next) / (s / math.sqrt(n + 1)))
 
 
+def cap_chance(ci: stats.RatioCI, plan: dict[str, Any]) -> float:
+    """The chance the pair settles by its cap (max_reps repetitions per side), on the
+    side of the margin its estimate is on now: the estimate at N = max_reps moves from
+    today's by about sqrt(se_n^2 - se_N^2) (se_N = se_n sqrt(n/N)) and must end at
+    least z_N se_N (the last look's level) from the nearer margin edge."""
+    looks = stats.max_looks(plan["planned"], plan["max_reps"])
+    k, n, cap = ci.look or 1, ci.reps, int(plan["max_reps"])
+    if n >= cap or k >= looks or ci.lo <= 0 or ci.hi <= ci.lo:
+        return 0.0
+    nd = statistics.NormalDist()
+    se_n = (math.log(ci.hi) - math.log(ci.lo)) / (2 * nd.inv_cdf(1 - (1 - ci.level) / 2))
+    se_cap = se_n * math.sqrt(n / cap)
+    z_cap = nd.inv_cdf(1 - stats.spent_alpha(looks, looks, plan["alpha"]) / 2)
+    d = abs(abs(math.log(ci.ratio)) - math.log(1 + plan["margin"]))
+    drift = math.sqrt(max(se_n ** 2 - se_cap ** 2, 1e-12))
+    return nd.cdf((d - z_cap * se_cap) / drift)
+
+
+def _give_up(p: Judged, plan: dict[str, Any]) -> bool:
+    """Whether `p` is given up (now or at an earlier look): recorded in the plan once."""
+    given = plan.setdefault("given_up", [])
+    if any(g["pair"] == p.name for g in given):
+        return True
+    chance = cap_chance(p.ci, plan)
+    if chance >= GIVE_UP:
+        return False
+    given.append({"pair": p.name, "kind": p.kind, "chance": round(chance, 4),
+                  "repetitions": int(p.ci.reps), "verdict": p.verdict,
+                  "ratio": [p.ci.ratio, p.ci.lo, p.ci.hi], "headline": p.headline})
+    return True
+
+
 def _passed(entry) -> list[Repetition]:
     return [r for r in entry.repeats or [] if r.status == "passed"]
 
@@ -110,19 +152,25 @@ def _seconds(entry) -> float:
 
 
 def _state(pairs: list[Judged], plan: dict[str, Any]) -> list[dict[str, Any]]:
+    given = {g["pair"] for g in plan.get("given_up") or []}
     return [{"pair": p.name, "kind": p.kind, "verdict": p.verdict,
              "repetitions": int(p.ci.reps), "look": p.ci.look, "cells": p.all_cells,
-             "open": p.open} for p in pairs]
+             "open": p.open, "headline": p.headline, "given_up": p.name in given}
+            for p in pairs]
 
 
 def choose(pairs: list[Judged], manifest, plan: dict[str, Any], left: float,
            stuck: set[str]) -> tuple[tuple[float, str, list] | None, str]:
     """The open pair whose next repetition has the best chance to settle it per second,
-    of every kind alike: (chance, pair name, its lagging cell entries), or None and why
-    no pair can have one."""
+    of every kind alike, the answer's pairs (`headline`) before any other, a pair given up
+    never (`_give_up`, recorded in the plan): (chance, pair name, its lagging cell
+    entries), or None and why no pair can have one."""
     options, why = [], set()
     for p in pairs:
         if not p.open:
+            continue
+        if _give_up(p, plan):
+            why.add("the open pairs left cannot settle by their cap (given up)")
             continue
         if set(p.all_cells) & stuck:
             why.add("a cell's added repetition failed")
@@ -138,10 +186,10 @@ def choose(pairs: list[Judged], manifest, plan: dict[str, Any], left: float,
             why.add("budget spent")
             continue
         chance = settle_chance(p.ci, plan)
-        options.append((chance / cost, chance, p.name, lag))
+        options.append((p.headline, chance / cost, chance, p.name, lag))
     if not options:
         return None, "; ".join(sorted(why))
-    _, chance, name, lag = max(options, key=lambda o: o[0])
+    _, _, chance, name, lag = max(options, key=lambda o: (o[0], o[1]))
     return (chance, name, lag), ""
 
 
@@ -165,7 +213,12 @@ def settle(runner, progress=None, stream=None) -> None:
         if not plan["open"]:
             plan["stopped"] = "every pair settled" if pairs else "no pair to judge"
             break
+        known = len(plan.get("given_up") or [])
         pick, why = choose(pairs, m, plan, left, stuck)
+        for g in (plan.get("given_up") or [])[known:]:
+            print(f"budget: given up on {g['pair']} (chance to settle by {plan['max_reps']} "
+                  f"repetitions: {g['chance']:.1%})", file=stream, flush=True)
+        plan["pairs"] = _state(pairs, plan)  # with what this look gave up
         if pick is None:
             plan["stopped"] = why
             break

@@ -43,6 +43,9 @@ class Judged:
     verdict: str                       # faster, equivalent, inconclusive
     ci: RatioCI                        # the interval the verdict came from (look, level)
     cells: tuple[tuple[str, ...], ...]  # the cell ids of each arm
+    # whether the report's answer rests on it: per case and world size the best Horovod
+    # against the best DDP (the answer box's pair), and each tuning best-vs-best pair
+    headline: bool = False
 
     @property
     def open(self) -> bool:
@@ -67,9 +70,23 @@ def throughput_name(r) -> str:
 def _throughput(data: Data, margin: float) -> list[Judged]:
     from hvd_vs_ddp.reports.compare import hvd_vs_ddp
     cmp = hvd_vs_ddp(data.throughput, margin) if not data.throughput.empty else None
-    return [] if cmp is None or cmp.empty else [
-        Judged("throughput", throughput_name(r), r["judged"].verdict, r["judged"].ci,
-               ((r["hvd_cell"],), (r["ddp_cell"],))) for _, r in cmp.iterrows()]
+    if cmp is None or cmp.empty:
+        return []
+    return [Judged("throughput", throughput_name(r), r["judged"].verdict, r["judged"].ci,
+                   ((r["hvd_cell"],), (r["ddp_cell"],)), headline=i in _headline_rows(cmp))
+            for i, r in cmp.iterrows()]
+
+
+def _headline_rows(cmp) -> set:
+    """The rows of the answer box's pairs: per run, case and world size, the Horovod
+    series and the DDP series of highest median samples/s (reports/answer.py's "best
+    Horovod / best DDP")."""
+    rows = set()
+    for _, g in cmp.groupby(["run", "case", "world_size"], sort=False):
+        best_h = g.loc[g["hvd_sps"].idxmax(), "horovod"]
+        best_d = g.loc[g["ddp_sps"].idxmax(), "ddp"]
+        rows |= set(g.index[(g["horovod"] == best_h) & (g["ddp"] == best_d)])
+    return rows
 
 
 def _compile(data: Data, margin: float) -> list[Judged]:
@@ -90,7 +107,7 @@ def _tuning(data: Data, margin: float) -> list[Judged]:
             continue
         out.append(Judged("tuning", f"tuning: {e['workload']} np{e['world_size']} best "
                                     "horovod vs best ddp", j["verdict"], ci_of(j),
-                          ((h["cell"],), (d["cell"],))))
+                          ((h["cell"],), (d["cell"],)), headline=True))
     return out
 
 

@@ -98,7 +98,8 @@ def test_only_open_pairs_lagging_cells_get_repetitions(run_dir):
     assert r.ran, "nothing ran: every pair settled at 3 repetitions?"
     open_cells = {c for p in before.values() if p["open"] for c in p["cells"]}
     assert {x.rsplit(".r", 1)[0] for x in r.ran} <= open_cells
-    assert len(r.ran) <= 6 and plan["stopped"] in ("budget spent", "every pair settled")
+    assert len(r.ran) <= 6 and ("budget spent" in plan["stopped"]
+                                or plan["stopped"] == "every pair settled"), plan["stopped"]
     assert {p["pair"] for p in plan["pairs"]} == set(before)
     assert plan["open"] == [p["pair"] for p in plan["pairs"] if p["open"]]
     # the plan's verdicts are what the report's code says of the final state
@@ -115,7 +116,12 @@ def test_max_reps_stops_a_pair(run_dir):
     budget.settle(r, stream=open("/dev/null", "w"))
     assert max(len(e.repeats) for e in r.manifest.cells) <= 4
     plan = r.manifest.budget
-    assert plan["stopped"] in ("every pair settled", "max_reps (4) reached"), plan["stopped"]
+    assert any(why in plan["stopped"] for why in (
+        "every pair settled", "max_reps (4) reached",
+        "the open pairs left cannot settle by their cap (given up)")), plan["stopped"]
+    if "given up" in plan["stopped"]:  # one look left: what cannot settle is named
+        assert plan["given_up"] and all(g["chance"] < budget.GIVE_UP
+                                        for g in plan["given_up"])
 
 
 def test_a_failed_extra_repetition_is_dropped(run_dir):
@@ -191,9 +197,9 @@ def test_the_chooser_takes_a_compile_tuning_or_recovery_pair(tmp_path, fixture, 
 
 
 def test_compile_pairs_are_settled_and_resume_goes_on(tmp_path):
-    """The loop itself on the recorded compile run: its first choice is a compile pair
-    (compiled vs eager), the plan and the report's budget line name every kind, and
-    a resumed run goes on from the plan with the time left."""
+    """The loop itself on the recorded compile run: its first choice is the answer's pair
+    (best Horovod against best DDP), the plan and the report's budget line name every
+    kind, and a resumed run goes on from the plan with the time left."""
     import io
 
     from hvd_vs_ddp.reports.verdicts import budget_lines
@@ -203,9 +209,11 @@ def test_compile_pairs_are_settled_and_resume_goes_on(tmp_path):
     r = Replay(_copy(tmp_path, "cpu-compile"), minutes=1.0, planned=2)
     budget.settle(r, stream=out)
     first = [ln for ln in out.getvalue().splitlines() if ln.startswith("budget: next")]
-    assert first and first[0].startswith("budget: next compile: "), out.getvalue()
     plan = r.manifest.budget
-    assert plan["stopped"] == "budget spent" and len(r.ran) == 3
+    headline = [p["pair"] for p in plan["pairs"] if p["headline"]]
+    assert first and any(first[0].startswith(f"budget: next {h} (") for h in headline), \
+        out.getvalue()
+    assert "budget spent" in plan["stopped"] and 2 <= len(r.ran) <= 3
     assert {p["kind"] for p in plan["pairs"]} == {"throughput", "compile"}
     assert "(compile, throughput)" in out.getvalue()  # progress: the open kinds
     line = budget_lines([load_run(r.run_dir)])[0]
@@ -215,7 +223,7 @@ def test_compile_pairs_are_settled_and_resume_goes_on(tmp_path):
     done = {e.id: len(e.repeats) for e in r.manifest.cells}
 
     again = Replay(r.run_dir, minutes=2.0, planned=2, resume=True)  # run --resume
-    assert again.clock == pytest.approx(60.0)
+    assert again.clock == pytest.approx(r.clock)  # the plan's spent_s
     budget.settle(again, stream=io.StringIO())
     assert again.ran and again.clock <= 120.0
     for e in again.manifest.cells:  # nothing redone, repetitions numbered on
@@ -225,3 +233,67 @@ def test_compile_pairs_are_settled_and_resume_goes_on(tmp_path):
     final = budget.judge(again.run_dir, again.manifest.budget)
     assert [(j.name, j.verdict) for j in final] == [
         (p["pair"], p["verdict"]) for p in again.manifest.budget["pairs"]]
+
+
+def _said(text: str) -> list[tuple[str, str]]:
+    """('next' | 'given up', pair) in the order the budget's progress lines said them."""
+    import re
+    out = []
+    for ln in text.splitlines():
+        m = re.match(r"budget: (next|given up on) (.+?) \(chance", ln)
+        if m:
+            out.append(("next" if m.group(1) == "next" else "given up", m.group(2)))
+    return out
+
+
+def test_the_answers_pairs_get_repetitions_first(run_dir):
+    import io
+
+    out = io.StringIO()
+    r = Replay(run_dir, minutes=3.0)
+    budget.settle(r, stream=out)
+    plan = r.manifest.budget
+    headline = {p["pair"] for p in plan["pairs"] if p["headline"]}
+    assert headline, "the answer's pairs are marked"
+    said = [pair for what, pair in _said(out.getvalue()) if what == "next"]
+    assert said, out.getvalue()
+    # a pair that is not the answer's gets a repetition only once no answer's pair is
+    # open and still worth one
+    first_other = next((i for i, p in enumerate(said) if p not in headline), len(said))
+    assert all(p in headline for p in said[:first_other])
+    if first_other < len(said):
+        given = {g["pair"] for g in plan["given_up"]}
+        state = {p["pair"]: p for p in budget._state(budget.judge(run_dir, plan), plan)}
+        assert all(not state[h]["open"] or h in given for h in headline
+                   if h in state), (said, plan["given_up"])
+
+
+def test_a_pair_given_up_never_gets_another_repetition(run_dir, monkeypatch):
+    """A pair whose chance to settle by its cap is below GIVE_UP is given up at once,
+    named, and never chosen again (the mutation: choose() that ignores the plan's
+    given_up list makes this fail)."""
+    import io
+
+    monkeypatch.setattr(budget, "GIVE_UP", 0.6)  # give some up, keep others going
+    out = io.StringIO()
+    r = Replay(run_dir, minutes=4.0)
+    budget.settle(r, stream=out)
+    said = _said(out.getvalue())
+    given = [pair for what, pair in said if what == "given up"]
+    assert given, f"nothing given up at GIVE_UP 0.6: {out.getvalue()}"
+    for pair in given:
+        after = said[said.index(("given up", pair)) + 1:]
+        assert ("next", pair) not in after, f"{pair} got a repetition after it was given up"
+    plan = r.manifest.budget
+    assert [g["pair"] for g in plan["given_up"]] == given
+    assert all(p["given_up"] == (p["pair"] in given) for p in plan["pairs"])
+
+
+def test_a_pair_that_cannot_settle_by_its_cap_has_a_negligible_chance():
+    plan = budget.new_plan(10, 3)
+    wide_at_edge = stats.RatioCI(1.05, 0.6, 1.8, 3, 0.95, look=1)  # on the margin's edge
+    far = stats.RatioCI(1.6, 1.3, 1.95, 3, 0.95, look=1)           # far beyond it
+    assert budget.cap_chance(wide_at_edge, plan) < budget.GIVE_UP
+    assert budget.cap_chance(far, plan) > 0.5
+    done = stats.RatioCI(1.6, 1.3, 1.95, plan["max_reps"], 0.95, look=7)
+    assert budget.cap_chance(done, plan) == 0.0  # at its cap: nothing more to come
