@@ -87,11 +87,12 @@ def assess(row: Row, me: ModelError | None, margin: float = DEFAULT_MARGIN,
     band and the ratio's measurement band must hold a published figure (model error and
     noise), the verdict's band is about the true ratio (model error alone)."""
     rng = np.random.default_rng([seed, row.devices])
+    n = row.devices  # projected from one device's compute time (issue 62: the scale)
     for v in row.values:
-        v.projected = band(v.draws, me, v.library, rng)
+        v.projected = band(v.draws, me, v.library, rng, scale=n)
     if row.ratio_draws is not None and row.ratio_published is not None:
-        row.ratio = band(row.ratio_draws, me, "ratio", rng, measurement=False)
-        row.ratio_measurement = band(row.ratio_draws, me, "ratio", rng)
+        row.ratio = band(row.ratio_draws, me, "ratio", rng, measurement=False, scale=n)
+        row.ratio_measurement = band(row.ratio_draws, me, "ratio", rng, scale=n)
         row.verdict = _verdict(row.ratio[1], row.ratio[2], margin, row.ratio[0])
         rp = row.ratio_published
         row.published_verdict = _verdict(rp, rp, margin, rp)
@@ -99,14 +100,20 @@ def assess(row: Row, me: ModelError | None, margin: float = DEFAULT_MARGIN,
 
 
 def loso(draws: int = DRAWS, margin: float = DEFAULT_MARGIN, split: str = "noise",
-         floor: float = 0.0) -> list[Row]:
+         floor: float = 0.0, growth: bool = False) -> list[Row]:
     """Every row assessed with the error estimated without its own source (`split`,
-    `floor`: errors.model_error's variants)."""
+    `floor`: errors.model_error's variants; `growth`: with the error's growth with the
+    scale factor, fitted by extrapolation without the source as well, issue 62)."""
+    from hvd_vs_ddp.projection import extrapolation
+
     projected = project_all(draws)
     res = residuals(projected)
-    return judge_configurations(
-        [assess(r, model_error(res, leave_out=r.source, split=split, floor=floor), margin)
-         for r in projected])
+    ext = extrapolation.residuals(projected) if growth else []
+
+    def error(source: str) -> ModelError:
+        me = model_error(res, leave_out=source, split=split, floor=floor)
+        return extrapolation.fit(ext, lambda x: x.source != source, me) if growth else me
+    return judge_configurations([assess(r, error(r.source), margin) for r in projected])
 
 
 # The ways of carrying the model's error that were measured (docs/projection.md, 'Bands')
@@ -174,8 +181,10 @@ def judge_file(path: Path, draws: int = DRAWS, margin: float = DEFAULT_MARGIN) -
 
 @cache
 def current_error(draws: int = DRAWS) -> ModelError:
-    """The error a new projection carries: every in-scope source's residuals."""
-    return model_error(residuals(project_all(draws)))
+    """The error a new projection carries: every in-scope source's residuals, and its
+    growth with the scale factor fitted by extrapolation (issue 62)."""
+    from hvd_vs_ddp.projection import extrapolation
+    return extrapolation.current(draws)
 
 
 def at_scale(assessed: list[Row], smallest: int = SCALE) -> dict:

@@ -118,13 +118,15 @@ def components(me: ModelError) -> dict[str, dict[str, float]]:
 
 
 def band(draws: np.ndarray, me: ModelError | None, key: str, rng: np.random.Generator,
-         level: float = LEVEL, measurement: bool = True) -> tuple[float, float, float]:
+         level: float = LEVEL, measurement: bool = True,
+         scale: float = 1.0) -> tuple[float, float, float]:
     """The draws' median (the model's value: its error is centred on it) and the
     percentile band of the draws (inputs only) times exp(model error), and times
-    exp(noise) where the band must hold a measured figure."""
+    exp(noise) where the band must hold a measured figure. `scale`: devices projected
+    over devices measured, where the error grows with it (`ModelError.growth`)."""
     x = np.asarray(draws, dtype=float)
     med = float(np.median(x))
     if me is not None:
-        x = x * np.exp(me.draws(key, rng, x.size, measurement))
+        x = x * np.exp(me.draws(key, rng, x.size, measurement, scale))
     lo, hi = np.percentile(x, [(100 - level) / 2, (100 + level) / 2])
     return med, float(min(lo, med)), float(max(hi, med))

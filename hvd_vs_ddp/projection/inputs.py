@@ -267,6 +267,7 @@ def _case_inputs(run: _Run, w: str, comp: list, thr: list, ref: int, base: np.nd
     inputs.notes += run.left_out
     inputs.disturbed = list(run.disturbed)
     inputs.run_cores = run.cores
+    inputs.run_on_cpu = not run.on_gpu  # issue 62: its distance to GPU targets is carried
     _stragglers(inputs, [r for r, _ in comp if (r.concurrent_ranks or r.world_size) == ref]
                 or [r for r, _ in thr if r.world_size == 1])
     _host_pipeline(inputs, [r for r, _ in thr], run.cores)

@@ -111,6 +111,7 @@ class Inputs:
     # (torch >= 2.0 on CUDA, today's default) or "loop" (one launch or more per parameter)
     optimizer: str = "foreach"
     input_bytes: float = 0.0         # bytes of one sample's input (a pageable copy's size)
+    run_on_cpu: bool = False         # issue 62: the run it comes from had no GPU
 
     @property
     def jitter_range(self) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -148,14 +149,22 @@ class ModelError:
     n: dict[str, int]
     total: dict[str, float] = field(default_factory=dict)
     inputs: dict[str, float] = field(default_factory=dict)
+    # issue 62: the model's error grows with the scale factor s (devices projected over
+    # devices measured): `growth[key]` x log2(s) in quadrature, fitted by extrapolation
+    # (hvd_vs_ddp/projection/extrapolation.py) from `growth_rows` residuals
+    growth: dict[str, float] = field(default_factory=dict)
+    growth_rows: dict[str, int] = field(default_factory=dict)
+    growth_sources: int = 0
+    distance: float = 0.0   # a further sd in log: a run on another kind of machine
 
-    def sd(self, key: str, measurement: bool = True) -> float:
-        m = self.model.get(key, 0.0)
+    def sd(self, key: str, measurement: bool = True, scale: float = 1.0) -> float:
+        m = math.hypot(self.model.get(key, 0.0),
+                       self.growth.get(key, 0.0) * math.log2(max(scale, 1.0)), self.distance)
         return math.hypot(m, self.noise.get(key, 0.0)) if measurement else m
 
     def draws(self, key: str, rng: np.random.Generator, size: int,
-              measurement: bool = True) -> np.ndarray:
-        return rng.normal(0.0, self.sd(key, measurement), size)
+              measurement: bool = True, scale: float = 1.0) -> np.ndarray:
+        return rng.normal(0.0, self.sd(key, measurement, scale), size)
 
 
 @dataclass(frozen=True)
@@ -372,6 +381,17 @@ def calibrate(inputs: Inputs, measured_step_s: dict[str, tuple[int, float]],
     return notes
 
 
+def error_scale(inputs: Inputs, n: int, lib: Library | None = None) -> float:
+    """Issue 62: the scale factor the model's error grows with, devices projected over
+    devices measured: the size `lib` (else every library) was calibrated at, 1 where
+    only a compute time was measured, and 1 for a CPU run projected to GPUs (it
+    measured no GPU at any size)."""
+    if inputs.run_on_cpu and inputs.gpu:
+        return float(n)
+    libs = [lib] if lib is not None else inputs.libraries
+    return n / max(1, min((x.residual_devices for x in libs), default=1))
+
+
 def project(inputs: Inputs, devices: list[int], draws: int = 400,
             seed: int = 0) -> list[Projected]:
     """Each library at each size over `draws` draws of the inputs. Draw number i is the
@@ -400,7 +420,7 @@ def project(inputs: Inputs, devices: list[int], draws: int = 400,
             err = np.zeros(draws)
             if inputs.model_error is not None and n > 1:
                 err = inputs.model_error.draws(lib.kind, np.random.default_rng([seed, n, 7]),
-                                               draws)
+                                               draws, scale=error_scale(inputs, n, lib))
             # error = log(published / projected) of samples/s; never faster than compute
             with_err = np.maximum(steps_a / np.exp(err), np.array(compute_only))
             keys = sorted({k for p in parts for k in p})

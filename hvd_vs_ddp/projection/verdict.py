@@ -29,6 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from hvd_vs_ddp.backends.catalog import DDP, HOROVOD_LIB
+from hvd_vs_ddp.projection.model import error_scale
 from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN, EQUIVALENT, FASTER, INCONCLUSIVE, classify
 
 LEVEL = 95
@@ -65,7 +66,8 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
         inputs_lo, inputs_hi = np.percentile(ratio, [(100 - LEVEL) / 2, (100 + LEVEL) / 2])
         if inputs.model_error is not None and n > 1:
             err = inputs.model_error.draws("ratio", np.random.default_rng([seed, n, 11]),
-                                           ratio.size, measurement=False)
+                                           ratio.size, measurement=False,
+                                           scale=error_scale(inputs, n))
             ratio = ratio * np.exp(err)
         lo, hi = (float(x) for x in np.percentile(ratio, [(100 - LEVEL) / 2,
                                                           (100 + LEVEL) / 2]))
