@@ -100,7 +100,11 @@ def pytest_configure(config: pytest.Config) -> None:
         judged = cell_plan.for_session(opts, plugin.env, plugin.coord.gather,
                                      gpus=torch.cuda.device_count()
                                      if torch.cuda.is_available() else 0)
-    # Every rank the same intra-op threads, whatever the launcher set (harness/threads.py).
+    # Every rank on its own cores where the launcher left it free, before the library's
+    # threads start, and the same intra-op threads, whatever the launcher set
+    # (harness/threads.py).
+    cores = (threads.bind(plugin.env.local_rank, plugin.env.local_size)
+             if opts.bind_cores == "auto" else None)
     plan = threads.decide(plugin.env.local_size, opts.threads,
                           threads.loader_workers(opts.knob_set), torch.cuda.is_available())
     threads.apply(plan)
@@ -111,7 +115,9 @@ def pytest_configure(config: pytest.Config) -> None:
         timeline_ref=timeline[1] if timeline else None,
         profile_at=profiling.folder_and_stem(json_path),  # --profile-steps traces
         threads=dict(plan.as_dict(), ranks=plugin.coord.gather(torch.get_num_threads(),
-                                                                "threads per rank"))))
+                                                                "threads per rank"),
+                     bind_cores=opts.bind_cores,
+                     cores=plugin.coord.gather(cores, "cores per rank"))))
 
 
 # Parameters through which a suite test names its backend (first element of a tuple).

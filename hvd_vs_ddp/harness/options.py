@@ -49,6 +49,7 @@ COLLECTIVE_OPS = ("allreduce", "broadcast", "allgather")  # the collectives suit
 # The DataLoader's pin_memory settings (auto: on where the device is a GPU); the input
 # pipelines (INPUT_MODES) are the results format's (hvd_vs_ddp/workloads/jpeg_set.py).
 PIN_MEMORY = ("auto", "on", "off")
+BIND_CORES = ("auto", "off")  # each rank on its own share of the cores (harness/threads.py)
 
 
 def _opt(default: Any, help: str, **extra: Any) -> Any:
@@ -68,6 +69,8 @@ def _names(kind: str) -> list[str]:
         return list(INPUT_MODES)
     if kind == "pin memory":
         return list(PIN_MEMORY)
+    if kind == "core binding":
+        return list(BIND_CORES)
     from hvd_vs_ddp.harness.knobs import ALL, SETS
     return list(dict.fromkeys([*SETS, *(k.name for k in ALL)]))
 
@@ -141,6 +144,9 @@ class SuiteOptions:
     threads: int = _opt(0, "intra-op threads per rank; 0: cores of the node / ranks on "
                         "it, at least 1, the same under every launcher", minimum=0,
                         maximum=4096)
+    bind_cores: str = _opt("auto", "each rank on a disjoint share of the node's cores "
+                           "where its launcher left it free (auto), or not (off); "
+                           "hvd_vs_ddp/harness/threads.py", names="core binding")
     run_dir: str | None = _opt(None, "set by `hvd-vs-ddp run` for its cells: the run "
                                "directory they write into (outputs may go inside a run "
                                "directory only for that run)", internal=True)

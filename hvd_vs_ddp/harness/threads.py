@@ -11,6 +11,15 @@ The plan is recorded in the results (machine_info.hvd_vs_ddp.threads) with every
 actual `torch.get_num_threads()`, and a warning is logged when ranks x threads exceed
 the node's cores.
 
+Core binding (issue 60, `--bind-cores auto|off`): where the launcher left a rank free to
+run on every core (torchrun, horovodrun, mpirun --bind-to none; not srun -c N), `bind`
+gives each rank of a node a disjoint share of the cores it may use (local rank r of L:
+the r-th slice of cores // L), before any thread of the library starts, so the rank's
+training thread, its intra-op threads and the library's own threads (Horovod's background
+thread, Gloo's) stay on its cores instead of being moved between them from one process
+to the next. The same for every backend; with more ranks than cores nothing is bound.
+Each rank's cores are recorded beside its threads.
+
     python -m hvd_vs_ddp.harness.threads 4        # the plan for 4 ranks on this node
 """
 from __future__ import annotations
@@ -62,6 +71,30 @@ def decide(local_ranks: int, requested: int = 0, loader_workers: int = 0,
     reserved = max(0, loader_workers) + (1 if on_gpu else 0)
     per_rank = max(1, share - reserved)
     return ThreadPlan(per_rank, cores, usable, local_ranks, "auto", min(reserved, share))
+
+
+def bind(local_rank: int, local_ranks: int) -> list[int] | None:
+    """Bind this process (every thread it has, and so every thread it starts) to its
+    share of the cores it may use: local rank r of L gets the r-th of L equal slices.
+    None (nothing bound) where a launcher bound it already (bound_per_rank), or where
+    ranks outnumber cores; else the cores it now runs on."""
+    try:
+        allowed = sorted(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return None
+    share = len(allowed) // max(local_ranks, 1)
+    if share < 1 or bound_per_rank(local_ranks, len(allowed), node_cores()):
+        return None
+    mine = allowed[local_rank * share:(local_rank + 1) * share]
+    if not mine:
+        return None
+    for task in os.listdir("/proc/self/task"):  # threads started before this call
+        try:
+            os.sched_setaffinity(int(task), mine)
+        except OSError:  # a thread that just ended
+            pass
+    os.sched_setaffinity(0, mine)
+    return mine
 
 
 def loader_workers(knob_set: str) -> int:

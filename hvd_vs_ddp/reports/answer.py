@@ -124,6 +124,21 @@ def where_it_holds(data: Data) -> list[str]:
 # --- end issue 29 -------------------------------------------------------------------
 
 
+def variance_split(data: Data) -> list[dict[str, Any]]:
+    """Per throughput cell with 2+ repetitions: how much of its repetition mean's variance
+    is between repetitions and how much step to step (hvd_vs_ddp/run_model/variance.py)."""
+    from hvd_vs_ddp.run_model.variance import split
+    tp = data.throughput
+    out = []
+    for _, r in (tp.iterrows() if not tp.empty else []):
+        reps = r.get("rep_samples")
+        v = split(reps) if isinstance(reps, list) else None
+        if v is not None:
+            out.append({"run": r["run"], "case": r["case"], "world_size": int(r["world_size"]),
+                        "series": r["series"], "library": r["library"], **v.as_json()})
+    return out
+
+
 def verdicts_doc(data: Data, cmp: pd.DataFrame, margin: float) -> dict[str, Any]:
     """The verdicts.json document (docs/verdicts-format.md)."""
     pairs = [{"run": r["run"], "case": r["case"], "world_size": int(r["world_size"]),
@@ -138,6 +153,7 @@ def verdicts_doc(data: Data, cmp: pd.DataFrame, margin: float) -> dict[str, Any]
             "budget": {r.name: r.manifest.budget for r in data.runs
                        if getattr(r.manifest, "budget", None)},  # run --budget
             "each_at_its_best": at_best(data, margin),
+            "variance_split": variance_split(data),
             "unreadable": [{"run": r.name, "cell": c.id, "reason": c.unreadable}
                            for r in data.runs for c in r.unreadable]}
 

@@ -16,7 +16,8 @@ device = torch.device("cuda", local) if cuda else torch.device("cpu")
 if cuda:
     torch.cuda.set_device(device)
 dist.init_process_group("nccl" if cuda else "gloo")
-model, optimizer, loss_fn, x, y = setup(args, device, int(os.environ.get("LOCAL_WORLD_SIZE", 1)))
+model, optimizer, loss_fn, x, y = setup(args, device, int(os.environ.get("LOCAL_WORLD_SIZE", 1)),
+                                        local)
 model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local] if cuda else None)
 
 

@@ -15,7 +15,7 @@ cuda = torch.cuda.is_available()
 device = torch.device("cuda", hvd.local_rank()) if cuda else torch.device("cpu")
 if cuda:
     torch.cuda.set_device(device)
-model, optimizer, loss_fn, x, y = setup(args, device, hvd.local_size())
+model, optimizer, loss_fn, x, y = setup(args, device, hvd.local_size(), hvd.local_rank())
 hvd.broadcast_parameters(model.state_dict(), root_rank=0)
 hvd.broadcast_optimizer_state(optimizer, root_rank=0)
 optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())

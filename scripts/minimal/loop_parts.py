@@ -42,11 +42,14 @@ def parse() -> argparse.Namespace:
     return ap.parse_args()
 
 
-def setup(args: argparse.Namespace, device: torch.device, local_ranks: int):
-    """(model, optimizer, loss function, x, y) on `device`, as the suite builds them."""
-    from hvd_vs_ddp.harness.threads import decide
+def setup(args: argparse.Namespace, device: torch.device, local_ranks: int,
+          local_rank: int = 0):
+    """(model, optimizer, loss function, x, y) on `device`, as the suite builds them: the
+    rank on its share of the cores and its intra-op threads as the suites give them."""
+    from hvd_vs_ddp.harness.threads import bind, decide
     from hvd_vs_ddp.workloads import registry
 
+    bind(local_rank, local_ranks)
     if device.type == "cpu":
         torch.set_num_threads(args.threads or decide(local_ranks).per_rank)
     torch.backends.cudnn.benchmark = True

@@ -1,0 +1,61 @@
+"""Where a cell's variance comes from: between repetitions or step to step (issue 60).
+
+A verdict's interval is as wide as the variance of a repetition's mean throughput, which
+has two parts: what differs from one fresh process to the next (where ranks and threads
+land on the cores, start-up, neighbours: `between`) and what differs from one step to the
+next inside a process (`within`, divided by the steps a repetition times). More timed
+steps shrink only the second; only more repetitions, or a harness that removes what
+differs between processes, shrink the first. This splits them, per cell, so a user sees
+which one to pay for.
+
+The estimator is the one-way random-effects ANOVA by the method of moments (Searle,
+Casella & McCulloch 1992, "Variance Components", ch. 3), on the log of each step's
+samples/s (so both parts are relative, like the verdicts' ratios): `within` is the pooled
+variance of steps about their repetition's mean, `between` = (MSB - within) / n0 (0 when
+negative), n0 the effective steps per repetition. Written here rather than fitted with
+statsmodels' MixedLM: the balanced-to-nearly-balanced case has this closed form, it needs
+no optimiser and gives the same answer (REML equals ANOVA for balanced one-way data), and
+the run model must stay light (no torch, no statsmodels at report time).
+
+    from hvd_vs_ddp.run_model.variance import split
+    split([np.array([100., 98, 101]), np.array([90., 91, 89])])   # a VarianceSplit
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class VarianceSplit:
+    repetitions: int
+    steps: float             # mean timed steps per repetition
+    between_sd: float        # sd of a repetition's mean log samples/s (relative: 0.05 ~ 5%)
+    within_sd: float         # sd of one step's log samples/s about its repetition's mean
+    between_share: float     # share of a repetition mean's variance that is between
+
+    def as_json(self) -> dict[str, Any]:
+        return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+
+def split(reps: Sequence[Sequence[float]]) -> VarianceSplit | None:
+    """The variance split of one cell's repetitions (each a sequence of per-step
+    samples/s); None with fewer than 2 repetitions or fewer than 2 steps in one."""
+    groups = [np.log(np.asarray(r, dtype=float)) for r in reps]
+    groups = [g[np.isfinite(g)] for g in groups]
+    if len(groups) < 2 or min(g.size for g in groups) < 2:
+        return None
+    sizes = np.array([g.size for g in groups], dtype=float)
+    total, k = sizes.sum(), len(groups)
+    means = np.array([g.mean() for g in groups])
+    grand = float(np.concatenate(groups).mean())
+    within = float(sum(((g - g.mean()) ** 2).sum() for g in groups) / (total - k))
+    msb = float((sizes * (means - grand) ** 2).sum() / (k - 1))
+    n0 = float((total - (sizes ** 2).sum() / total) / (k - 1))
+    between = max(0.0, (msb - within) / n0)
+    steps = float(sizes.mean())
+    of_mean = between + within / steps
+    return VarianceSplit(k, steps, float(np.sqrt(between)), float(np.sqrt(within)),
+                         between / of_mean if of_mean > 0 else 0.0)
