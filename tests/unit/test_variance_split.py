@@ -26,9 +26,10 @@ def test_known_parts_are_recovered(between, within):
     v = split(reps)
     assert v is not None and v.repetitions == 300 and v.steps == 12
     assert v.within_sd == pytest.approx(within, rel=0.05)
-    assert v.between_sd == pytest.approx(between, abs=0.006)
+    assert v.between_sd == pytest.approx(between, abs=0.01)
     expect = between ** 2 / (between ** 2 + within ** 2 / 12)
-    assert v.between_share == pytest.approx(expect, abs=0.05)
+    # with no true between part the estimate is noise of the order within^2/steps
+    assert v.between_share == pytest.approx(expect, abs=0.05 if between else 0.3)
 
 
 def test_too_little_to_split_is_none():
