@@ -237,6 +237,7 @@ def summary(assessed: list[Row]) -> dict:
             "configurations_agree": sum(all(r.agrees_with_config for r in rs)
                                         for rs in configs.values()),
             "contradictory_rows": [r.id for r in h2h if r.config_verdict == CONTRADICTORY],
+            "inconclusive_rows": [r.id for r in h2h if r not in firm],
             "median_point_agreement": float(np.mean(point)) if point else 0.0,
             "ratio_median_abs_error": float(np.median(
                 [abs(r.ratio[0] / float(r.ratio_published or 1.0) - 1) for r in h2h]))

@@ -30,13 +30,13 @@ from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.projection import interconnects
+from hvd_vs_ddp.projection.carried import CPU_NOTE, CPU_TO_GPU, carried, error_note
 from hvd_vs_ddp.projection.model import (
     Inputs,
     Library,
     Links,
     Projected,
     calibrate,
-    error_scale,
     project,
 )
 from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN
@@ -244,10 +244,10 @@ def run(args) -> int:
         if model_error is not None and inputs.run_on_cpu:  # issue 62: CPU run, GPU target
             inputs.model_error = replace(model_error, distance=CPU_TO_GPU)
             inputs.notes.append(CPU_NOTE)
-        inputs.notes.append(_error_note(inputs.model_error))
+        inputs.notes.append(error_note(inputs.model_error))
         doc["workloads"].append(_project_workload(args, s, name, inputs, measured))
         if inputs.model_error is not None:  # after calibrating: its size is known; the
-            inputs.notes.append(_carried(inputs, s["devices"]))  # document holds this list
+            inputs.notes.append(carried(inputs, s["devices"]))  # document holds this list
     doc["validation"] = validation.as_json(against_published.loso(VALIDATION_DRAWS,
                                                                   growth=True))
     print(render_text(doc))
@@ -277,49 +277,6 @@ def _document(args, s: dict) -> dict[str, Any]:
                                  s["links"].inter, "name", None))]},
         "calibrated": not args.no_calibrate, "workloads": [],
         "inputs": list(s["inputs"])}  # issue 27: what the output gate compares
-
-
-# issue 62: a CPU run projected to GPU nodes measured no GPU. Its Horovod/DDP gap comes
-# from ranks sharing a few cores (Horovod's background thread among them): on this
-# project's CPU runs 0.54-0.82 (README, docs/projection.md) where the published GPU
-# head-to-heads are 0.93-1.05, a distance of up to |log 0.54| = 0.62; carried as a
-# further error of sd 0.3 in log (95%: x/÷ 1.8) on both libraries and the ratio
-CPU_TO_GPU = 0.3
-CPU_NOTE = ("from a CPU run to GPU nodes: the run measured no GPU, so the band counts the "
-            "model's error from one device (not from the run's sizes) and adds the "
-            f"CPU-to-GPU distance (sd {CPU_TO_GPU:.0%} in log: CPU runs' Horovod/DDP ratios "
-            "0.54-0.82 against published GPU ones 0.93-1.05); to project GPUs, measure one: "
-            "hvd-vs-ddp run --world-sizes 1 on one GPU (or --world-sizes 1,G on one GPU "
-            "node), then hvd-vs-ddp project that run")
-
-
-def _error_note(model_error) -> str:
-    """What the bands carry: the model's own error where it is estimated, else not."""
-    if model_error is None:
-        return ("bands carry the inputs' uncertainty only: the model's error is estimated "
-                "on published GPU clusters, not on a run's own links (the CPU self-check "
-                "measures it there)")
-    from hvd_vs_ddp.projection.extrapolation import growth_line
-    return ("bands carry the model's own error, estimated on published results net "
-            "of the inputs' spread and of the publications' noise (repeats of one "
-            "configuration): at the measured size "
-            + ", ".join(f"{k} {model_error.model[k]:.1%}" for k in ("ddp", "horovod", "ratio"))
-            + "; a library's band also holds a measurement's noise ("
-            + ", ".join(f"{k} {model_error.noise[k]:.1%}" for k in ("ddp", "horovod"))
-            + "), the verdict's band is about the true ratio; issue 62: "
-            + growth_line(model_error))
-
-
-def _carried(inputs: Inputs, sizes: list[int]) -> str:
-    """The error each size's band carries, in words (issue 62)."""
-    me, parts = inputs.model_error, []
-    assert me is not None
-    for n in sorted(n for n in set(sizes) if n > 1):
-        x = error_scale(inputs, n)
-        parts.append(f"{n} devices ({x:g}x what was measured): " + ", ".join(
-            f"{k} {me.sd(k, k != 'ratio', x):.0%}" for k in ("ddp", "horovod", "ratio")))
-    return ("model error carried (sd of log; the 95% band is about x/÷ exp(1.96 sd)): "
-            + "; ".join(parts))
 
 
 def _project_workload(args, s: dict, name: str, inputs, measured) -> dict[str, Any]:

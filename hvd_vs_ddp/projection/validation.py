@@ -162,7 +162,20 @@ def goals_line(s: dict, how: str = "Leave one source out") -> str:
             f"absolute error DDP {_pct(m['ddp'], '.1%')}, Horovod "
             f"{_pct(m['horovod'], '.1%')} (goal {GOAL:.0%} each); the bands hold "
             f"{_pct(s['coverage'], '.0%')} of the published values (goal {GOAL_COVERAGE:.0%}) and "
-            f"{s['ratio_coverage']:.0%} of the published ratios.")
+            f"{s['ratio_coverage']:.0%} of the published ratios." + no_firm_line(s))
+
+
+def no_firm_line(s: dict) -> str:
+    """Issue 62: where the agreement falls short because the bands now carry the error's
+    growth with the scale factor, which rows no firm verdict is possible on."""
+    rows = s.get("inconclusive_rows", [])
+    if s["verdict_agreement"] >= GOAL_AGREEMENT or not rows:
+        return ""
+    return (f" Below the agreement goal because no firm verdict is possible on "
+            f"{len(rows)} rows from one device's compute time at their scale (the error "
+            f"grown by extrapolation straddles the margin: {', '.join(rows[:4])}"
+            f"{', ...' if len(rows) > 4 else ''}); of the firm verdicts "
+            f"{s['firm_agree']} of {s['firm_verdicts']} agree.")
 
 
 def _print_rows(assessed: list[Row]) -> None:

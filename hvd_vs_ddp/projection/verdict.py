@@ -110,6 +110,12 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
                     f"other work used the host's cores ({', '.join(held[:3])}"
                     f"{', ...' if len(held) > 3 else ''}); what would settle it: the same "
                     "run again on a quiet host")
+        elif getattr(inputs, "run_on_cpu", False) and getattr(inputs, "gpu", False):
+            text = (f"{h.library} vs {d.library}: inconclusive at ±{margin:.0%} ({band}): "
+                    "projected from a run on CPUs, which measured no GPU (the band carries "
+                    "the CPU-to-GPU distance, issue 62); what would settle it: hvd-vs-ddp run "
+                    f"--world-sizes 1,{min(n, inputs.per_node)} on one GPU node of the "
+                    "target, then hvd-vs-ddp project that run")
         else:
             text = (f"{h.library} vs {d.library}: inconclusive at ±{margin:.0%} ({band}); "
                     f"what would settle it: {settle(n, inputs.per_node, from_run, calibrated)}")
