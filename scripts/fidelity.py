@@ -52,9 +52,10 @@ def _backend(config: str, cuda: bool) -> str:
     return CONFIGS[config][0] or ("ddp-nccl" if cuda else "ddp-gloo")
 
 
-def _run(cmd: list[str], env: dict[str, str], limit: float) -> tuple[int, str]:
+def _run(cmd: list[str], env: dict[str, str], limit: float,
+         cwd: Path = ROOT) -> tuple[int, str]:
     try:
-        p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+        p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
                            timeout=limit, start_new_session=True)
     except subprocess.TimeoutExpired:
         return 124, f"timed out after {limit:.0f} s"
@@ -69,12 +70,13 @@ def measure(kind: str, config: str, world: int, workload: str, shape: dict, fold
 
 
 def launch(kind: str, config: str, world: int, workload: str, shape: dict, folder: Path,
-           cuda: bool, limit: float = 600, hvd_controller: str = "gloo"
-           ) -> tuple[float, dict | None]:
+           cuda: bool, limit: float = 600, hvd_controller: str = "gloo",
+           root: Path = ROOT) -> tuple[float, dict | None]:
     """(samples/s, the suite's throughput record or None) of one fresh launch: kind
     "suite" or "minimal"; `shape`: warmup, steps, params (KEY=VALUE), batch (0: the
-    workload's), precision, channels_last. RuntimeError with the output's tail when the
-    launch fails."""
+    workload's), precision, channels_last; `root`: the checkout whose suite runs (another
+    commit's, to measure before and after in one interleaved run). RuntimeError with the
+    output's tail when the launch fails."""
     from hvd_vs_ddp.backends import launchers
 
     launcher = _launcher(config, cuda, hvd_controller)
@@ -100,8 +102,8 @@ def launch(kind: str, config: str, world: int, workload: str, shape: dict, folde
                 *(a for p in params for a in ("--workload-param", f"{workload}:{p}"))]
         argv += [] if knob == "fp32" else ["--knob-set", knob]
     env = launchers.env(launcher=launcher)
-    env["PYTHONPATH"] = f"{ROOT}{os.pathsep}{env.get('PYTHONPATH', '')}"
-    rc, text = _run(launchers.command(launcher, world, argv), env, limit)
+    env["PYTHONPATH"] = f"{root}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    rc, text = _run(launchers.command(launcher, world, argv), env, limit, root)
     if rc != 0:
         raise RuntimeError(f"{kind} {config} x{world} failed (exit {rc}):\n{text[-2500:]}")
     if kind == "minimal":
@@ -182,6 +184,9 @@ def main() -> int:
     ap.add_argument("--channels-last", action="store_true")
     ap.add_argument("--seed", type=int, default=58)
     ap.add_argument("--json", help="write every launch's figure here")
+    ap.add_argument("--before", metavar="CHECKOUT", help="also the suite of another "
+                    "checkout (e.g. a git worktree of the commit before a change), "
+                    "interleaved with the rest: kind suite-before")
     args = ap.parse_args()
     import torch
 
@@ -200,21 +205,29 @@ def main() -> int:
     got: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         for rep in range(args.repeat):
-            order = [(k, *cell) for cell in cells for k in ("suite", "minimal")]
+            kinds = ("suite", "minimal") + (("suite-before",) if args.before else ())
+            order = [(k, *cell) for cell in cells for k in kinds]
             rng.shuffle(order)
             for kind, c, n, w in order:
                 shape = {"warmup": args.warmup, "steps": args.steps, "batch": args.batch,
                          "precision": args.precision, "channels_last": args.channels_last,
                          "params": dict(p.split(":", 1)[1].split("=", 1) for p in args.param
                                         if p.split(":", 1)[0] == w)}
-                sps = measure(kind, c, n, w, shape, Path(tmp), cuda)
-                got.setdefault((c, n, w), {"suite": [], "minimal": []})[kind].append(sps)
+                root = Path(args.before).resolve() if kind == "suite-before" else ROOT
+                sps = launch(kind.split("-")[0], c, n, w, shape, Path(tmp), cuda,
+                             root=root)[0]
+                got.setdefault((c, n, w), {k: [] for k in kinds})[kind].append(sps)
                 print(f"rep {rep + 1} {w:9s} {c:8s} x{n} {kind:8s} {sps:9.2f} samples/s",
                       flush=True)
     print(f"\n{args.steps} timed steps after {args.warmup}, {args.repeat} repetitions, "
           f"{'GPU' if cuda else 'CPU'}, {args.precision}"
           f"{', channels_last' if args.channels_last else ''}")
     print("\n".join(table(got, workloads, worlds)))
+    if args.before:
+        before = {k: {"suite": v["suite-before"], "minimal": v["minimal"]}
+                  for k, v in got.items()}
+        print(f"\nThe suite of {args.before} (before), against the same minimal loops:")
+        print("\n".join(table(before, workloads, worlds)))
     if args.json:
         Path(args.json).write_text(json.dumps([{"config": c, "world_size": n, "workload": w,
                                                 **v} for (c, n, w), v in got.items()]))

@@ -182,18 +182,21 @@ def test_throughput(benchmark, suite, plugin, open_backend, make_workload, throu
     trainer = Trainer(workload, backend, config)
     watch = compile_stats.CompileWatch(knobs.compile)
     per_gpu = backend.devices_in_use()  # their peaks are reset after warm-up (_timed)
-    stats = DDPStats(trainer.net, suite.options.ddp_sample_rate)
+    # on a GPU DDP's statistics are read in untimed steps after the rounds (ddp_stats.py)
+    stats = DDPStats(trainer.net, suite.options.ddp_sample_rate,
+                     deferred=backend.device.type == "cuda")
     timed = _timed(benchmark, trainer, backend, suite, stats, watch)
-    stats.close()
     per_round = suite.options.steps_per_round
+    losses = trainer.global_losses()  # the timed run's, before any untimed step
+    window = stats.sample(trainer, per_round) if stats.deferred else timed.window
+    stats.close()
     gathered = backend.all_gather_object({
         "times": timed.times, "series": timed.series, "cuda_mb": timed.cuda_mb,
         "rss": max(timed.series["rss_mb"], default=None),
-        "ddp": stats.rank_summary(*timed.window, backend.rank), "starts": timed.starts,
+        "ddp": stats.rank_summary(*window, backend.rank), "starts": timed.starts,
         "held": held_bytes(trainer.model, trainer.optimizer), "startup": startup.seconds(),
         "compile": watch.rank_summary(), "waits": timed.waits, "cpu": timed.cpu,
         "per_gpu": [torch.cuda.max_memory_allocated(i) / 2**20 for i in per_gpu] or None})
-    losses = trainer.global_losses()
     loss_check = loss_bound.check(knobs, workload, backend, losses)  # maths-changing sets
     traces = _profile(suite, trainer, backend, workload_name, knobs.name)
     rank_times = [g["times"] for g in gathered]
@@ -268,7 +271,8 @@ def _record_throughput(benchmark, suite, backend, workload, knobs, trainer, gath
         monitor={"interval_s": 0.5, "ranks": [g["series"] for g in gathered]},
         startup_s=([g["startup"] for g in gathered]
                    if all(g["startup"] is not None for g in gathered) else None),
-        ddp_stats=({"sample_rate": stats.sample_rate, **stats.layout(), "ranks": ddp}
+        ddp_stats=({"sample_rate": stats.sample_rate, **stats.layout(), "ranks": ddp,
+                    "window": "after" if stats.deferred else "timed"}
                    if stats.active else None),
         profile_traces=traces, loss_check=loss_check, **(compiled or {}),
         **_input_fields(trainer, gathered),
