@@ -9,6 +9,8 @@ the Markdown tables docs/projection.md carries, projection.json's `validation` b
     python -m hvd_vs_ddp.projection.validation             # every row and the three goals
     python -m hvd_vs_ddp.projection.validation --markdown  # as docs/projection.md carries it
     python -m hvd_vs_ddp.projection.validation --variants  # each way of carrying the error
+    python -m hvd_vs_ddp.projection.validation --growth    # with the error grown by
+                                   # extrapolation, as `project` carries it (issue 62)
     python -m hvd_vs_ddp.projection.validation --rows more.csv  # your own published rows
     python -m hvd_vs_ddp.projection.validation --term unpinned_handoff_us=550:1100
                                    # the goals with one term's range replaced (repeatable)
@@ -197,6 +199,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--margin", type=float, default=DEFAULT_MARGIN)
     ap.add_argument("--variants", action="store_true",
                     help="the goal figures under each way of carrying the model's error")
+    ap.add_argument("--growth", action="store_true",
+                    help="bands with the model's error grown with the scale factor, fitted "
+                    "by extrapolation without each row's source (issue 62; python -m "
+                    "hvd_vs_ddp.projection.extrapolation)")
     ap.add_argument("--rows", type=Path, help="a CSV of further published rows "
                     "(head_to_head.csv's columns), judged with the repository's error")
     ap.add_argument("--term", action="append", default=[], metavar="NAME=LOW:HIGH",
@@ -233,7 +239,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{s['inconclusive_verdicts']} | {s['config_agreement']:.0%} of "
                   f"{s['config_rows']} | {s['coverage']:.0%} | {s['ratio_coverage']:.0%} |")
         return 0
-    assessed = loso(args.draws, args.margin)
+    assessed = loso(args.draws, args.margin, growth=args.growth)
     split = error_split(args.draws)
     if args.markdown:
         print(markdown(assessed, split))
