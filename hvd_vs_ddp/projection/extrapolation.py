@@ -96,7 +96,6 @@ def residuals(projected: tuple[Row, ...]) -> list[Extrapolated]:
     rows = [r for r in projected if r.in_scope]
     base: dict[tuple, dict[int, list[float]]] = {}
     for r in rows:
-        per_node = int(r.config[_F["per_node"]] or 1)
         for key, e, _ in _logs(r):
             base.setdefault((_group(r.config), key), {}).setdefault(r.devices, []).append(e)
     out = []
