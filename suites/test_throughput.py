@@ -197,7 +197,8 @@ def test_throughput(benchmark, suite, plugin, open_backend, make_workload, throu
         "held": held_bytes(trainer.model, trainer.optimizer), "startup": startup.seconds(),
         "compile": watch.rank_summary(), "waits": timed.waits, "cpu": timed.cpu,
         "per_gpu": [torch.cuda.max_memory_allocated(i) / 2**20 for i in per_gpu] or None})
-    loss_check = loss_bound.check(knobs, workload, backend, losses)  # maths-changing sets
+    loss_check = loss_bound.check(knobs, workload, backend, losses,  # maths-changing sets
+                                  config.input_mode)
     traces = _profile(suite, trainer, backend, workload_name, knobs.name)
     rank_times = [g["times"] for g in gathered]
     per_step, round_times = _slowest(rank_times, per_round)

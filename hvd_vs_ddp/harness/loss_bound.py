@@ -13,6 +13,7 @@ and step count in a session, and compares the mean loss of the last half of the 
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from hvd_vs_ddp.backends.base import Backend
@@ -27,9 +28,11 @@ _REFERENCES: dict[tuple, list[float]] = {}
 
 
 def reference_losses(workload: Workload, knobs: KnobSet, backend: Backend,
-                     steps: int) -> list[float]:
-    """`single`'s global losses on the same global batches as `backend`'s ranks (cached)."""
-    config = knobs.train_config(steps=steps)
+                     steps: int, input_mode: str = "memory") -> list[float]:
+    """`single`'s global losses on the same global batches as `backend`'s ranks (cached),
+    fed in the cell's input mode (hvd_vs_ddp/workloads/feed.py: `device` rotates the first
+    few global batches, which are the union of the ranks' first few)."""
+    config = dataclasses.replace(knobs.train_config(steps=steps), input_mode=input_mode)
     key = (workload.name, repr(sorted(workload.hyperparameters().items())),
            workload.batch_size, backend.world_size, steps, repr(config),
            knobs.accumulation_steps, str(backend.device))
@@ -47,12 +50,12 @@ def reference_losses(workload: Workload, knobs: KnobSet, backend: Backend,
 
 
 def check(knobs: KnobSet, workload: Workload, backend: Backend,
-          losses: list[float]) -> dict[str, Any] | None:
+          losses: list[float], input_mode: str = "memory") -> dict[str, Any] | None:
     """{"bound", "deviation", "within", "reference_losses"} for a set with a loss bound;
     None for a set that keeps the maths (the convergence suite holds those to 1e-4)."""
     if knobs.loss_bound is None or not losses:
         return None
-    reference = reference_losses(workload, knobs, backend, len(losses))
+    reference = reference_losses(workload, knobs, backend, len(losses), input_mode)
     deviation = loss_deviation(losses, reference)
     return {"bound": knobs.loss_bound, "deviation": deviation,
             "within": bool(deviation <= knobs.loss_bound), "reference_losses": reference}
