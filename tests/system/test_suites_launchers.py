@@ -55,7 +55,7 @@ def test_suites_under_launcher(jobs, launcher, ranks, expected):
             assert len(b["extra_info"]["rank_step_times"]) == ranks
             assert b["stats"]["rounds"] == 2
             e = b["extra_info"]  # the input pipeline's fields (issue 51), every rank's own
-            assert e["input_mode"] == "memory" and e["host_cpu_cores"] > 0
+            assert e["input_mode"] == "device" and e["host_cpu_cores"] > 0
             assert len(e["data_wait_s"]) == len(e["step_times"])
             assert [r["rank"] for r in e["input_pipeline"]["ranks"]] == list(range(ranks))
         if b["extra_info"]["kind"] == "convergence":  # the weight check ran and passed
