@@ -65,7 +65,7 @@ def reference_run(plan: Plan) -> tuple[list[float], dict[str, torch.Tensor]]:
             SingleBackend(BackendOptions(device="cpu"), env=SINGLE) as backend:
         trainer = Trainer(workload, backend, TrainConfig(steps=plan.steps),
                           emulate_ranks=plan.world_size)
-        trainer.batches = PlanBatches(  # type: ignore[assignment]  # any iterator will do
+        trainer.batches = PlanBatches(  # any iterator will do
             trainer.batches.loader.dataset, plan.global_batch, 0, 1, workload.seed)
         trainer.run(plan.steps)
         return trainer.global_losses(), final_state(trainer.model)

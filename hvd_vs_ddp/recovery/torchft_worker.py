@@ -131,7 +131,7 @@ def main() -> None:
         _wait_for_all(plan, log)
     run.trainer.on_grads = _averager(manager, model)
     run.trainer.optimizer = OptimizerWrapper(manager, optimizer)
-    run.trainer.batches = QuorumBatches(  # type: ignore[assignment]  # any iterator
+    run.trainer.batches = QuorumBatches(  # any iterator
         manager, run.dataset, plan.global_batch, 0, 1, run.workload.seed)
     quorum = None
     while manager.current_step() < plan.steps:

@@ -64,7 +64,7 @@ class PlanRun:
     def position(self, done: int) -> None:
         """The next step is done + 1, for this rank of this world."""
         self.sync_identity()
-        self.trainer.batches = PlanBatches(  # type: ignore[assignment]  # any iterator
+        self.trainer.batches = PlanBatches(  # any iterator
             self.dataset, self.plan.global_batch, self.backend.rank, self.backend.world_size,
             self.workload.seed, next_step=done + 1)
 

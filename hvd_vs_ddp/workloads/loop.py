@@ -197,14 +197,14 @@ class Trainer:
         ready = config.input_mode == feed.DEVICE  # batches placed once: no loader work
         self.pin_memory = (self.device.type == "cuda" and not ready
                            if config.pin_memory is None else config.pin_memory)
-        self.batches = ShardedBatches(
+        self._batches = ShardedBatches(
             dataset, workload.batch_size, backend.rank, backend.world_size, workload.seed,
             0 if ready else config.num_workers, pin_memory=self.pin_memory)
         self.accum = backend.options.accumulation_steps
         self.scaler = torch.amp.GradScaler("cuda") if config.precision == "fp16" else None
         self.channels_last = config.channels_last and workload.supports_channels_last
         torch.backends.cudnn.benchmark = config.cudnn_benchmark
-        self.feed = feed.make(config.input_mode, self.batches, self.device,
+        self.feed = feed.make(config.input_mode, self._batches, self.device,
                               self.channels_last, self.pin_memory)
         # the harness's code in a timed step may not wait for the device (sync_guard)
         self.guarded = True
@@ -217,6 +217,19 @@ class Trainer:
         # the wall clock around it ("wall")
         self.pipelined = self.device.type == "cuda"
         self.step_timer = "events" if self.pipelined else "wall"
+
+    @property
+    def batches(self) -> ShardedBatches:
+        """This rank's stream of batches, under the input mode's feed."""
+        return self._batches
+
+    @batches.setter
+    def batches(self, stream) -> None:
+        """Another stream (the recovery trials position theirs at a step): the feed is
+        made anew over it, in the same input mode."""
+        self._batches = stream
+        self.feed = feed.make(self.config.input_mode, stream, self.device,
+                              self.channels_last, self.pin_memory)
 
     @property
     def global_batch(self) -> int:

@@ -75,3 +75,20 @@ def test_device_mode_trains_without_a_loader_and_like_every_backend():
         finally:
             backend.close()
     assert losses[0] == losses[1] and len(losses[0]) == 6
+
+
+@pytest.mark.parametrize("mode", ["memory", "device"])
+def test_a_stream_put_in_its_place_is_what_the_trainer_reads(mode):
+    """The recovery trials position a trainer's stream at a step by replacing
+    `trainer.batches`; the feed must read the new stream (it once kept the old one)."""
+    backend = registry.create("single")
+    try:
+        t = Trainer(workloads.get("mlp", batch_size=8, samples=64), backend,
+                    TrainConfig(steps=1, input_mode=mode))
+        other = ShardedBatches(torch.utils.data.TensorDataset(
+            torch.full((16, 32), 7.0), torch.zeros(16, dtype=torch.long)), 8, 0, 1, seed=3)
+        t.batches = other
+        x, _ = next(t.feed)
+        assert t.batches is other and bool((x == 7.0).all())
+    finally:
+        backend.close()
