@@ -10,7 +10,7 @@ results file, its log, its plan, a report's rows); `as_dict` is its manifest ent
 """
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from hvd_vs_ddp.results_schema.kinds.training import DEFAULT_INPUT, MEMORY
 from hvd_vs_ddp.workloads.external import slug as workload_slug
@@ -26,18 +26,25 @@ class Cell:
     knob_set: str = "default"
     workload: str | None = None  # one workload only (Horovod autotune: one per process)
     input: str = DEFAULT_INPUT  # the throughput suite's input mode (--input)
+    # a cell of a manifest written before input modes were named: it reads "memory", the
+    # default of its day, and keeps the id it had (no input in it), so a resumed run's
+    # cells stay its own
+    legacy_input: bool = field(default=False, compare=False)
 
     @property
     def id(self) -> str:
         tail = "" if self.knob_set == "default" else f"-{self.knob_set}"
         tail += f"-{workload_slug(self.workload)}" if self.workload else ""
-        tail += "" if self.input == DEFAULT_INPUT else f"-{self.input}"
+        plain = self.input == DEFAULT_INPUT or self.legacy_input
+        tail += "" if plain else f"-{self.input}"
         tail += "-timeline" if "timeline" in self.suites else ""
         tail += "-recovery" if "recovery" in self.suites else ""
         return f"{self.backend}-{self.launcher}-np{self.world_size}{tail}"
 
     def as_dict(self) -> dict:
         d = asdict(self)
+        if d.pop("legacy_input"):
+            d["input"] = None  # written as it was read: without one
         d["id"] = self.id
         return d
 
@@ -45,6 +52,7 @@ class Cell:
     def from_dict(cls, d: dict) -> "Cell":
         """The cell a manifest entry (as_dict() plus status fields) describes; an entry
         without an input is from before input modes were named, when cells read "memory"."""
+        legacy = not d.get("input")
         return cls(d["backend"], d["launcher"], int(d["world_size"]), tuple(d["suites"]),
                    tuple(d.get("pytest_args", ())), d.get("knob_set", "default"),
-                   d.get("workload"), d.get("input") or MEMORY)
+                   d.get("workload"), d.get("input") or MEMORY, legacy_input=legacy)

@@ -228,7 +228,10 @@ def test_a_cells_input_survives_the_manifest():
     entry = CellEntry.pending(**plain.as_dict()).to_dict()
     assert entry["input"] == "device" and Cell.from_dict(entry) == plain  # always written
     del entry["input"]  # a manifest from before input modes were named read "memory"
-    assert Cell.from_dict(entry).input == "memory"
+    legacy = Cell.from_dict(entry)
+    assert legacy.input == "memory" and legacy.id == plain.id  # and keeps its id
+    assert "input" not in CellEntry.pending(**legacy.as_dict()).to_dict()  # as it was
+    assert Cell.from_dict(CellEntry.pending(**legacy.as_dict()).to_dict()).id == plain.id
 
 
 # -- the options -----------------------------------------------------------------------
