@@ -6,7 +6,7 @@ shuffled interleaved order, R times, fresh processes of
   suite    suites/test_throughput.py::test_throughput for that backend, its defaults
            (input mode `device`: ready batches, hvd_vs_ddp/workloads/feed.py), with the
            same warm-up and number of timed steps as the loop;
-  minimal  scripts/minimal/{single,ddp,horovod}.py: the same model, optimizer and loss
+  minimal  scripts/minimal/{single,ddp,horovod}_loop.py: the same model, optimizer and loss
            built by hand, one batch on the device, zero_grad / forward / backward / step
 and prints per configuration the median samples/s of each, the ratio suite / minimal with
 its 95% bootstrap interval (repetitions resampled in pairs), and per world size the
@@ -39,8 +39,8 @@ ROOT = Path(__file__).resolve().parents[1]
 MINIMAL = ROOT / "scripts" / "minimal"
 BAR, PAIR_BAR = 0.97, 0.03
 # configuration -> (the suite's backend, the minimal loop); the launcher follows the device
-CONFIGS = {"single": ("single", "single.py"), "ddp": (None, "ddp.py"),
-           "horovod": ("horovod", "horovod.py")}
+CONFIGS = {"single": ("single", "single_loop.py"), "ddp": (None, "ddp_loop.py"),
+           "horovod": ("horovod", "horovod_loop.py")}
 
 
 def _launcher(config: str, cuda: bool, hvd_controller: str = "gloo") -> str:

@@ -1,6 +1,6 @@
 """What the minimal loops share: the workload's model, one batch kept on the device, the clock.
 
-The minimal loops (single.py, ddp.py, horovod.py beside this file) are the ruler the suite
+The minimal loops (single_loop.py, ddp_loop.py, horovod_loop.py beside this file; not horovod.py, which would shadow the horovod package) are the ruler the suite
 is held against (issue 58, scripts/fidelity.py, scripts/gpu_check.py): each trains the
 same model the suite trains (hvd_vs_ddp/workloads/registry.py, the workload's own optimizer
 and loss), on one batch placed on the device once, with nothing but zero_grad / forward /
@@ -10,9 +10,9 @@ Timing: W warm-up steps, then N steps; on a GPU one synchronize before and after
 each step timed alone, the slowest rank's per step, samples/s = global batch / median.
 Rank 0 prints one line: MINIMAL {"samples_per_s": ..., ...}.
 
-    python scripts/minimal/single.py --workload resnet50 --param image_size=64 --batch 8
-    torchrun --nproc-per-node 2 scripts/minimal/ddp.py --workload gpt
-    horovodrun -np 1 python scripts/minimal/horovod.py --batch 64 --precision bf16
+    python scripts/minimal/single_loop.py --workload resnet50 --param image_size=64 --batch 8
+    torchrun --nproc-per-node 2 scripts/minimal/ddp_loop.py --workload gpt
+    horovodrun -np 1 python scripts/minimal/horovod_loop.py --batch 64 --precision bf16
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The minimal loop of one process (the suite's `single`): see loop_parts.py beside it.
 
-    python scripts/minimal/single.py --workload resnet50 --batch 32
+    python scripts/minimal/single_loop.py --workload resnet50 --batch 32
 """
 import torch
 from loop_parts import autocast, parse, report, setup

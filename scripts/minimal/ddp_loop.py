@@ -1,7 +1,7 @@
 """The minimal DDP loop (the suite's `ddp-nccl` on GPUs, `ddp-gloo` on the CPU), under
 torchrun: DDP's defaults, one batch on the device; see loop_parts.py beside it.
 
-    torchrun --standalone --nproc-per-node 1 scripts/minimal/ddp.py --batch 64
+    torchrun --standalone --nproc-per-node 1 scripts/minimal/ddp_loop.py --batch 64
 """
 import os
 

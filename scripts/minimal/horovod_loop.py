@@ -3,7 +3,7 @@ hvd.DistributedOptimizer with its defaults, the initial broadcasts, one batch on
 device; see loop_parts.py beside it. At one rank Horovod registers no gradient hooks (its
 DistributedOptimizer does that only at size > 1), as in the suite.
 
-    horovodrun -np 1 python scripts/minimal/horovod.py --batch 64
+    horovodrun -np 1 python scripts/minimal/horovod_loop.py --batch 64
 """
 import horovod.torch as hvd
 import torch
