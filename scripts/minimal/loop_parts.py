@@ -1,6 +1,7 @@
 """What the minimal loops share: the workload's model, one batch kept on the device, the clock.
 
-The minimal loops (single_loop.py, ddp_loop.py, horovod_loop.py beside this file; not horovod.py, which would shadow the horovod package) are the ruler the suite
+The minimal loops (single_loop.py, ddp_loop.py, horovod_loop.py beside this file; not
+horovod.py, which would shadow the horovod package) are the ruler the suite
 is held against (issue 58, scripts/fidelity.py, scripts/gpu_check.py): each trains the
 same model the suite trains (hvd_vs_ddp/workloads/registry.py, the workload's own optimizer
 and loss), on one batch placed on the device once, with nothing but zero_grad / forward /
