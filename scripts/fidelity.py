@@ -107,8 +107,9 @@ def launch(kind: str, config: str, world: int, workload: str, shape: dict, folde
     if rc != 0:
         raise RuntimeError(f"{kind} {config} x{world} failed (exit {rc}):\n{text[-2500:]}")
     if kind == "minimal":
-        line = next(ln for ln in text.splitlines() if ln.startswith("MINIMAL "))
-        return float(json.loads(line.split(" ", 1)[1])["samples_per_s"]), None
+        # horovodrun prefixes each line with its rank ("[0]<stdout>:")
+        line = next(ln for ln in text.splitlines() if "MINIMAL {" in ln)
+        return float(json.loads(line.split("MINIMAL ", 1)[1])["samples_per_s"]), None
     recs = [b["extra_info"] for b in json.loads(out.read_text())["benchmarks"]
             if b["extra_info"].get("kind") == "throughput"]
     if not recs:
