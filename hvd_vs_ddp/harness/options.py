@@ -144,8 +144,9 @@ class SuiteOptions:
     threads: int = _opt(0, "intra-op threads per rank; 0: cores of the node / ranks on "
                         "it, at least 1, the same under every launcher", minimum=0,
                         maximum=4096)
-    bind_cores: str = _opt("auto", "each rank on a disjoint share of the node's cores "
-                           "where its launcher left it free (auto), or not (off); "
+    bind_cores: str = _opt("off", "auto: each rank on a disjoint share of the node's "
+                           "cores where its launcher left it free; off (the default: on "
+                           "2 cores it did not narrow the repetitions' spread); "
                            "hvd_vs_ddp/harness/threads.py", names="core binding")
     run_dir: str | None = _opt(None, "set by `hvd-vs-ddp run` for its cells: the run "
                                "directory they write into (outputs may go inside a run "

@@ -40,17 +40,20 @@ def parse() -> argparse.Namespace:
     ap.add_argument("--warmup", type=int, default=10)
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--threads", type=int, default=0, help="CPU intra-op threads (0: auto)")
+    ap.add_argument("--bind-cores", choices=("auto", "off"), default="off",
+                    help="as the suites' option of that name (default off, as theirs)")
     return ap.parse_args()
 
 
 def setup(args: argparse.Namespace, device: torch.device, local_ranks: int,
           local_rank: int = 0):
     """(model, optimizer, loss function, x, y) on `device`, as the suite builds them: the
-    rank on its share of the cores and its intra-op threads as the suites give them."""
+    rank's cores (--bind-cores) and its intra-op threads as the suites give them."""
     from hvd_vs_ddp.harness.threads import bind, decide
     from hvd_vs_ddp.workloads import registry
 
-    bind(local_rank, local_ranks)
+    if args.bind_cores == "auto":
+        bind(local_rank, local_ranks)
     if device.type == "cpu":
         torch.set_num_threads(args.threads or decide(local_ranks).per_rank)
     torch.backends.cudnn.benchmark = True
