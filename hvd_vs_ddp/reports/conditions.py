@@ -66,6 +66,26 @@ def _projected(run) -> str | None:
             f"{t.get('interconnect')}: " + "; ".join(said))
 
 
+def _inputs(data, run_name: str) -> str:
+    """' Input: MODE (what it meant where it ran); steps timed by ...' for a run's
+    throughput cells (hvd_vs_ddp/workloads/feed.py), or '' when its records predate it."""
+    tp = getattr(data, "throughput", None)
+    if tp is None or tp.empty or "input_mode" not in tp:
+        return ""
+    mine = tp[tp["run"] == run_name]
+    said: dict[str, str] = {}
+    for _, r in mine.iterrows():
+        meaning = (r.get("input_pipeline") or {}).get("meaning")
+        if meaning and r["input_mode"] not in said:
+            said[r["input_mode"]] = meaning
+    if not said:
+        return ""
+    timers = set(mine["step_timer"]) if "step_timer" in mine else set()
+    timed = ("; each step timed by CUDA events read after its round" if timers == {"events"}
+             else "; each step timed alone by the wall clock" if timers == {"wall"} else "")
+    return " Input: " + "; ".join(f"{m} ({t})" for m, t in said.items()) + timed + "."
+
+
 def where_it_holds(data) -> list[str]:
     out = []
     multi = len(data.runs) > 1
@@ -87,6 +107,7 @@ def where_it_holds(data) -> list[str]:
         if not run.gpus and any(n > run.cores for n in sizes):
             line += (" With more ranks than cores, Horovod's background thread takes a "
                      "core from training; on GPU machines it does not.")
+        line += _inputs(data, run.name)
         projected = _projected(run) if run.gpus else None
         if projected:
             line += " " + projected + "."

@@ -73,7 +73,8 @@ def interval(num, den, plan: dict | None = None) -> RatioCI:
 
 def budget_lines(runs) -> list[str]:
     """One line per run with a budget (manifest.budget, hvd_vs_ddp/cli/budget.py): time
-    used, firm pairs, the repetitions each verdict took, the pairs left open."""
+    used, firm pairs, the repetitions each verdict took, the pairs left open and those
+    given up at once (their chance to settle by their cap negligible)."""
     out = []
     for run in runs:
         plan = getattr(run.manifest, "budget", None)
@@ -84,11 +85,15 @@ def budget_lines(runs) -> list[str]:
         took = "; ".join(f"{p['pair']}: {p['verdict']} after {p['repetitions']}"
                          for p in pairs)
         left = [p["pair"] for p in pairs if p.get("open")]
+        given = [f"{g['pair']} ({g['chance']:.0%} chance by its cap)"
+                 for g in plan.get("given_up") or []]
         out.append(f"Budget ({run.name}): {plan.get('minutes', 0):g} min, "
                    f"{(plan.get('spent_s') or 0) / 60:.1f} min used; {len(firm)} of "
                    f"{len(pairs)} pairs firm, repetitions per verdict: {took}. "
                    + (f"Left open ({plan.get('stopped') or 'run stopped'}): "
                       f"{', '.join(left)}." if left else "No pair left open.")
+                   + (f" Given up at once, unable to settle: {', '.join(given)}."
+                      if given else "")
                    + " Intervals: sequential, the error spent over looks "
                    "(docs/methodology.md).")
     return out

@@ -287,6 +287,10 @@ def test_a_pair_given_up_never_gets_another_repetition(run_dir, monkeypatch):
     plan = r.manifest.budget
     assert [g["pair"] for g in plan["given_up"]] == given
     assert all(p["given_up"] == (p["pair"] in given) for p in plan["pairs"])
+    from hvd_vs_ddp.reports.verdicts import budget_lines
+    from hvd_vs_ddp.run_model.load import load_run
+    line = budget_lines([load_run(r.run_dir)])[0]  # the report names them as such
+    assert all(g in line.split("Given up at once", 1)[1] for g in given)
 
 
 def test_a_pair_that_cannot_settle_by_its_cap_has_a_negligible_chance():
