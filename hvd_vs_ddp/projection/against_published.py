@@ -43,7 +43,8 @@ import numpy as np
 
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.projection import rows_file
-from hvd_vs_ddp.projection.errors import Residual, band, components, model_error
+from hvd_vs_ddp.projection.errors import band, components, model_error
+from hvd_vs_ddp.projection.errors import published_residuals as residuals
 from hvd_vs_ddp.projection.model import ModelError
 from hvd_vs_ddp.projection.published_rows import DRAWS, Row, _pair, _single, project_all
 from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN, FASTER, classify
@@ -63,22 +64,6 @@ def _verdict(lo: float, hi: float, margin: float, ratio: float) -> str:
     v = classify(lo, hi, margin)
     return f"{v} ({'horovod' if ratio > 1 else 'ddp'})" if v == FASTER else v
 
-
-
-def residuals(projected: tuple[Row, ...]) -> list[Residual]:
-    """log(published / projected median) of every in-scope row, with its source, its
-    configuration and the variance of its own draws (errors.py)."""
-    out = []
-    for r in projected:
-        if not r.in_scope:
-            continue
-        out += [Residual(r.source, v.library, float(np.log(v.published / v.bare)), r.config,
-                         float(np.log(v.draws).var())) for v in r.values]
-        if r.ratio_draws is not None and r.ratio_published:
-            out.append(Residual(r.source, "ratio",
-                                float(np.log(r.ratio_published / np.median(r.ratio_draws))),
-                                r.config, float(np.log(r.ratio_draws).var())))
-    return out
 
 
 def assess(row: Row, me: ModelError | None, margin: float = DEFAULT_MARGIN,

@@ -135,3 +135,21 @@ def band(draws: np.ndarray, me: ModelError | None, key: str, rng: np.random.Gene
         x = x * np.exp(me.draws(key, rng, x.size, measurement, scale))
     lo, hi = np.percentile(x, [(100 - level) / 2, (100 + level) / 2])
     return med, float(min(lo, med)), float(max(hi, med))
+
+
+def published_residuals(projected) -> list[Residual]:
+    """log(published / projected median) of every in-scope projected row
+    (published_rows.project_all's), with its source, its configuration and the variance
+    of its own draws. Here, below both readers (against_published: leave one source out;
+    extrapolation: by scale), so neither imports the other."""
+    out = []
+    for r in projected:
+        if not r.in_scope:
+            continue
+        out += [Residual(r.source, v.library, float(np.log(v.published / v.bare)), r.config,
+                         float(np.log(v.draws).var())) for v in r.values]
+        if r.ratio_draws is not None and r.ratio_published:
+            out.append(Residual(r.source, "ratio",
+                                float(np.log(r.ratio_published / np.median(r.ratio_draws))),
+                                r.config, float(np.log(r.ratio_draws).var())))
+    return out

@@ -144,7 +144,7 @@ def fit(res: list[Extrapolated], keep: Callable[[Extrapolated], bool] = lambda r
 
 
 def _plain(projected: tuple[Row, ...]) -> list[Residual]:
-    from hvd_vs_ddp.projection.against_published import residuals as plain
+    from hvd_vs_ddp.projection.errors import published_residuals as plain
     return plain(projected)
 
 
