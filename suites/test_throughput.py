@@ -284,9 +284,8 @@ def _input_fields(trainer, gathered) -> dict:
     """The input pipeline's fields of the record (docs/results-format.md): its mode, what
     the mode meant here and its knobs, how steps were timed (wall clock or CUDA events)
     and cuDNN's autotuner, per timed step the longest wait for a batch on any rank, and
-    the host CPU of
-    each rank's process and of its loader workers (means over ranks; every rank's own,
-    its threads by group, in `input_pipeline`)."""
+    the host CPU of each rank's process and of its loader workers (means over ranks;
+    every rank's own, its threads by group, in `input_pipeline`)."""
     cpu = [g["cpu"] for g in gathered]
     waits = np.max(np.asarray([g["waits"] for g in gathered], dtype=float), axis=0)
     config = trainer.config
