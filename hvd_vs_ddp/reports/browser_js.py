@@ -90,10 +90,7 @@ LONG_CELLS = "(most) => {" + _DESC + r"""
 }"""
 
 PATHS = r"""() => {
-  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT), parts = [];
-  for (let n = walk.nextNode(); n; n = walk.nextNode())
-    if (!n.parentElement.closest('script, style')) parts.push(n.textContent);
-  const text = parts.join(' ');
+  const text = document.querySelector('main, body').textContent;
   const re = /(?:^|[\s'"(\[=,:;])(\/(?:[\w.+-]+\/)+[\w.+-]*)/g;
   const out = new Set();
   for (const m of text.matchAll(re)) out.add(m[1].slice(0, 80));
