@@ -7,7 +7,7 @@ import os
 
 import torch
 import torch.distributed as dist
-from loop_parts import autocast, parse, report, setup
+from loop_parts import parse, report, setup, train_step
 
 args = parse()
 cuda = torch.cuda.is_available()
@@ -19,14 +19,7 @@ dist.init_process_group("nccl" if cuda else "gloo")
 model, optimizer, loss_fn, x, y = setup(args, device, int(os.environ.get("LOCAL_WORLD_SIZE", 1)),
                                         local)
 model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local] if cuda else None)
-
-
-def step() -> None:
-    optimizer.zero_grad(set_to_none=True)
-    with autocast(args, device):
-        loss = loss_fn(model(x), y)
-    loss.backward()
-    optimizer.step()
+step = train_step(model, optimizer, loss_fn, x, y, args, device)
 
 
 def gather(times: list[float]) -> list:

@@ -7,7 +7,7 @@ DistributedOptimizer does that only at size > 1), as in the suite.
 """
 import horovod.torch as hvd
 import torch
-from loop_parts import autocast, parse, report, setup
+from loop_parts import parse, report, setup, train_step
 
 args = parse()
 hvd.init()
@@ -19,14 +19,7 @@ model, optimizer, loss_fn, x, y = setup(args, device, hvd.local_size(), hvd.loca
 hvd.broadcast_parameters(model.state_dict(), root_rank=0)
 hvd.broadcast_optimizer_state(optimizer, root_rank=0)
 optimizer = hvd.DistributedOptimizer(optimizer, named_parameters=model.named_parameters())
-
-
-def step() -> None:
-    optimizer.zero_grad()
-    with autocast(args, device):
-        loss = loss_fn(model(x), y)
-    loss.backward()
-    optimizer.step()
+step = train_step(model, optimizer, loss_fn, x, y, args, device)
 
 
 report(step, args, device, x.shape[0], hvd.rank(), hvd.size(), hvd.allgather_object)

@@ -79,6 +79,18 @@ def autocast(args: argparse.Namespace, device: torch.device):
     return contextlib.nullcontext()
 
 
+def train_step(model, optimizer, loss_fn, x, y, args, device):
+    """The loop's step: zero_grad (torch's default, gradients set to None; Horovod's
+    optimizer takes no argument there) / forward / loss / backward / step."""
+    def step() -> None:
+        optimizer.zero_grad()
+        with autocast(args, device):
+            loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+    return step
+
+
 def report(step, args, device, batch: int, rank: int, world: int, gather) -> None:
     """Warm up, time, and print rank 0's line (`gather(list)`: every rank's list)."""
     cuda = device.type == "cuda"

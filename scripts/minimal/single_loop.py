@@ -3,19 +3,12 @@
     python scripts/minimal/single_loop.py --workload resnet50 --batch 32
 """
 import torch
-from loop_parts import autocast, parse, report, setup
+from loop_parts import parse, report, setup, train_step
 
 args = parse()
 device = torch.device("cuda", 0) if torch.cuda.is_available() else torch.device("cpu")
 model, optimizer, loss_fn, x, y = setup(args, device, local_ranks=1)
-
-
-def step() -> None:
-    optimizer.zero_grad(set_to_none=True)
-    with autocast(args, device):
-        loss = loss_fn(model(x), y)
-    loss.backward()
-    optimizer.step()
+step = train_step(model, optimizer, loss_fn, x, y, args, device)
 
 
 report(step, args, device, x.shape[0], 0, 1, lambda times: [times])
