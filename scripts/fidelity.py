@@ -18,7 +18,7 @@ Horovod / DDP ratio as the suite reads it and as the minimal loops read it. The 
         [--precision fp32] [--channels-last] [--json OUT]
 
 On the CPU DDP runs over Gloo under torchrun and Horovod under horovodrun --gloo; on a GPU
-DDP runs over NCCL (scripts/gpu_check.py calls `measure` for its fidelity lines). Run it on
+DDP runs over NCCL (scripts/gpu_check.py calls `launch` for its fidelity lines). Run it on
 an otherwise idle machine: every figure is a timing. About 15-25 s per launch on the 2-core
 CPU machine (the quick preset's sizes).
 """
@@ -60,13 +60,6 @@ def _run(cmd: list[str], env: dict[str, str], limit: float,
     except subprocess.TimeoutExpired:
         return 124, f"timed out after {limit:.0f} s"
     return p.returncode, p.stdout + p.stderr
-
-
-def measure(kind: str, config: str, world: int, workload: str, shape: dict, folder: Path,
-            cuda: bool, limit: float = 600, hvd_controller: str = "gloo") -> float:
-    """samples/s of one fresh launch (see `launch`)."""
-    return launch(kind, config, world, workload, shape, folder, cuda, limit,
-                  hvd_controller)[0]
 
 
 def launch(kind: str, config: str, world: int, workload: str, shape: dict, folder: Path,
