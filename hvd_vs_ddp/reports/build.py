@@ -35,7 +35,7 @@ from pathlib import Path
 
 from hvd_vs_ddp.common import output_formats, outputs
 from hvd_vs_ddp.common.outputs import Output
-from hvd_vs_ddp.reports import compare, cost, verdicts
+from hvd_vs_ddp.reports import budget_section, compare, cost, tables, verdicts
 from hvd_vs_ddp.reports.answer import answers, verdicts_doc, where_it_holds
 from hvd_vs_ddp.reports.compiled_section import answer_sentences
 from hvd_vs_ddp.reports.context import ReportContext, report_context
@@ -105,18 +105,21 @@ def _names(run_dirs: list[Path]) -> list[str]:
     return names
 
 
-def _subtitle(runs: list[Run]) -> list[str]:
+def _subtitle(runs: list[Run], holds: list[str]) -> list[str]:
+    """The header's "label: value" lines (a definition list in the HTML): each run, its
+    versions, and where its answers hold."""
     out = []
     for i, r in enumerate(runs):
         m = r.manifest
-        tag = ("Run: " if len(runs) == 1 else
-               f"Run {'AB'[i]}: " if len(runs) == 2 else f"Run {i + 1}: ")
-        ver = ", ".join(f"{k} {v}" for k, v in (m.versions or {}).items() if v)
+        tag = ("Run" if len(runs) == 1 else
+               f"Run {'AB'[i]}" if len(runs) == 2 else f"Run {i + 1}")
+        ver = ", ".join(f"{k} {tables.plain(v)}" for k, v in (m.versions or {}).items() if v)
         done = "" if m.complete else " — INCOMPLETE run"
-        out.append(f"{tag}{r.name} (preset {m.preset or '?'}, started "
-                   f"{m.started or '?'}, git {str(m.git_commit or '?')[:12]}){done}. "
-                   f"{ver}")
-    return out
+        out.append(f"{tag}: {r.name} (preset {m.preset or '?'}, started "
+                   f"{m.started or '?'}, git {str(m.git_commit or '?')[:12]}){done}")
+        if ver:
+            out.append(f"Versions{tag[3:]}: {ver}")
+    return out + [f"Conditions: {h}" for h in holds]
 
 
 def _settings(margin: float, price_per_device_hour: float | None,
@@ -150,12 +153,15 @@ def _load(run_dirs: list[Path], keep_disturbed: bool) -> list[Run]:
 
 
 def _headlines(ctx: ReportContext) -> list[str]:
+    """The answer box: every answer sentence, the budget in one short line (its pairs in
+    the Budget section); where the answers hold goes to the header (_subtitle)."""
     data, cmp, margin = ctx.data, ctx.cmp, ctx.margin
-    return compare.headlines(data, cmp, ctx.before_after, margin,
-                             [a["sentence"] for a in answers(data, cmp, margin)]
-                             + answer_sentences(data, cmp, margin)
-                             + ctx.recovery.headlines
-                             + where_it_holds(data))
+    heads = compare.headlines(data, cmp, ctx.before_after, margin,
+                              [a["sentence"] for a in answers(data, cmp, margin)]
+                              + answer_sentences(data, cmp, margin)
+                              + ctx.recovery.headlines)
+    short = dict(zip(verdicts.budget_lines(data.runs), budget_section.short_lines(data.runs)))
+    return [short.get(h, h) for h in heads]
 
 
 def _files(ctx: ReportContext, sections: list[Section], run_dirs: list[Path],
@@ -163,7 +169,7 @@ def _files(ctx: ReportContext, sections: list[Section], run_dirs: list[Path],
            ) -> tuple[dict[Output, bytes], list[Path]]:
     """Every file of the report, by its gated output, and the figures' paths."""
     figs = ctx.figs
-    heads, sub = _headlines(ctx), _subtitle(ctx.runs)
+    heads, sub = _headlines(ctx), _subtitle(ctx.runs, where_it_holds(ctx.data))
     written = [figdir / f"{f.name}.png" for f in figs.items]
     rel = {f.name: f"{figdir.name}/{f.name}.png" for f in figs.items}
     inputs = report_inputs(run_dirs)

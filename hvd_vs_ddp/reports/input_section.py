@@ -229,9 +229,8 @@ def _library_table(p: pd.DataFrame) -> Table:
         rows.append({
             "case": r["case"], "ranks": r["world_size"], "backend": r["series"],
             "samples/s in memory": sps(r["memory_sps"]), "samples/s host pipeline":
-            sps(r["jpeg_sps"]), "host / memory": r3(r.get("ratio", np.nan)),
-            "95% CI": (f"[{r['lo']:.3f}-{r['hi']:.3f}]" if not pd.isna(r.get("lo", np.nan))
-                       else ""),
+            sps(r["jpeg_sps"]), "host / memory [95%]": r3(r.get("ratio", np.nan)) + (
+                f" [{r['lo']:.3f}–{r['hi']:.3f}]" if not pd.isna(r.get("lo", np.nan)) else ""),
             "verdict": r["judged"].text() if isinstance(r.get("judged"), verdicts.Verdict)
             else "no memory twin",
             "wait/step ms (memory, host)": f"{_ms(m.get('wait_s'))}, {_ms(j['wait_s'])}",

@@ -57,6 +57,14 @@ def kv(d: dict | None, keep_none: bool = False) -> str:
                      for k, v in d.items() if keep_none or v is not None)
 
 
+def plain(v) -> str:
+    """A recorded value for a reader: a list joined, a file by its name (no machine path)."""
+    if isinstance(v, (list, tuple)):
+        return ", ".join(plain(x) for x in v)
+    s = str(v)
+    return s.rsplit("/", 1)[-1] if "/" in s and " " not in s else s
+
+
 def throughput_table(tp: pd.DataFrame) -> Table:
     rows = [{"run": r["run"], "case": r["case"], "backend": r["series"],
              "world size": r["world_size"], "global batch": r["global_batch"],
@@ -83,28 +91,40 @@ def throughput_table(tp: pd.DataFrame) -> Table:
                  "(process start, imports), apart from the steady-state throughput.")
 
 
+def _pair_note(r) -> str:
+    return ", ".join(x for x in (
+        "1 rank: overhead" if r["scope"] == "overhead" else "",
+        "indicative" if r["strength"] == "indicative" else "",
+        f"~{int(r['reps_needed'])} reps to settle" if not pd.isna(r["reps_needed"]) else "")
+        if x)
+
+
 def comparison_table(cmp: pd.DataFrame, margin: float) -> Table:
-    rows = [{"run": r["run"], "case": r["case"], "world size": r["world_size"],
-             "horovod": r["horovod"], "ddp": r["ddp"], "horovod samples/s": sps(r["hvd_sps"]),
-             "ddp samples/s": sps(r["ddp_sps"]), "ratio hvd/ddp": r3(r["ratio"]),
-             "95% interval": f"{r3(r['lo'])}{DASH}{r3(r['hi'])}", "repetitions": r["reps"],
+    """One row a pair, short cells: the verdict's word and the ratio with its interval;
+    what the words mean is said once, below the table."""
+    many = not cmp.empty and cmp["run"].nunique() > 1
+    rows = [{**({"run": r["run"]} if many else {}), "case": r["case"],
+             "ranks": r["world_size"], "horovod": r["horovod"], "ddp": r["ddp"],
+             "hvd samples/s": sps(r["hvd_sps"]), "ddp samples/s": sps(r["ddp_sps"]),
+             "hvd/ddp [95%]": f"{r3(r['ratio'])} [{r3(r['lo'])}{DASH}{r3(r['hi'])}]",
+             "reps": r["reps"],
              "verdict": (f"less overhead: {r['faster']}" if r["faster"] and r["scope"] ==
                          "overhead" else f"faster: {r['faster']}" if r["faster"]
                          else r["verdict"]),
-             "note": "; ".join(x for x in (
-                 "overhead only (1 rank)" if r["scope"] == "overhead" else "",
-                 "indicative (within-run interval)" if r["strength"] == "indicative" else "",
-                 f"~{int(r['reps_needed'])} repetitions to settle"
-                 if not pd.isna(r["reps_needed"])
-                 else "") if x)}
+             "note": _pair_note(r)}
             for _, r in cmp.iterrows()]
     return Table("Horovod / DDP throughput, every pair", pd.DataFrame(rows),
-                 "Ratio of median samples/s (all timed steps of all repetitions); 95% interval "
-                 "from a two-level bootstrap (repetitions, then steps within each; 2000 "
-                 "resamples, fixed seed), so it includes run-to-run variation when there are "
-                 f"2 or more repetitions. Verdicts with a margin of ±{margin * 100:g}%: "
+                 "hvd/ddp: the ratio of median samples/s (all timed steps of all "
+                 "repetitions), above 1 when Horovod is faster; [95%]: its interval from a "
+                 "two-level bootstrap (repetitions, then steps within each; 2000 resamples, "
+                 "fixed seed), so it includes run-to-run variation when there are 2 or more "
+                 f"repetitions (reps). Verdicts with a margin of ±{margin * 100:g}%: "
                  "'faster' when the interval lies beyond it, 'equivalent' when inside "
-                 f"[{1 / (1 + margin):.3f}, {1 + margin:.3f}], else 'inconclusive'.")
+                 f"[{1 / (1 + margin):.3f}, {1 + margin:.3f}], else 'inconclusive'. Notes: "
+                 "'1 rank: overhead': nothing is communicated at 1 rank, so the ratio is "
+                 "framework overhead, not a communication result; 'indicative': one "
+                 "repetition, a within-run interval; '~N reps to settle': the repetitions "
+                 "an inconclusive pair would need.")
 
 
 def tails_table(tl: pd.DataFrame) -> Table:
@@ -240,15 +260,19 @@ def failed_table(cells: pd.DataFrame) -> Table:
 
 
 def run_meta_table(data: Data) -> Table:
+    """Each run; its command, versions and hardware (long) fold in the HTML. No folder:
+    the run's name is its folder's, and files are named relative to it elsewhere."""
     rows = []
     for run in data.runs:
         m = run.manifest
-        rows.append({"run": run.name, "directory": str(run.path),
-                     "command": " ".join(map(str, m.command or [])),
-                     "preset": m.preset or "", "git": str(m.git_commit or "")[:12],
+        rows.append({"run": run.name, "preset": m.preset or "",
+                     "git": str(m.git_commit or "")[:12],
                      "started": m.started or "", "finished": m.finished or "",
                      "complete": "yes" if m.complete else "NO",
-                     "versions": kv(m.versions), "hardware": kv(run.hardware)})
+                     "command": " ".join(map(str, m.command or [])),
+                     "versions": "; ".join(f"{k}={plain(v)}" for k, v in
+                                           (m.versions or {}).items() if v),
+                     "hardware": kv(run.hardware)})
     return Table("Runs", pd.DataFrame(rows))
 
 

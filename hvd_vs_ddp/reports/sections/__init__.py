@@ -14,6 +14,7 @@ from hvd_vs_ddp.reports.context import ReportContext
 from hvd_vs_ddp.reports.render import Section
 from hvd_vs_ddp.reports.sections import (
     before_after,
+    budget,
     communication,
     compiled,
     convergence,
@@ -34,6 +35,7 @@ from hvd_vs_ddp.reports.sections import (
 
 ORDER = (
     horovod_vs_ddp,     # the answer's table first
+    budget,             # runs with --budget: each pair's repetitions
     each_at_its_best,   # runs with per-library knob sets
     compiled,           # runs with a compiling knob set
     throughput,
