@@ -23,7 +23,7 @@ import seaborn as sns
 from matplotlib.figure import Figure
 
 from hvd_vs_ddp.common import output_formats
-from hvd_vs_ddp.reports.theme import REFERENCE, color, order, style
+from hvd_vs_ddp.reports.theme import REFERENCE, color, linestyle, order, style
 
 
 @dataclass
@@ -132,7 +132,7 @@ def throughput_fig(tp: pd.DataFrame, figs: Figures, multi_run: bool) -> None:
             y = d["sps_median"].to_numpy()
             err = [y - d["sps_q25"].to_numpy(), d["sps_q75"].to_numpy() - y]
             ax.errorbar(d["world_size"], y, yerr=err, color=pal[s], marker=mk[s], ms=5,
-                        capsize=3, lw=1.8, label=s)
+                        capsize=3, lw=1.8, label=s, ls=linestyle(d["label"].iloc[0]))
         ws = np.array(sorted(g["world_size"].unique()))
         base = g.dropna(subset=["baseline_sps"])
         if not base.empty and (base["baseline_from"] == "single np=1").any():
@@ -149,7 +149,8 @@ def throughput_fig(tp: pd.DataFrame, figs: Figures, multi_run: bool) -> None:
                xticks=ws)
         ax.set_ylim(bottom=0)
     shared_legend(fig, axes, "backend")
-    cap = "Median samples/s with IQR bars; dashed: linear scaling from the np=1 value."
+    cap = ("Median samples/s with IQR bars; Horovod dash-dot, DDP solid; dashed: linear "
+           "scaling from the np=1 value.")
     if tp["baseline_sps"].isna().all():
         cap = "Median samples/s with IQR bars; no np=1 cell, so no ideal-scaling line."
     figs.add("throughput", "Throughput vs world size", fig, cap)
@@ -169,14 +170,15 @@ def efficiency_fig(tp: pd.DataFrame, figs: Figures, multi_run: bool) -> None:
         for s in names:
             d = g[g["series"] == s].sort_values("world_size")
             ax.plot(d["world_size"], d["efficiency"], color=pal[s], marker=mk[s], lw=1.8,
-                    label=s)
+                    label=s, ls=linestyle(d["label"].iloc[0]))
         ax.axhline(1.0, ls="--", color="#555555", lw=1.2, label="ideal (1.0)")
         ax.set(title=title, xlabel="world size (ranks)", ylabel="scaling efficiency",
                xticks=sorted(g["world_size"].unique()))
         ax.set_ylim(0, max(1.15, float(g["efficiency"].max()) * 1.1))
     shared_legend(fig, axes, "backend")
     figs.add("scaling_efficiency", "Scaling efficiency", fig,
-             "samples/s / (world size x np=1 samples/s); 1.0 is perfect linear scaling.")
+             "samples/s / (world size x np=1 samples/s); 1.0 is perfect linear scaling. "
+             "Horovod dash-dot, DDP solid.")
 
 
 def slots(g: pd.DataFrame, names: list[str]):

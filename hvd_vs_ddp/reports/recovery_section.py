@@ -29,7 +29,7 @@ from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.reports.figures import Figures
 from hvd_vs_ddp.reports.frames import Data
 from hvd_vs_ddp.reports.render import Notes, Section
-from hvd_vs_ddp.reports.tables import Table
+from hvd_vs_ddp.reports.tables import DASH, Table
 from hvd_vs_ddp.reports.theme import color, style
 from hvd_vs_ddp.reports.verdicts import interval, judge
 
@@ -79,18 +79,19 @@ def table(df: pd.DataFrame) -> Table:
             "run": run, "elastic path": series, "world size": int(world),
             "trials": len(g), "k": int(g["commit_every"].iloc[0]),
             "kill after step": _med(g["killed_after_step"], "{:.0f}"),
-            "kill -> next step (s) median [range]": _med(g["recovery_s"]),
+            "kill -> next step (s)": _med(g["recovery_s"]),
             "rendezvous (s)": _med(g["rendezvous_s"]),
             "steps lost": _med(g["steps_lost"], "{:.0f}"),
             "world after": ",".join(map(str, after)) or "n/a",
-            "completed": f"{int(g['completed'].sum())}/{len(g)}",
-            "hangs / leftovers": f"{int(g['hang'].sum())} / {int(g['leftovers'].sum())}",
-            "final loss diff (worst)": _worst(g["final_loss_rel_diff"]),
-            "weights diff (worst)": _worst(g["weights_rel_diff"]),
-            "commit (ms)": _med(g["commit_median_s"], "{:.1f}", 1e3),
-            "save (ms)": _med([float(np.median(s)) for s in g["save_s"] if len(s)],
-                              "{:.1f}", 1e3),
-            "restore (ms)": _med(g["restore_s"], "{:.1f}", 1e3),
+            "completed (hangs, leftovers)": f"{int(g['completed'].sum())}/{len(g)} "
+                                            f"({int(g['hang'].sum())}, "
+                                            f"{int(g['leftovers'].sum())})",
+            "loss / weights diff (worst)": f"{_worst(g['final_loss_rel_diff'])} / "
+                                           f"{_worst(g['weights_rel_diff'])}",
+            "commit / save / restore (ms)": " / ".join(
+                _med(v, "{:.1f}", 1e3) or DASH for v in (
+                    g["commit_median_s"], [float(np.median(s)) for s in g["save_s"] if len(s)],
+                    g["restore_s"])),
             "commit cost vs none": _pct(_median(g["commit_overhead"])),
             "commit share": _pct(_median(g["commit_share"]))})
     out = pd.DataFrame(rows)
@@ -223,7 +224,8 @@ def _broken(pts: np.ndarray) -> np.ndarray:
 
 
 def figure(df: pd.DataFrame, figs: Figures) -> None:
-    """Completed step against seconds since the kill, one panel per series and world size."""
+    """Completed step against seconds since the kill, one panel per series and world size,
+    every panel on the same time axis."""
     panels = list(df.groupby(["world_size", "series"], sort=True))
     if not panels:
         return
@@ -231,9 +233,12 @@ def figure(df: pd.DataFrame, figs: Figures) -> None:
         ncols = min(3, len(panels))
         nrows = -(-len(panels) // ncols)
         fig = Figure(figsize=(4.6 * ncols + 0.6, 3.3 * nrows + 0.4), layout="constrained")
-        axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+        # one time axis for every panel: the eye compares the recoveries, not the axes
+        axes = fig.subplots(nrows, ncols, squeeze=False, sharex=True).ravel()
         for ax in axes[len(panels):]:
             ax.set_visible(False)
+        for ax in axes:  # every visible panel keeps its tick labels (sharex hides inner ones)
+            ax.tick_params(labelbottom=True)
         for ax, ((world, series), g) in zip(axes, panels):
             hue = color(str(g["backend"].iloc[0]))  # the backend's, as in every figure
             for _, r in g.iterrows():

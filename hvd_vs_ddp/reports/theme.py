@@ -5,7 +5,10 @@ so ddp-gloo is the same blue in every figure of every report; each backend's col
 declared in its catalog row (hvd_vs_ddp/backends/catalog.py `colour`). Horovod is labelled by
 its controller when backend_meta names one: "horovod (gloo)", "horovod (mpi)"; all
 Horovod shades are warm (vermillion, orange), all DDP ones cool (blues, green).
-Colours are from the Okabe-Ito colour-blind-safe set.
+Colours are from the Okabe-Ito colour-blind-safe set: told apart with deuteranopia, but
+some Horovod and DDP shades are as light as each other in grey (orange and sky blue), so
+the figures' lines also differ by library: Horovod's dash-dot (LINESTYLE), DDP's solid
+(tests/unit/test_report_browser_colours.py checks both).
 
     from hvd_vs_ddp.reports.theme import backend_label, color, style
     with style():  # seaborn theme, as a context: global matplotlib state is untouched
@@ -57,6 +60,15 @@ def order(labels) -> list[str]:
     """Labels sorted the same way everywhere: known backends first, then by name."""
     known = {name: i for i, name in enumerate(ORDER)}
     return sorted(set(labels), key=lambda s: (known.get(s, len(known)), s))
+
+
+HOROVOD_LINE, OTHER_LINE = "-.", "-"
+
+
+def linestyle(label: str) -> str:
+    """Horovod's series dash-dot, every other solid: the libraries apart in grey too."""
+    lib = catalog.library(label.split(" ", 1)[0])
+    return HOROVOD_LINE if lib == catalog.HOROVOD_LIB else OTHER_LINE
 
 
 def palette(labels) -> dict[str, str]:
