@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
+from hvd_vs_ddp.common.cache import cache_root
 from hvd_vs_ddp.reports import browser_js
 
 WIDE, PHONE, SCREEN_H = 1366, 390, 768
@@ -45,9 +46,10 @@ def chromium_path() -> str | None:
 
 
 def axe_path() -> Path | None:
-    cache = Path(os.environ.get("HVD_VS_DDP_CACHE", Path.home() / ".cache" / "hvd-vs-ddp"))
-    p = cache / "axe" / "node_modules" / "axe-core" / "axe.min.js"
-    return p if p.is_file() else None
+    """axe-core's script in the project's cache (scripts/test.sh puts it there), or None."""
+    cache = cache_root()
+    p = cache / "axe" / "node_modules" / "axe-core" / "axe.min.js" if cache else None
+    return p if p is not None and p.is_file() else None
 
 
 @contextlib.contextmanager
@@ -55,7 +57,8 @@ def browser() -> Iterator[Any]:
     """One headless Chromium for many pages (Playwright's Browser)."""
     exe = chromium_path()
     if exe is None:
-        raise Unavailable("no Chromium (apt-get install chromium; scripts/setup.sh does)")
+        raise Unavailable("no Chromium (apt-get install chromium; scripts/test.sh installs "
+                          "it in CI or with HVD_VS_DDP_TEST_BROWSER=1)")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

@@ -90,7 +90,10 @@ LONG_CELLS = "(most) => {" + _DESC + r"""
 }"""
 
 PATHS = r"""() => {
-  const text = document.querySelector('main, body').textContent;
+  const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT), parts = [];
+  for (let n = walk.nextNode(); n; n = walk.nextNode())
+    if (!n.parentElement.closest('script, style')) parts.push(n.textContent);
+  const text = parts.join(' ');
   const re = /(?:^|[\s'"(\[=,:;])(\/(?:[\w.+-]+\/)+[\w.+-]*)/g;
   const out = new Set();
   for (const m of text.matchAll(re)) out.add(m[1].slice(0, 80));

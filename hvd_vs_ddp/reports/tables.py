@@ -10,6 +10,7 @@ ratios and CIs with 3), so the HTML and the Markdown show identical text.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +64,23 @@ def plain(v) -> str:
         return ", ".join(plain(x) for x in v)
     s = str(v)
     return s.rsplit("/", 1)[-1] if "/" in s and " " not in s else s
+
+
+def rel(v, run_dir: Path | None):
+    """A recorded value with no absolute path of the machine that made the run: a file
+    under the runs' folder relative to the run folder (cells/x.json, ..), any other by
+    its name (…/pid.4115); anything else as it is."""
+    if not isinstance(v, str) or not v.startswith("/") or run_dir is None:
+        return v
+    p, root = Path(v), Path(run_dir).resolve()
+    if p.is_relative_to(root.parent):
+        return os.path.relpath(p, root)
+    return f"…/{p.name}" if p.name else v
+
+
+def kv_rel(d: dict | None, run_dir: Path | None) -> str:
+    """kv() with every value through rel()."""
+    return kv({k: rel(v, run_dir) for k, v in (d or {}).items()})
 
 
 def throughput_table(tp: pd.DataFrame) -> Table:
@@ -269,7 +287,7 @@ def run_meta_table(data: Data) -> Table:
                      "git": str(m.git_commit or "")[:12],
                      "started": m.started or "", "finished": m.finished or "",
                      "complete": "yes" if m.complete else "NO",
-                     "command": " ".join(map(str, m.command or [])),
+                     "command": " ".join(str(rel(a, run.path)) for a in m.command or []),
                      "versions": "; ".join(f"{k}={plain(v)}" for k, v in
                                            (m.versions or {}).items() if v),
                      "hardware": kv(run.hardware)})
@@ -291,20 +309,23 @@ def knob_table(data: Data) -> Table:
 
 
 def cell_meta_table(data: Data) -> Table:
-    meta = {}
+    meta, where = {}, {}
     for run in data.runs:
+        where[run.name] = run.path
         for c in run.cells:
             first = c.benchmarks[0].record if c.benchmarks else None
             sets = sorted({getattr(x.record, "knob_set", None) or "default"
                            for x in c.benchmarks if getattr(x.record, "knobs", None) is not None})
-            meta[(run.name, c.id)] = (kv(getattr(first, "backend_meta", None)), ", ".join(sets))
+            meta[(run.name, c.id)] = (kv_rel(getattr(first, "backend_meta", None), run.path),
+                                      ", ".join(sets))
     rows = []
     for _, r in data.cells.iterrows():
         bm, knobs = meta.get((r["run"], r["cell_id"]), ("", ""))
         rows.append({"run": r["run"], "cell": r["cell_id"], "launcher": r["launcher"],
                      "world size": r["world_size"], "status": r["status"],
                      "seconds": "" if r["seconds"] is None else f"{float(r['seconds']):.1f}",
-                     "knob sets": knobs, "backend meta": bm, "env": kv(r["env"])})
+                     "knob sets": knobs, "backend meta": bm,
+                     "env": kv_rel(r["env"], where.get(r["run"]))})
     return Table("Cells: launcher, knob sets, backend metadata, environment",
                  pd.DataFrame(rows))
 
