@@ -60,6 +60,37 @@ if [[ "$SETUP" != 0 ]] && [[ -n "${CI:-}" || "${HVD_VS_DDP_TEST_SHELLCHECK:-}" =
         echo "test: not root, so no shellcheck (its tests will skip)" >&2
     fi
 fi
+# --- issue 61: the reports read in a browser (tests/unit/test_report_browser.py) -------
+# Chromium from Debian's archive (a test tool, like shellcheck: installed in CI or with
+# HVD_VS_DDP_TEST_BROWSER=1; Playwright drives it as the system browser, nothing is
+# downloaded at run time) and axe-core, pinned, from npm into the project's cache (never
+# committed). Without them those tests skip, saying why.
+if [[ "$SETUP" != 0 ]] && [[ -n "${CI:-}" || "${HVD_VS_DDP_TEST_BROWSER:-}" == 1 ]]; then
+    if ! command -v chromium >/dev/null 2>&1; then
+        if [[ $(id -u) -eq 0 ]]; then
+            echo "test: installing chromium for tests/unit/test_report_browser.py"
+            export DEBIAN_FRONTEND=noninteractive
+            apt-get update -qq
+            apt-get install -y -qq --no-install-recommends chromium >/dev/null
+        else
+            echo "test: not root, so no chromium (the browser tests will skip)" >&2
+        fi
+    fi
+    axe_version=4.11.0  # hvd_vs_ddp/reports/browser_check.py AXE_VERSION
+    axe_dir="${HVD_VS_DDP_CACHE:-$HOME/.cache/hvd-vs-ddp}/axe"
+    if [[ "${HVD_VS_DDP_CACHE:-}" != off ]] && ! grep -qs "\"version\": \"$axe_version\"" \
+            "$axe_dir/node_modules/axe-core/package.json"; then
+        if command -v npm >/dev/null 2>&1; then
+            echo "test: installing axe-core $axe_version into $axe_dir"
+            npm install -s --no-save --no-audit --no-fund --prefix "$axe_dir" \
+                "axe-core@$axe_version" >/dev/null \
+                || echo "test: npm could not install axe-core (no accessibility check)" >&2
+        else
+            echo "test: no npm, so no axe-core (the accessibility check will skip)" >&2
+        fi
+    fi
+fi
+# --- end issue 61 ---------------------------------------------------------------------
 # tests/system/test_dead_rank.py also kills ranks under Open MPI 5's mpirun and MPICH's
 # mpiexec: their PyPI wheels, each in a virtualenv of its own under the project's cache
 # (~/.cache/hvd-vs-ddp/mpi by default; scripts/install_mpis.sh says how it is chosen;
