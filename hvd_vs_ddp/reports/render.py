@@ -85,7 +85,8 @@ _NOWRAP = 16   # characters: a shorter cell stays on one line
 # a short word with a hyphen (ddp-gloo) is never broken at its hyphen
 _HYPHENED = re.compile(r"(?<!\S)[^\s<>&]{0,12}\w-\w[^\s<>&]{0,12}(?!\S)")
 
-_NUM = re.compile(r"^-?[\d.]+(e[-+]?\d+)?( ✗)?$|^[\d.]+–[\d.]+$|^-?\d+%$")
+_NUM = re.compile(r"^-?[\d.]+(e[-+]?\d+)?( ✗)?$|^[\d.]+–[\d.]+$|^-?\d+%$"
+                  r"|^[\d.]+ \[[\d.]+–[\d.]+\]$")  # a ratio [its interval]
 _CLASS = {"faster: horovod": "hvd", "faster: ddp": "ddp", "B faster": "up", "A faster": "down",
           "equivalent": "nsd", "inconclusive": "nsd", "NO": "bad", "YES": "bad",
           "failed": "bad", "timeout": "bad", "interrupted": "bad", "unreadable": "bad"}
