@@ -21,12 +21,22 @@ const desc = (el) => {
 const openAll = () => document.querySelectorAll('details').forEach(d => { d.open = true; });
 """
 
-FIGURES = "() => {" + _DESC + r"""
+FIGURES = "async () => {" + _DESC + r"""
   const out = [];
-  document.querySelectorAll('img').forEach(img => {
-    if (!(img.complete && img.naturalWidth > 0)) out.push(desc(img) + ': does not decode');
+  for (const img of document.querySelectorAll('img')) {
     if (!(img.getAttribute('alt') || '').trim()) out.push(desc(img) + ': no alt text');
-  });
+    try { await img.decode(); } catch (e) { out.push(desc(img) + ': does not decode'); continue; }
+    if (!(img.naturalWidth > 0)) { out.push(desc(img) + ': does not decode'); continue; }
+    // a truncated PNG decodes its first rows only: its last row is left transparent
+    const c = document.createElement('canvas');
+    c.width = img.naturalWidth; c.height = img.naturalHeight;
+    const g = c.getContext('2d');
+    g.drawImage(img, 0, 0);
+    const last = g.getImageData(0, c.height - 1, c.width, 1).data;
+    let opaque = 0;
+    for (let i = 3; i < last.length; i += 4) opaque += last[i] > 0;
+    if (opaque === 0) out.push(desc(img) + ': does not decode to its last row (truncated)');
+  }
   return out;
 }"""
 

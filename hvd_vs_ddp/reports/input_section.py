@@ -228,8 +228,8 @@ def _library_table(p: pd.DataFrame) -> Table:
         j, m = r["jpeg"], r["memory"] or {}
         rows.append({
             "case": r["case"], "ranks": r["world_size"], "backend": r["series"],
-            "samples/s in memory": sps(r["memory_sps"]), "samples/s host pipeline":
-            sps(r["jpeg_sps"]), "host / memory [95%]": r3(r.get("ratio", np.nan)) + (
+            "samples/s (memory, host)": f"{sps(r['memory_sps'])}, {sps(r['jpeg_sps'])}",
+            "host / memory [95%]": r3(r.get("ratio", np.nan)) + (
                 f" [{r['lo']:.3f}–{r['hi']:.3f}]" if not pd.isna(r.get("lo", np.nan)) else ""),
             "verdict": r["judged"].text() if isinstance(r.get("judged"), verdicts.Verdict)
             else "no memory twin",

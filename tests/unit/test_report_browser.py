@@ -99,6 +99,8 @@ MUTATIONS = {
     "a figure that does not decode": (
         lambda h: h.replace(_png(h), "data:image/png;base64,iVBORw0KGgoAAAAbroken", 1),
         "does not decode"),
+    "a truncated figure": (lambda h: h.replace(_png(h), _png(h)[:300], 1),
+                           "does not decode to its last row"),
     "a figure without alt text": (lambda h: re.sub(r"alt='[^']*'", "alt=''", h, count=1),
                                   "no alt text"),
     "a table that overflows at 1366 px": (
