@@ -16,8 +16,11 @@ compiles (`--knob-set compile`, docs/compile.md) records
 its compile time (the warm-up steps that compiled), graphs, graph breaks and recompiles
 during the timed rounds apart (hvd_vs_ddp/harness/compile_stats.py); a backend that cannot
 honour its compile mode is skipped with the reason. A knob set that changes the maths
-(compression, PowerSGD, Adasum) must keep its mean loss within its stated bound of
-`single`'s (hvd_vs_ddp/harness/loss_bound.py).
+(compression, PowerSGD, Adasum) has its mean loss compared with `single`'s against a bound
+derived from the workload and run (hvd_vs_ddp/harness/loss_bound.py): beyond the bound the
+cell keeps its throughput and records the deviation, the bound and the reference's own
+sensitivity, marked (a warning here; the tuning report never crowns it); only a deviation
+beyond the fault line (a broken reduction, not the compression's error) fails the cell.
 
     torchrun --standalone --nproc-per-node 2 -m pytest suites/test_throughput.py \
         --benchmark-json out.json
@@ -28,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -221,9 +225,12 @@ def test_throughput(benchmark, suite, plugin, open_backend, make_workload, throu
                            per_step, losses, stats, traces, compiled, loss_check)
     finite = all(np.isfinite(losses))
     assert finite, f"{name}: non-finite loss during throughput run: {losses}"
-    assert loss_check is None or loss_check["within"], (
-        f"{name} with {knobs.name}: mean loss of the last half {loss_check['deviation']:.3g} "
-        f"(relative) from single's, beyond the set's bound {loss_check['bound']:g}")
+    if loss_check is not None:  # beyond the bound: a marked measurement; past the fault
+        said = f"{name} with {knobs.name}: {loss_bound.describe(loss_check)}"  # line: fails
+        assert not loss_check["fault"], said
+        if not loss_check["within"]:
+            warnings.warn(f"{said}; throughput kept, marked beyond its loss bound",
+                          stacklevel=1)
 
 
 def _profile(suite, trainer, backend, workload_name: str, knob_set: str) -> list[str] | None:
