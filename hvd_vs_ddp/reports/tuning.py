@@ -8,12 +8,15 @@ interval). Intervals and verdicts are hvd_vs_ddp.run_model.stats /
 hvd_vs_ddp.reports.verdicts, unchanged.
 
 Settings that change the numbers being averaged (fp16/bf16 compression, PowerSGD,
-Adasum) are crowned only when they passed their loss bound: each such knob set states
-one (hvd_vs_ddp/harness/knobs.py) and the throughput suite checks its mean loss against
-`single`'s on the same batches (hvd_vs_ddp/harness/loss_bound.py); results recorded
-before that are held to LOOSE_TOLERANCE of the same library's default cell instead.
-Every check is listed with its bound; a setting beyond it is never crowned, and one
-whose losses cannot be compared is "not checked" and not crowned.
+Adasum) are crowned only when they passed their loss bound: the throughput suite checks
+each such set's mean loss against `single`'s on the same batches, within a bound derived
+from the workload and run (hvd_vs_ddp/harness/loss_bound.py: the larger of the set's
+floor and a multiple of the reference's own sensitivity to one rounding of its
+gradients); results recorded before that are held to LOOSE_TOLERANCE of the same
+library's default cell instead. Every check is listed with its deviation, its bound, the
+reference's sensitivity and a mark (table "Loss checks"); a setting beyond its bound keeps
+its throughput as a measurement, marked, and is never crowned; one whose losses cannot
+be compared is "not checked" and not crowned.
 
     from hvd_vs_ddp.reports.tuning import at_best
     python -m hvd_vs_ddp.reports.tuning RUN_DIR       # prints the section's rows as JSON
@@ -79,9 +82,11 @@ def loss_check(row: pd.Series, default: pd.Series | None) -> dict[str, Any]:
         return {"changes": None, "ok": True, "excess": None, "bound": None, "against": None}
     suite = row.get("loss_check")
     if isinstance(suite, dict) and suite.get("deviation") is not None:
+        derived = {key: suite[key] for key in ("sensitivity", "floor", "probe", "factor",
+                                                "fault_line", "fault") if key in suite}
         return {"changes": maths, "ok": bool(suite["within"]),
                 "excess": float(suite["deviation"]), "bound": float(suite["bound"]),
-                "against": "reference"}
+                "against": "reference", **derived}
     a = row.get("losses")
     b = default.get("losses") if default is not None else None
     if not (isinstance(a, list) and isinstance(b, list) and a and len(a) == len(b)):
@@ -103,11 +108,56 @@ def _maths_line(e: dict[str, Any], c: dict[str, Any]) -> str:
     if c["against"] == "reference":
         return head + (f"mean loss of the last half {c['excess'] * 100:.2g}% from single's "
                        f"on the same batches, {'within' if c['ok'] else 'BEYOND'} the set's "
-                       f"bound of {c['bound'] * 100:g}% (checked by the suite)"
-                       + ("" if c["ok"] else "; not crowned"))
+                       f"bound of {c['bound'] * 100:.3g}% ({_bound_from(c)}; checked by the "
+                       "suite)" + ("" if c["ok"] else f"; {mark(c)}; not crowned"))
     return head + (f"mean loss of the last half {c['excess'] * 100:+.1f}% vs its default"
                    + (f", within {LOOSE_TOLERANCE * 100:g}%" if c["ok"] else
                       f", beyond {LOOSE_TOLERANCE * 100:g}%: trains worse; not crowned"))
+
+
+def _bound_from(c: dict[str, Any]) -> str:
+    """Where a recorded bound came from: derived (the floor and the reference's own
+    sensitivity, hvd_vs_ddp/harness/loss_bound.py) or fixed (results from before)."""
+    if c.get("sensitivity") is None:
+        return "the set's fixed bound"
+    return (f"the larger of the floor {c['floor'] * 100:g}% and {c['factor']:g} x single's "
+            f"own {c['probe']} sensitivity {c['sensitivity'] * 100:.3g}%")
+
+
+def mark(c: dict[str, Any]) -> str:
+    """The mark of one loss check: what a reader does with the cell's throughput."""
+    if c.get("changes") is None:
+        return ""
+    if c["ok"] is None:
+        return "not checked"
+    if c["ok"]:
+        return "within"
+    if c.get("fault"):
+        return "FAULT: beyond the fault line (the cell failed)"
+    return "BEYOND its bound: throughput kept as a measurement"
+
+
+def loss_table(entries: list[dict[str, Any]]) -> Table | None:
+    """Every loss check of a set that changes the maths: deviation, bound, the reference's
+    sensitivity the bound came from, and the mark."""
+    rows = [{"workload": e["workload"], "world size": e["world_size"],
+             "series": c["series"], "knob set": c["knob_set"],
+             "deviation": f"{c['excess'] * 100:.3g}%" if c["excess"] is not None else "",
+             "bound": f"{c['bound'] * 100:.3g}%" if c["bound"] is not None else "",
+             "single's sensitivity": (f"{c['sensitivity'] * 100:.3g}% ({c['probe']})"
+                                      if c.get("sensitivity") is not None else "not recorded"),
+             "samples/s": sps(c["samples_per_s"]), "mark": mark(c)}
+            for e in entries for c in e["checks"] if c["changes"]]
+    if not rows:
+        return None
+    return Table("Loss checks", pd.DataFrame(rows),
+                 "Each setting that changes the averaged numbers: its mean loss over the "
+                 "last half of the steps against single's on the same batches (deviation, "
+                 "relative), the bound it was held to (the larger of the set's floor and a "
+                 "multiple of single's own sensitivity: the largest per-step loss change one "
+                 "rounding of its gradients to the probe dtype makes; docs/methodology.md), "
+                 "and the mark. A setting beyond its bound keeps its throughput, marked, "
+                 "and is never crowned.")
 
 
 def not_a_setting(k: dict[str, Any]) -> str | None:
@@ -220,11 +270,12 @@ def section(entries: list[dict[str, Any]]) -> Section | None:
                   "an inconclusive gain is no gain.")
     habits = [f"{e['workload']} at {e['world_size']} ranks, {h['series']}: {h['text']}"
               for e in entries for h in e["habits"]]
+    losses = loss_table(entries)
     return Section("Each at its best", [table, Notes(
         ["Settings that change the averaged numbers, each against its loss bound:"] + maths
         if maths else ["No setting that changes the averaged numbers was measured."]), Notes(
         ["Host habits, each against its library's default (never crowned):"] + habits
-        if habits else ["No host habit measured."])])
+        if habits else ["No host habit measured."]), *([losses] if losses else [])])
 
 
 if __name__ == "__main__":
