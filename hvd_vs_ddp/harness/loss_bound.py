@@ -13,14 +13,17 @@ exact average rounded to the set's probe dtype every step (fp16 for the fp16 set
 for the others: KnobSet.probe) measures how far this model, at these sizes and steps,
 carries a benign rounding of its gradients into the loss (the reference's own
 `sensitivity`: the largest per-step relative difference over the last half). The bound
-is max(the set's fixed floor KnobSet.loss_bound, SENSITIVITY_FACTOR x sensitivity).
+is max(the set's fixed floor KnobSet.loss_bound, SENSITIVITY_FACTOR x sensitivity); for
+Adasum, whose combination lies between the ranks' average and their sum by construction,
+also the deviation of `single` summing its ranks' gradients (`envelope`).
 
 A deviation beyond the bound is a measurement, not a failed cell: the record keeps the
 deviation, the bound, the sensitivity and `within` False, the cell keeps its throughput
 and the tuning report marks it and never crowns it. A deviation beyond FAULT_FACTOR x the
-bound is no compression's error but a broken reduction (a sum for the average, a dropped
-bucket, an average divided twice: tests/unit/test_loss_bound_derived.py), and fails the
-cell (`fault` True).
+bound's derived part that is also past the floor (the fault line: where the floor rules,
+the floor itself, as strict as the fixed bounds were) is no compression's error but a
+broken reduction (a sum for the average, a dropped bucket, an average divided twice:
+tests/unit/test_loss_bound_derived.py), and fails the cell (`fault` True).
 
     from hvd_vs_ddp.harness import loss_bound
     result = loss_bound.check(knobs, workload, backend, losses)  # None: the set keeps the maths
@@ -99,10 +102,26 @@ def reference_losses(workload: Workload, knobs: KnobSet, backend: Backend,
                          input_mode, cache="exact")
 
 
+def summed_gradients(world_size: int) -> OnGrads:
+    """A gradient hook that turns the average into the sum of the ranks' gradients (world
+    size x the average): the far end of Adasum's range."""
+    def on_grads(step: int, model: torch.nn.Module) -> None:
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.grad is not None:
+                    p.grad.mul_(world_size)
+    return on_grads
+
+
 def derive(workload: Workload, knobs: KnobSet, world_size: int, device: torch.device | str,
            steps: int, input_mode: str = "memory") -> dict[str, Any]:
     """The set's bound on this workload and run: {"bound", "floor", "sensitivity",
-    "probe", "factor", "fault_line", "reference_losses", "probe_losses"}."""
+    "probe", "factor", "fault_line", "reference_losses", "probe_losses"}, and for Adasum
+    "envelope": the same statistic between single summing its ranks' gradients and single
+    averaging them. Adasum combines the ranks' gradients into something between their
+    average (parallel gradients) and their sum (orthogonal ones) by construction, so its
+    bound reaches the sum's deviation on this workload; a sum for its average is then no
+    fault a loss can show, and its fault line lies beyond the sum."""
     if knobs.loss_bound is None:
         raise ValueError(f"knob set {knobs.name} keeps the maths: it has no loss bound")
     reference = single_losses(workload, knobs, world_size, device, steps, input_mode,
@@ -110,11 +129,19 @@ def derive(workload: Workload, knobs: KnobSet, world_size: int, device: torch.de
     probed = single_losses(workload, knobs, world_size, device, steps, input_mode,
                            on_grads=round_gradients(knobs.probe), cache=knobs.probe)
     sensitivity = loss_sensitivity(probed, reference)
-    bound = max(knobs.loss_bound, SENSITIVITY_FACTOR * sensitivity)
-    return {"bound": bound, "floor": knobs.loss_bound, "sensitivity": sensitivity,
-            "probe": knobs.probe, "factor": SENSITIVITY_FACTOR,
-            "fault_line": FAULT_FACTOR * bound, "reference_losses": reference,
-            "probe_losses": probed}
+    derived = SENSITIVITY_FACTOR * sensitivity
+    out: dict[str, Any] = {"floor": knobs.loss_bound, "sensitivity": sensitivity,
+                           "probe": knobs.probe, "factor": SENSITIVITY_FACTOR}
+    if knobs.adasum and world_size > 1:
+        summed = single_losses(workload, knobs, world_size, device, steps, input_mode,
+                               on_grads=summed_gradients(world_size), cache="sum")
+        out["envelope"] = loss_sensitivity(summed, reference)
+        derived = max(derived, out["envelope"])
+    # the fault line: past the floor and FAULT_FACTOR x the derived part; where the floor
+    # rules (small models) it is the floor itself, as strict as the fixed bounds were
+    return {"bound": max(knobs.loss_bound, derived), **out,
+            "fault_line": max(knobs.loss_bound, FAULT_FACTOR * derived),
+            "reference_losses": reference, "probe_losses": probed}
 
 
 def judge(deviation: float, derived: dict[str, Any]) -> dict[str, Any]:
@@ -144,8 +171,11 @@ def describe(result: dict[str, Any]) -> str:
             f"single's, {'within' if result['within'] else 'beyond'} the set's bound "
             f"{result['bound']:.3g} (the larger of its floor {result['floor']:g} and "
             f"{result['factor']:g} x the reference's own {result['probe']} sensitivity "
-            f"{result['sensitivity']:.3g})")
+            f"{result['sensitivity']:.3g}"
+            + (f", and Adasum's envelope: single summing its ranks' gradients "
+               f"{result['envelope']:.3g})" if result.get("envelope") is not None else ")"))
     if result.get("fault"):
-        text += (f" and beyond its fault line {result['fault_line']:.3g} ({FAULT_FACTOR:g} "
-                 "x the bound): a broken reduction, not the compression's error")
+        text += (f" and beyond its fault line {result['fault_line']:.3g} (the larger of the "
+                 f"floor and {FAULT_FACTOR:g} x the derived part): a broken reduction, not "
+                 "the compression's error")
     return text
