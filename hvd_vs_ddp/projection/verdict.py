@@ -21,10 +21,19 @@ decoding on the host can decide it (DataLoader workers compete for the node's co
 each library's own threads: Horovod's background thread and GPU finalizer), and how to
 measure it on one node. `verdict_in_memory` keeps the verdict it would have been.
 
+Issue 62: the model's error grows with the scale factor (devices projected over devices
+measured, hvd_vs_ddp/projection/extrapolation.py). Where the band with that growth
+straddles the margin but the error at the measured size alone would give a firm verdict,
+the line says plainly that no firm verdict is possible at that scale factor, what the
+narrower band would have said, and what would settle it; `verdict_without_growth` and
+`ratio_without_growth` keep them.
+
     rows = compare(projected, inputs, margin=0.05, from_run=False)
     rows[0]["text"]  # "DDP is 9% faster than Horovod (projected ratio 0.917 [0.87-0.96])"
 """
 from __future__ import annotations
+
+from dataclasses import replace
 
 import numpy as np
 
@@ -54,6 +63,18 @@ def settle(n: int, per_node: int, from_run: bool, calibrated: bool) -> str:
             "the network) narrows the model's error")
 
 
+def _band(ratio: np.ndarray, med: float, me, scale: float, seed: int,
+          n: int) -> tuple[float, float]:
+    """The ratio's 95% band: the inputs' draws times the model's error for the ratio
+    (`me`, grown to `scale`; none: the draws alone), about the draws' median."""
+    if me is not None:
+        err = me.draws("ratio", np.random.default_rng([seed, n, 11]), ratio.size,
+                       measurement=False, scale=scale)
+        ratio = ratio * np.exp(err)
+    lo, hi = (float(x) for x in np.percentile(ratio, [(100 - LEVEL) / 2, (100 + LEVEL) / 2]))
+    return min(lo, med), max(hi, med)
+
+
 def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: bool = False,
             calibrated: bool = False, seed: int = 0) -> list[dict]:
     out = []
@@ -64,15 +85,16 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
         ratio = np.asarray(h.draws) / np.asarray(d.draws)  # the inputs' draws alone
         med = float(np.median(ratio))
         inputs_lo, inputs_hi = np.percentile(ratio, [(100 - LEVEL) / 2, (100 + LEVEL) / 2])
-        if inputs.model_error is not None and n > 1:
-            err = inputs.model_error.draws("ratio", np.random.default_rng([seed, n, 11]),
-                                           ratio.size, measurement=False,
-                                           scale=error_scale(inputs, n))
-            ratio = ratio * np.exp(err)
-        lo, hi = (float(x) for x in np.percentile(ratio, [(100 - LEVEL) / 2,
-                                                          (100 + LEVEL) / 2]))
-        lo, hi = min(lo, med), max(hi, med)
+        scale = error_scale(inputs, n) if inputs.model_error is not None and n > 1 \
+            else 1.0
+        lo, hi = _band(ratio, med, inputs.model_error if n > 1 else None, scale, seed, n)
         v = classify(lo, hi, margin) if n > 1 else EQUIVALENT
+        # issue 62: the verdict the band would give without the error's growth with the
+        # scale factor (the model's error at the measured size only)
+        flat = (_band(ratio, med, replace(inputs.model_error, growth={}), scale, seed, n)
+                if n > 1 and inputs.model_error is not None and inputs.model_error.growth
+                else (lo, hi))
+        v_flat = classify(*flat, margin) if n > 1 else EQUIVALENT
         held = list(inputs.disturbed) if n > 1 else []
         if held:  # timings that carry other work's load: no band holds what it did
             v = INCONCLUSIVE
@@ -116,6 +138,15 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
                     "the CPU-to-GPU distance, issue 62); what would settle it: hvd-vs-ddp run "
                     f"--world-sizes 1,{min(n, inputs.per_node)} on one GPU node of the "
                     "target, then hvd-vs-ddp project that run")
+        elif v_flat in (FASTER, EQUIVALENT):  # issue 62: firm but for the growth
+            word = (f"{'ddp' if med < 1 else 'horovod'} faster" if v_flat == FASTER
+                    else f"equivalent within ±{margin:.0%}")
+            text = (f"{h.library} vs {d.library}: no firm verdict is possible at {scale:g}x "
+                    f"what was measured ({band}): the model's error grown by extrapolation "
+                    f"(sd {inputs.model_error.sd('ratio', False, scale):.1%} on the ratio) "
+                    f"straddles the ±{margin:.0%} margin, where the error at the measured "
+                    f"size alone ([{flat[0]:.3f}-{flat[1]:.3f}]) would say {word}; what "
+                    f"would settle it: {settle(n, inputs.per_node, from_run, calibrated)}")
         else:
             text = (f"{h.library} vs {d.library}: inconclusive at ±{margin:.0%} ({band}); "
                     f"what would settle it: {settle(n, inputs.per_node, from_run, calibrated)}")
@@ -123,6 +154,8 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
                     "ratio": [med, lo, hi],
                     "ratio_inputs_only": [med, float(inputs_lo), float(inputs_hi)],
                     "margin": margin, "verdict": v, "faster": faster, "text": text,
+                    "verdict_without_growth": v_flat, "ratio_without_growth":
+                        [med, float(flat[0]), float(flat[1])], "error_scale": scale,
                     "disturbed_cells": held, "verdict_in_memory": in_memory,
                     "input_pipeline": ("not measured" if unmeasured or (
                         n > 1 and not getattr(inputs, "pipeline_measured", True))

@@ -64,6 +64,63 @@ def test_bands_hold_published_values_at_every_scale_factor_band():
         assert far["n"] >= 10 and far["after"] / far["n"] >= 0.9, (hold, far)
 
 
+def test_bands_hold_90_percent_in_every_scale_band_per_library():
+    """Issue 62's goal, by extrapolation from <= 1 node: every published value against
+    the band `project` carries (item 4's calibration) and held out by row (a jackknife),
+    >= 90% inside per library in every scale band with 10 values or more, and with 5 or
+    more. The first round's growth (the rows' 95th percentile) held 5 of Horovod's 6
+    values at 2-8x (Bagua's 32 GPUs from its one node of 8 outside)."""
+    for hold in ("none", "row"):
+        for t in extrapolation.table(extrapolation.judged(hold=hold)):
+            if t["key"] not in extrapolation.LIBS or t["n"] < 5:
+                continue
+            assert t["after"] / t["n"] >= extrapolation.GOAL_BAND_COVERAGE, (hold, t)
+            if t["n"] >= extrapolation.MIN_CLAIM:
+                lo, hi = extrapolation.interval(t["after"], t["n"])
+                assert lo <= t["after"] / t["n"] <= hi and hi >= 0.95, (hold, t)
+
+
+def test_every_study_is_held_by_its_own_bands():
+    """The growth is calibrated on the studies, not the rows: no study with 5 values or
+    more of a library past 2x has more than 10% of them outside its band. With the first
+    round's growth Bagua's VGG16 over 100 GbE had 2 of 7 Horovod values outside (the
+    quiet studies' many small residuals outnumbered its losses)."""
+    j = extrapolation.judged(hold="none")
+    for lib in extrapolation.LIBS:
+        for source in {x.r.source for x in j}:
+            xs = [x for x in j if x.r.key == lib and x.r.source == source and x.r.scale >= 2]
+            if len(xs) >= 5:
+                inside = sum(abs(x.r.value) <= x.after for x in xs)
+                assert inside / len(xs) >= 0.9, (lib, source, inside, len(xs))
+
+
+def test_held_out_by_source_only_the_study_unlike_any_other_is_missed():
+    """Out of sample by study no fit reaches Bagua's losses (0.20 per doubling where no
+    other study loses more than 0.03): its values are the only ones outside, said in
+    docs/projection.md; DDP past 64x has one value, too few to claim a coverage."""
+    for hold in ("source", "cluster"):
+        rows = extrapolation.table(extrapolation.judged(hold=hold))
+        assert {s for t in rows for s in t["missed"]} <= {"bagua-benchmark"}, hold
+        far = next(t for t in rows if t["key"] == "ddp" and t["band"] == ">=64x")
+        assert far["n"] < extrapolation.MIN_CLAIM
+    line = extrapolation.sources_line()
+    assert line.index("bagua-benchmark") < line.index("csc-ml-benchmarks")
+
+
+def test_the_growth_is_calibrated_on_studies_not_rows():
+    from hvd_vs_ddp.projection.errors import model_error, published_residuals
+    projected = project_all()
+    res = extrapolation.residuals(projected)
+    base = model_error(published_residuals(projected))
+    now = extrapolation.fit(res, base=base)
+    first = extrapolation.fit(res, base=base, method="rows")
+    for lib in extrapolation.LIBS:
+        assert now.growth[lib] > 1.2 * first.growth[lib], (now.growth, first.growth)
+    assert now.growth["ratio"] == first.growth["ratio"]
+    with pytest.raises(ValueError, match="method"):
+        extrapolation.fit(res, base=base, method="median")
+
+
 def test_with_the_grown_error_every_firm_verdict_agrees_and_the_rest_is_said():
     s = against_published.summary(against_published.loso(growth=True))
     # 9 firm at 200 draws, 15 at the 100 project uses: CSC's Puhti rows sit on the margin
@@ -93,6 +150,13 @@ def test_project_from_one_device_widens_its_band_with_the_devices(tmp_path):
         width = [eff[n][2] - eff[n][1] for n in (8, 64, 512)]
         assert width == sorted(width) and eff[512][1] < 0.6, (lib, eff)
     assert any("512 devices (512x what was measured)" in n for n in w["notes"])
+    # the verdict the error at the measured size would give is said, and why not firm
+    for c in w["comparison"]:
+        if c["devices"] > 1:
+            assert c["verdict"] == "inconclusive" and c["verdict_without_growth"] in (
+                "equivalent", "faster"), c
+            assert f"no firm verdict is possible at {c['devices']}x what was measured" \
+                in c["text"] and "grown by extrapolation" in c["text"], c
     assert any("extrapolation residuals of" in n for n in w["notes"])
 
 
@@ -107,5 +171,9 @@ def test_a_cpu_run_projected_to_gpu_nodes_carries_the_distance(tmp_path):
         for c in w["comparison"]:
             lo, hi = c["ratio"][1], c["ratio"][2]
             assert hi / lo > 2.0, c  # never the run's +-0.3%
+        for r in w["rows"]:  # nor a library's band
+            if r["devices"] > 1:
+                sps = r["samples_per_s"]
+                assert sps[2] / sps[1] > 1.5, r
             assert not c["verdict"].startswith("faster"), c
             assert "measured no GPU" in c["text"] and "--world-sizes 1," in c["text"], c
