@@ -82,10 +82,10 @@ def judge(run_dir, plan: dict[str, Any]) -> list[Judged]:
     """Every pair the report judges in the run (hvd_vs_ddp/reports/judged.py: throughput,
     compile axis, tuning best vs best, recovery), judged by the report's own code with
     the plan's margin, disturbed repetitions left out as there; [] if unreadable."""
-    from hvd_vs_ddp.reports.frames import build_frames
     from hvd_vs_ddp.reports.judged import judged_pairs
     from hvd_vs_ddp.results_schema.errors import ResultsError
     from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
+    from hvd_vs_ddp.run_model.frames import build_frames
     from hvd_vs_ddp.run_model.load import load_run
     try:
         run = load_run(run_dir)

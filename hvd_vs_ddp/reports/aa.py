@@ -8,7 +8,7 @@ every cell once in a shuffled order. Here each throughput series is split by rou
 arm A its 1st, 3rd and 5th repetitions, arm B its 2nd, 4th and 6th, so the two arms
 are fresh processes interleaved exactly as two cells of a pair are, and each arm has
 3 repetitions like the quick preset's cells. Every A/A pair is judged by the report's
-own code (hvd_vs_ddp/reports/verdicts.py `interval` and `judge`, margin 5%; in a run
+own code (hvd_vs_ddp/run_model/verdicts.py `interval` and `judge`, margin 5%; in a run
 with a budget, the sequential interval). Any run with 4 or more repetitions per cell works.
 
 The compile axis: a compiled series (knobs "compile", docs/compile.md) is split the same
@@ -29,10 +29,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from hvd_vs_ddp.reports import verdicts
-from hvd_vs_ddp.reports.compiled_section import EAGER, _mode
-from hvd_vs_ddp.reports.frames import Data, build_frames
+from hvd_vs_ddp.run_model import verdicts
+from hvd_vs_ddp.run_model.compile_pairs import EAGER, mode
 from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
+from hvd_vs_ddp.run_model.frames import Data, build_frames
 from hvd_vs_ddp.run_model.load import load_run
 
 
@@ -49,7 +49,7 @@ def aa_pairs(data: Data, margin: float = verdicts.DEFAULT_MARGIN) -> pd.DataFram
         v = verdicts.judge(ci, margin, int(r["world_size"]), f"{r['series']} (A)",
                            f"{r['series']} (B)")
         rows.append({"run": r["run"], "case": r["case"], "series": r["series"],
-                     "compile": _mode(r),  # "eager", or the compile mode (compile axis)
+                     "compile": mode(r),  # "eager", or the compile mode (compile axis)
                      "world_size": int(r["world_size"]), "reps": f"{len(a)}+{len(b)}",
                      "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi, "verdict": v.verdict,
                      "false": v.verdict == verdicts.FASTER, "text": v.text()})

@@ -3,7 +3,7 @@
 For every case (workload, its parameters, per-rank batch, knob set) and world size of
 a run, one sentence: the fastest configuration measured; the ratio of the best
 Horovod (highest median samples/s) to the best DDP with its interval and verdict
-(hvd_vs_ddp.reports.verdicts: faster / equivalent within the margin / inconclusive; indicative
+(hvd_vs_ddp.run_model.verdicts: faster / equivalent within the margin / inconclusive; indicative
 with one repetition; framework overhead without communication at 1 rank); and whether
 both trained to the same losses (their per-step losses in the throughput cells, else
 the convergence check). The same answers, with every pairwise verdict and the passed
@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 
 from hvd_vs_ddp.backends.catalog import DDP, HOROVOD_LIB
-from hvd_vs_ddp.reports import verdicts
-from hvd_vs_ddp.reports.frames import CASE_KEY, Data
 from hvd_vs_ddp.reports.tuning import at_best
+from hvd_vs_ddp.run_model import verdicts
+from hvd_vs_ddp.run_model.frames import CASE_KEY, Data
 
 FORMAT, FORMAT_VERSION = "hvd-vs-ddp/verdicts", 1
 # The convergence suite's tolerance (suites/test_convergence.py; reports never import
@@ -160,7 +160,7 @@ def verdicts_doc(data: Data, cmp: pd.DataFrame, margin: float) -> dict[str, Any]
 
 if __name__ == "__main__":
     from hvd_vs_ddp.reports.compare import add_scaling, hvd_vs_ddp
-    from hvd_vs_ddp.reports.frames import build_frames
+    from hvd_vs_ddp.run_model.frames import build_frames
     from hvd_vs_ddp.run_model.load import load_run
     dat = build_frames([load_run(Path(p)) for p in sys.argv[1:]])
     c = hvd_vs_ddp(add_scaling(dat.throughput))

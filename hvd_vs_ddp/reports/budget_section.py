@@ -1,7 +1,7 @@
 """The budget of `run --budget` (hvd_vs_ddp/cli/budget.py) as the reader needs it: one
 short line in the answer box (time used, pairs firm, open, given up) and a section of its
 own with every pair's verdict and the repetitions it took, where the whole line of
-verdicts.budget_lines (the same facts, one paragraph) used to sit in the answer box.
+budget_lines (the same facts, one paragraph) used to sit in the answer box.
 
     from hvd_vs_ddp.reports.budget_section import short_lines, section
     short_lines(runs)   # ["Budget (run): 4 min, 0.0 min used; 4 of 6 pairs firm, ..."]
@@ -13,6 +13,7 @@ from typing import Any
 
 import pandas as pd
 
+from hvd_vs_ddp.reports.budget_text import budget_lines  # noqa: F401 (the long form)
 from hvd_vs_ddp.reports.render import Section
 from hvd_vs_ddp.reports.tables import Table
 
@@ -20,7 +21,7 @@ TITLE = "Budget"
 
 
 def _plans(runs) -> list[tuple[Any, dict[str, Any]]]:
-    """(run, plan) for each run with a budget: the runs verdicts.budget_lines reads."""
+    """(run, plan) for each run with a budget: the runs budget_lines reads."""
     out = []
     for run in runs:
         plan = getattr(run.manifest, "budget", None)
@@ -30,7 +31,7 @@ def _plans(runs) -> list[tuple[Any, dict[str, Any]]]:
 
 
 def short_lines(runs) -> list[str]:
-    """One line per run with a budget, in verdicts.budget_lines' order."""
+    """One line per run with a budget, in budget_lines' order."""
     out = []
     for run, plan in _plans(runs):
         pairs = plan["pairs"]

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from hvd_vs_ddp.common import output_formats, outputs
 from hvd_vs_ddp.common.outputs import Output
-from hvd_vs_ddp.reports import budget_section, compare, cost, tables, verdicts
+from hvd_vs_ddp.reports import budget_section, compare, cost, tables
 from hvd_vs_ddp.reports.answer import answers, verdicts_doc, where_it_holds
 from hvd_vs_ddp.reports.compiled_section import answer_sentences
 from hvd_vs_ddp.reports.context import ReportContext, report_context
@@ -43,6 +43,7 @@ from hvd_vs_ddp.reports.errors import ReportError
 from hvd_vs_ddp.reports.render import Section, render_html, render_markdown
 from hvd_vs_ddp.reports.sections import build_sections
 from hvd_vs_ddp.results_schema import write_files_atomic
+from hvd_vs_ddp.run_model import verdicts
 from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
 from hvd_vs_ddp.run_model.load import Run, load_run
 
@@ -160,7 +161,7 @@ def _headlines(ctx: ReportContext) -> list[str]:
                               [a["sentence"] for a in answers(data, cmp, margin)]
                               + answer_sentences(data, cmp, margin)
                               + ctx.recovery.headlines)
-    short = dict(zip(verdicts.budget_lines(data.runs), budget_section.short_lines(data.runs)))
+    short = dict(zip(budget_section.budget_lines(data.runs), budget_section.short_lines(data.runs)))
     return [short.get(h, h) for h in heads]
 
 

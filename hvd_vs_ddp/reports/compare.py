@@ -5,7 +5,7 @@ Horovod is compared with every ddp-* transport measured in the same run on the s
 case (workload, its parameters, per-rank batch, knob set and knobs) and world size;
 the ratio is horovod/ddp samples per second (> 1: Horovod faster), its interval from
 the two-level bootstrap over repetitions and steps (hvd_vs_ddp.run_model.stats) and its verdict
-with a practical margin (hvd_vs_ddp.reports.verdicts). Before/after compares run B with run A
+with a practical margin (hvd_vs_ddp.run_model.verdicts). Before/after compares run B with run A
 per matching cell (suite, backend, world size, workload, knobs and launcher); the
 ratio is B/A. The one answer per case and world size is hvd_vs_ddp.reports.answer.
 
@@ -21,12 +21,13 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from hvd_vs_ddp.backends.catalog import DDP, HOROVOD_LIB, reference
-from hvd_vs_ddp.reports import verdicts
-from hvd_vs_ddp.reports.frames import CASE_KEY, Data, build_frames
+from hvd_vs_ddp.backends.catalog import reference
+from hvd_vs_ddp.reports.budget_text import budget_lines
 from hvd_vs_ddp.reports.theme import order
-from hvd_vs_ddp.run_model import stats
+from hvd_vs_ddp.run_model import stats, verdicts
+from hvd_vs_ddp.run_model.frames import CASE_KEY, Data, build_frames, rep_samples
 from hvd_vs_ddp.run_model.load import UNREADABLE, load_run
+from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp  # noqa: F401 (the judged pairs the report renders)
 
 MATCH_KEY = ["suite", "label", "launcher", "world_size", "workload", "workload_params",
              "per_rank_batch", "knob_set", "knobs", "input_mode"]
@@ -34,36 +35,6 @@ MATCH_KEY = ["suite", "label", "launcher", "world_size", "workload", "workload_p
 
 def _ranks(n: int) -> str:
     return f"{n} rank" + ("" if n == 1 else "s")
-
-
-def _reps(r: pd.Series, suffix: str = "") -> list:
-    """The per-repetition samples of a pooled throughput row (one list if not pooled)."""
-    reps = r.get("rep_samples" + suffix)
-    return list(reps) if isinstance(reps, list) else [r["samples" + suffix]]
-
-
-def hvd_vs_ddp(tp: pd.DataFrame, margin: float = verdicts.DEFAULT_MARGIN) -> pd.DataFrame:
-    """One row per (case, world size, horovod series, ddp series) measured together."""
-    rows: list[dict] = []
-    if tp.empty:
-        return pd.DataFrame(rows)
-    for _, g in tp.groupby(CASE_KEY + ["world_size"], sort=True):
-        hv = g[g["library"] == HOROVOD_LIB]
-        dd = g[g["library"] == DDP]
-        for _, h in hv.iterrows():
-            for _, d in dd.iterrows():
-                ci = verdicts.interval(_reps(h), _reps(d), h.get("plan"))  # run --budget
-                v = verdicts.judge(ci, margin, h["world_size"], h["series"], d["series"])
-                rows.append({"run": h["run"], "case": h["case"], "world_size": h["world_size"],
-                             "input_mode": h.get("input_mode", "memory"),
-                             "horovod": h["series"], "ddp": d["series"],
-                             "hvd_sps": h["sps_median"], "ddp_sps": d["sps_median"],
-                             "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi, "reps": ci.reps,
-                             "verdict": v.verdict, "faster": v.faster or "",
-                             "strength": v.strength, "scope": v.scope,
-                             "reps_needed": v.reps_needed, "judged": v,
-                             "hvd_cell": h["cell_id"], "ddp_cell": d["cell_id"]})
-    return pd.DataFrame(rows)
 
 
 def before_after(tp: pd.DataFrame, run_a: str, run_b: str,
@@ -75,7 +46,7 @@ def before_after(tp: pd.DataFrame, run_a: str, run_b: str,
     m = a.merge(b, on=MATCH_KEY, suffixes=("_a", "_b"))
     rows = []
     for _, r in m.iterrows():
-        ci = stats.ratio_ci(_reps(r, "_b"), _reps(r, "_a"))
+        ci = stats.ratio_ci(rep_samples(r, "_b"), rep_samples(r, "_a"))
         v = verdicts.judge(ci, margin, 2, "B", "A")  # run vs run: no overhead-only scope
         rows.append({"case": r["case_a"], "backend": r["series_a"], "world_size": r["world_size"],
                      "suite": r["suite"], "a_sps": r["sps_median_a"], "b_sps": r["sps_median_b"],
@@ -152,7 +123,7 @@ def headlines(data: Data, cmp: pd.DataFrame, ba: pd.DataFrame | None = None,
               answers: Sequence[str] = ()) -> list[str]:
     """The answer first (hvd_vs_ddp.reports.answer: one sentence per case and world size), then
     convergence, before/after and failures."""
-    out = list(answers) + verdicts.budget_lines(data.runs)  # run --budget: what it took
+    out = list(answers) + budget_lines(data.runs)  # run --budget: what it took
     if cmp.empty and not data.throughput.empty:
         out.append("No case has both a Horovod and a DDP throughput cell, so there is no "
                    "Horovod/DDP comparison; see the throughput table.")

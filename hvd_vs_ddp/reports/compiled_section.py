@@ -5,7 +5,7 @@ its eager twin is the cell of the same run, library (series), workload, per-rank
 and world size whose knobs differ only in the compile mode. Per such pair:
 
 - throughput compiled / eager with its 95% two-level interval and verdict
-  (hvd_vs_ddp.run_model.stats and hvd_vs_ddp.reports.verdicts, unchanged; worded as a
+  (hvd_vs_ddp.run_model.stats and hvd_vs_ddp.run_model.verdicts, unchanged; worded as a
   run-against-run comparison, so a 1-rank pair is not called "framework overhead"), compile seconds
   (median over repetitions of the warm-up steps that compiled), graphs, graph breaks,
   the subgraphs of Dynamo's DDP optimizer, recompiles during the timed rounds
@@ -23,7 +23,6 @@ and world size whose knobs differ only in the compile mode. Per such pair:
 """
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -32,113 +31,13 @@ import numpy as np
 import pandas as pd
 
 from hvd_vs_ddp.backends.catalog import DDP
-from hvd_vs_ddp.reports import verdicts
-from hvd_vs_ddp.reports.compare import _reps
-from hvd_vs_ddp.reports.frames import POOL_KEY, Data
 from hvd_vs_ddp.reports.render import Notes, Section
 from hvd_vs_ddp.reports.tables import Table, ms, r3, sps
+from hvd_vs_ddp.run_model import verdicts
+from hvd_vs_ddp.run_model.compile_pairs import LOSS_TOLERANCE, pairs
+from hvd_vs_ddp.run_model.frames import Data
 
 TITLE = "Compiled"
-EAGER = "eager"
-# Compiled against eager losses of one backend: the largest relative per-step deviation
-# called "the same training". The convergence suite's stated tolerance
-# (suites/test_convergence.py COMPILED_TOLERANCE; reports never import the suites).
-LOSS_TOLERANCE = 1e-4
-# Knob fields that name the set or the compile mode: a compiled cell's eager twin
-# differs from it only in these.
-_NOT_THE_CASE = ("name", "compile")
-_TWIN = ["run", "workload", "workload_params", "per_rank_batch", "world_size", "label",
-         "launcher"]
-
-
-def _knobs(r: pd.Series) -> dict[str, Any]:
-    k = r.get("knobs_dict")
-    return k if isinstance(k, dict) else json.loads(r["knobs"])
-
-
-def _mode(r: pd.Series) -> str:
-    mode = r.get("compile_mode")
-    return mode if isinstance(mode, str) and mode else _knobs(r).get("compile", EAGER)
-
-
-def _rest(r: pd.Series) -> str:
-    return json.dumps({k: v for k, v in _knobs(r).items() if k not in _NOT_THE_CASE},
-                      sort_keys=True, default=str)
-
-
-def _reps_of(data: Data, r: pd.Series) -> pd.DataFrame:
-    """The repetitions of a pooled throughput row."""
-    mine = data.throughput_reps
-    for k in POOL_KEY:
-        mine = mine[mine[k] == r[k]]
-    return mine
-
-
-def _compile_seconds(reps: pd.DataFrame) -> tuple[list[float], list[float]]:
-    """Each repetition's compile seconds, (cold, warm) by the cache it compiled into."""
-    cold: list[float] = []
-    warm: list[float] = []
-    for _, rep in reps.iterrows():
-        info, seconds = rep.get("compile_info"), rep.get("compile_s")
-        if not isinstance(info, dict) or seconds is None or pd.isna(seconds):
-            continue
-        (warm if str(info.get("cache", "")).startswith("warm") else cold).append(float(seconds))
-    return cold, warm
-
-
-def _max_rel_dev(a: Any, b: Any) -> float | None:
-    if not (isinstance(a, list) and isinstance(b, list) and a and len(a) == len(b)):
-        return None
-    x, y = np.asarray(a, float), np.asarray(b, float)
-    return float(np.max(np.abs(x - y) / np.maximum(np.abs(y), 1e-12)))
-
-
-def pairs(data: Data, margin: float) -> pd.DataFrame:
-    """One row per compiled throughput cell that has an eager twin."""
-    tp = data.throughput
-    if tp.empty:
-        return pd.DataFrame()
-    tp = tp.assign(_mode=[_mode(r) for _, r in tp.iterrows()],
-                   _rest=[_rest(r) for _, r in tp.iterrows()])
-    eager = tp[tp["_mode"] == EAGER]
-    rows = []
-    for _, c in tp[tp["_mode"] != EAGER].iterrows():
-        e = eager
-        for k in [*_TWIN, "_rest"]:
-            e = e[e[k] == c[k]]
-        if e.empty:
-            continue
-        e = e.iloc[0]
-        ci = verdicts.interval(_reps(c), _reps(e), c.get("plan"))  # run --budget: looks
-        # compiled vs eager of one library, run against run: never the 1-rank wording
-        v = verdicts.judge(ci, margin, 2, f"{c['series']} compiled", f"{c['series']} eager")
-        reps = _reps_of(data, c)
-        cold, warm = _compile_seconds(reps)
-        infos = [i for i in reps.get("compile_info", []) if isinstance(i, dict)]
-        recompiles = [float(v) for v in reps.get("recompiles_timed", []) if not pd.isna(v)]
-        dev = _max_rel_dev(c.get("losses"), e.get("losses"))
-        rows.append({
-            "run": c["run"], "case": e["case"], "compiled_case": c["case"],
-            "workload": c["workload"], "world_size": int(c["world_size"]),
-            "series": c["series"], "label": c["label"], "mode": c["_mode"],
-            "cell": c["cell_id"], "eager_cell": e["cell_id"],  # run --budget's cells
-            "eager_sps": e["sps_median"], "compiled_sps": c["sps_median"],
-            "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi, "reps": ci.reps,
-            "verdict": v.verdict, "judged": v,
-            "compile_cold_s": float(np.median(cold)) if cold else np.nan,
-            "compile_warm_s": float(np.median(warm)) if warm else np.nan,
-            "graphs": c.get("graphs"), "graph_breaks": c.get("graph_breaks"),
-            "ddp_buckets": next((i.get("ddp_optimizer_buckets") for i in infos
-                                 if i.get("ddp_optimizer_buckets")), None),
-            "optimize_ddp": next((i.get("optimize_ddp") for i in infos), None),
-            "break_reasons": {k: n for i in infos[:1]
-                              for k, n in (i.get("graph_break_reasons") or {}).items()},
-            "recompiles_timed": max(recompiles) if recompiles else np.nan,
-            "still_compiling": any(i.get("still_compiling") for i in infos),
-            "loss_dev": dev, "same_losses": None if dev is None else dev <= LOSS_TOLERANCE})
-    return pd.DataFrame(rows)
-
-
 def _why_rows(data: Data) -> pd.DataFrame:
     """Where-the-step-goes rows (own figures, subtraction) with the profiler's ruler."""
     from hvd_vs_ddp.reports.sections.why.profiler import KEYS, profiler_frame
@@ -370,7 +269,7 @@ def compiled_section(data: Data, cmp: pd.DataFrame, margin: float) -> Section | 
 
 if __name__ == "__main__":
     from hvd_vs_ddp.reports.compare import add_scaling, hvd_vs_ddp
-    from hvd_vs_ddp.reports.frames import build_frames
+    from hvd_vs_ddp.run_model.frames import build_frames
     from hvd_vs_ddp.run_model.load import load_run
 
     d = build_frames([load_run(Path(x)) for x in sys.argv[1:]])

@@ -20,9 +20,9 @@ import pandas as pd
 from hvd_vs_ddp.reports import compare, cost
 from hvd_vs_ddp.reports.figures import Figures, training_figures
 from hvd_vs_ddp.reports.figures_comm import comm_figures
-from hvd_vs_ddp.reports.frames import Data, build_frames
 from hvd_vs_ddp.reports.recovery_section import recovery_section
 from hvd_vs_ddp.reports.render import Section
+from hvd_vs_ddp.run_model.frames import Data, build_frames
 from hvd_vs_ddp.run_model.load import Run
 
 

@@ -30,10 +30,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from hvd_vs_ddp.reports.compare import _reps
-from hvd_vs_ddp.reports.frames import POOL_KEY
 from hvd_vs_ddp.reports.tables import DASH, Table
 from hvd_vs_ddp.run_model import stats
+from hvd_vs_ddp.run_model.frames import POOL_KEY, rep_samples
 
 IMAGENET_1K_TRAIN = 1_281_167
 LEVEL_TAIL = (1 - stats.LEVEL) / 2 * 100
@@ -74,7 +73,7 @@ def devices(row: pd.Series) -> int:
 def sps_interval(row: pd.Series) -> tuple[float, float]:
     """95% two-level bootstrap interval of the cell's median samples/s."""
     rng = np.random.default_rng(stats.SEED)
-    logs = stats.boot_medians(_reps(row), rng)
+    logs = stats.boot_medians(rep_samples(row), rng)
     lo, hi = np.exp(np.percentile(logs, [LEVEL_TAIL, 100 - LEVEL_TAIL]))
     return float(lo), float(hi)
 
@@ -172,7 +171,7 @@ def records(cf: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
-    from hvd_vs_ddp.reports.frames import build_frames
+    from hvd_vs_ddp.run_model.frames import build_frames
     from hvd_vs_ddp.run_model.load import load_run
 
     run = load_run(Path(sys.argv[1]))

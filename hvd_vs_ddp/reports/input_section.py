@@ -6,7 +6,7 @@ memory twin is the cell of the same run, series, workload, parameters, per-rank 
 knobs and world size fed from tensors in memory. Per library and world size:
 
 - throughput with the host pipeline / in memory, its 95% two-level interval and verdict
-  (hvd_vs_ddp.run_model.stats and hvd_vs_ddp.reports.verdicts, unchanged; worded as a
+  (hvd_vs_ddp.run_model.stats and hvd_vs_ddp.run_model.verdicts, unchanged; worded as a
   run-against-run comparison), the median time a step waited for its batch and its share
   of the step;
 - what competes for the host's cores (hvd_vs_ddp/harness/host_cpu.py, the medians over
@@ -37,14 +37,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from hvd_vs_ddp.reports import verdicts
-from hvd_vs_ddp.reports.compare import _reps
 from hvd_vs_ddp.reports.figures import Figures
-from hvd_vs_ddp.reports.frames import POOL_KEY, Data
 from hvd_vs_ddp.reports.render import Notes, Section
 from hvd_vs_ddp.reports.tables import Table, r3, sps
 from hvd_vs_ddp.reports.theme import color, style
-from hvd_vs_ddp.run_model import stats
+from hvd_vs_ddp.run_model import stats, verdicts
+from hvd_vs_ddp.run_model.frames import POOL_KEY, Data, rep_samples
 
 TITLE = "Input pipeline"
 MEMORY, JPEG, DEVICE = "memory", "jpeg", "device"
@@ -144,7 +142,7 @@ def per_library(data: Data, margin: float) -> pd.DataFrame:
             "memory_sps": m["sps_median"] if m is not None else np.nan,
             "jpeg": usage(data, j), "memory": usage(data, m) if m is not None else None}
         if m is not None:
-            ci = stats.ratio_ci(_reps(j), _reps(m))
+            ci = stats.ratio_ci(rep_samples(j), rep_samples(m))
             v = verdicts.judge(ci, margin, 2, f"{j['series']} host pipeline",
                                f"{j['series']} in memory")  # run against run: never "overhead"
             row.update(ratio=ci.ratio, lo=ci.lo, hi=ci.hi, reps=ci.reps, verdict=v.verdict,
@@ -385,7 +383,7 @@ def input_section(data: Data, cmp: pd.DataFrame, figs: Figures,
 
 if __name__ == "__main__":
     from hvd_vs_ddp.reports.compare import add_scaling, hvd_vs_ddp
-    from hvd_vs_ddp.reports.frames import build_frames
+    from hvd_vs_ddp.run_model.frames import build_frames
     from hvd_vs_ddp.run_model.load import load_run
 
     d = build_frames([load_run(Path(x)) for x in sys.argv[1:]])

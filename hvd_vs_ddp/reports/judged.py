@@ -16,7 +16,7 @@ whose repetitions feed the two arms:
   (reports/recovery_section.py `verdicts`; each trial is one repetition's value).
 
 In a run with a budget every one of them is judged with the sequential interval at its
-look (hvd_vs_ddp/reports/verdicts.py `interval`).
+look (hvd_vs_ddp/run_model/verdicts.py `interval`).
 
     from hvd_vs_ddp.reports.judged import judged_pairs
     for p in judged_pairs(data, margin=0.05): print(p.kind, p.name, p.verdict, p.cells)
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hvd_vs_ddp.reports import verdicts
-from hvd_vs_ddp.reports.frames import Data
+from hvd_vs_ddp.run_model import verdicts
+from hvd_vs_ddp.run_model.frames import Data
 from hvd_vs_ddp.run_model.stats import LEVEL, RatioCI
 
 KINDS = ("throughput", "compile", "tuning", "recovery")
@@ -68,7 +68,7 @@ def throughput_name(r) -> str:
 
 
 def _throughput(data: Data, margin: float) -> list[Judged]:
-    from hvd_vs_ddp.reports.compare import hvd_vs_ddp
+    from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp
     cmp = hvd_vs_ddp(data.throughput, margin) if not data.throughput.empty else None
     if cmp is None or cmp.empty:
         return []
@@ -90,7 +90,7 @@ def _headline_rows(cmp) -> set:
 
 
 def _compile(data: Data, margin: float) -> list[Judged]:
-    from hvd_vs_ddp.reports.compiled_section import pairs
+    from hvd_vs_ddp.run_model.compile_pairs import pairs
     p = pairs(data, margin)
     return [] if p.empty else [
         Judged("compile", f"compile: {r['case']} np{int(r['world_size'])} {r['series']} "
@@ -112,8 +112,9 @@ def _tuning(data: Data, margin: float) -> list[Judged]:
 
 
 def _recovery(data: Data, margin: float) -> list[Judged]:
-    from hvd_vs_ddp.reports.recovery_section import _frame, plans_of
-    from hvd_vs_ddp.reports.recovery_section import verdicts as rec
+    from hvd_vs_ddp.run_model.recovery_pairs import frame as _frame
+    from hvd_vs_ddp.run_model.recovery_pairs import plans_of
+    from hvd_vs_ddp.run_model.recovery_pairs import verdicts as rec
     df = _frame(data)
     out = []
     for p in rec(df, margin, plans_of(data)) if not df.empty else []:
@@ -133,8 +134,8 @@ def judged_pairs(data: Data, margin: float = verdicts.DEFAULT_MARGIN) -> list[Ju
 
 
 def main(argv: list[str] | None = None) -> int:
-    from hvd_vs_ddp.reports.frames import build_frames
     from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
+    from hvd_vs_ddp.run_model.frames import build_frames
     from hvd_vs_ddp.run_model.load import load_run
 
     ap = argparse.ArgumentParser(prog="python -m hvd_vs_ddp.reports.judged",

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from hvd_vs_ddp.reports.frames import Data
+from hvd_vs_ddp.run_model.frames import Data
 
 DASH = "–"
 OP_ORDER = {"allreduce": 0, "allgather": 1, "broadcast": 2}
@@ -332,7 +332,7 @@ def cell_meta_table(data: Data) -> Table:
 
 if __name__ == "__main__":
     from hvd_vs_ddp.reports.compare import add_scaling
-    from hvd_vs_ddp.reports.frames import build_frames
+    from hvd_vs_ddp.run_model.frames import build_frames
     from hvd_vs_ddp.run_model.load import load_run
     d = build_frames([load_run(Path(p)) for p in sys.argv[1:]])
     for t in (throughput_table(add_scaling(d.throughput)), failed_table(d.cells)):

@@ -96,7 +96,7 @@ def straggler_notes(st: pd.DataFrame) -> list[str]:
 
 
 if __name__ == "__main__":
-    from hvd_vs_ddp.reports.frames import build_frames
+    from hvd_vs_ddp.run_model.frames import build_frames
     from hvd_vs_ddp.run_model.load import load_run
     d = build_frames([load_run(Path(p)) for p in sys.argv[1:]])
     print(tails(d.throughput).to_string())

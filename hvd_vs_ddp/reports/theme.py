@@ -1,4 +1,4 @@
-"""One look for every figure: backend labels, a fixed colour per backend, the theme.
+"""One look for every figure: a fixed colour per backend label, line styles, the theme.
 
 Colours are keyed by the backend's display label, never assigned by plotting order,
 so ddp-gloo is the same blue in every figure of every report; each backend's colour is
@@ -10,7 +10,7 @@ some Horovod and DDP shades are as light as each other in grey (orange and sky b
 the figures' lines also differ by library: Horovod's dash-dot (LINESTYLE), DDP's solid
 (tests/unit/test_report_browser_colours.py checks both).
 
-    from hvd_vs_ddp.reports.theme import backend_label, color, style
+    from hvd_vs_ddp.reports.theme import color, style   # labels: run_model/labels.py
     with style():  # seaborn theme, as a context: global matplotlib state is untouched
         ...
 """
@@ -18,12 +18,15 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from typing import Any, Iterator
+from typing import Iterator
 
 import matplotlib
 import seaborn as sns
 
 from hvd_vs_ddp.backends import catalog
+
+# the labels and their order are the run model's (judged and shown alike)
+from hvd_vs_ddp.run_model.labels import ORDER, backend_label, order  # noqa: F401
 
 matplotlib.use("Agg")  # reports never open windows
 
@@ -36,16 +39,7 @@ PALETTE = {
     "mpi4py-raw": "#7F7F7F",
 }
 _SPARE = ("#7F7F7F", "#8C564B", "#BCBD22", "#9467BD", "#17BECF", "#F0E442")
-ORDER = tuple(PALETTE)
 REFERENCE = "single (reference)"
-
-
-def backend_label(backend: str, meta: dict[str, Any] | None = None) -> str:
-    """Display name: the backend, with Horovod's controller when it is known."""
-    controller = (meta or {}).get("controller")
-    if catalog.library(backend) == catalog.HOROVOD_LIB and controller and controller != "?":
-        return f"{backend} ({controller})"
-    return backend
 
 
 def color(label: str) -> str:
@@ -54,12 +48,6 @@ def color(label: str) -> str:
         return PALETTE[label]
     digest = int(hashlib.sha256(label.encode()).hexdigest(), 16)
     return _SPARE[digest % len(_SPARE)]
-
-
-def order(labels) -> list[str]:
-    """Labels sorted the same way everywhere: known backends first, then by name."""
-    known = {name: i for i, name in enumerate(ORDER)}
-    return sorted(set(labels), key=lambda s: (known.get(s, len(known)), s))
 
 
 HOROVOD_LINE, OTHER_LINE = "-.", "-"

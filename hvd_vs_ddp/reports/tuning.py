@@ -5,7 +5,7 @@ and world size: the verdict at defaults (knob set "default" on both sides) besid
 verdict between the fastest Horovod and the fastest DDP over all their knob sets, the
 settings that won, and the gain tuning bought each library (tuned / default, with its
 interval). Intervals and verdicts are hvd_vs_ddp.run_model.stats /
-hvd_vs_ddp.reports.verdicts, unchanged.
+hvd_vs_ddp.run_model.verdicts, unchanged.
 
 Settings that change the numbers being averaged (fp16/bf16 compression, PowerSGD,
 Adasum) are crowned only when they passed their loss bound: the throughput suite checks
@@ -32,11 +32,10 @@ import numpy as np
 import pandas as pd
 
 from hvd_vs_ddp.backends.catalog import DDP, HOROVOD_LIB
-from hvd_vs_ddp.reports import verdicts
-from hvd_vs_ddp.reports.compare import _reps
-from hvd_vs_ddp.reports.frames import Data
 from hvd_vs_ddp.reports.render import Notes, Section
 from hvd_vs_ddp.reports.tables import Table, r3, sps
+from hvd_vs_ddp.run_model import verdicts
+from hvd_vs_ddp.run_model.frames import Data, rep_samples
 
 # Relative excess of the mean loss over the last half of the steps, against the same
 # library's default cell. fp16 rounding of gradients moves a short run's losses by
@@ -185,8 +184,8 @@ def _pick(g: pd.DataFrame) -> tuple[pd.Series | None, pd.Series | None, list[dic
 
 
 def _judge(a: pd.Series, b: pd.Series, margin: float, ws: int, na: str, nb: str):
-    return verdicts.judge(verdicts.interval(_reps(a), _reps(b), a.get("plan")), margin, ws,
-                          na, nb)
+    ci = verdicts.interval(rep_samples(a), rep_samples(b), a.get("plan"))
+    return verdicts.judge(ci, margin, ws, na, nb)
 
 
 def _chosen(r: pd.Series) -> str:
@@ -279,7 +278,7 @@ def section(entries: list[dict[str, Any]]) -> Section | None:
 
 
 if __name__ == "__main__":
-    from hvd_vs_ddp.reports.frames import build_frames
+    from hvd_vs_ddp.run_model.frames import build_frames
     from hvd_vs_ddp.run_model.load import load_run
     d = build_frames([load_run(Path(p)) for p in sys.argv[1:]])
     print(json.dumps(at_best(d, verdicts.DEFAULT_MARGIN), indent=1, default=str))

@@ -13,10 +13,10 @@ and case with the repetitions pooled (`samples`/`steps`: every timed step of eve
 repetition, medians over those) and kept apart for the statistics (`rep_samples`,
 `rep_steps`, `rep_rank_steps`: one entry per repetition; `n_reps`).
 
-    from hvd_vs_ddp.reports.frames import build_frames
+    from hvd_vs_ddp.run_model.frames import build_frames
     data = build_frames([load_run(p) for p in run_dirs])
     data.throughput[["label", "world_size", "sps_median"]]
-    python -m hvd_vs_ddp.reports.frames RUN_DIR...       # prints the throughput frame
+    python -m hvd_vs_ddp.run_model.frames RUN_DIR...       # prints the throughput frame
 """
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ import numpy as np
 import pandas as pd
 
 from hvd_vs_ddp.backends import catalog
-from hvd_vs_ddp.reports.theme import backend_label
 from hvd_vs_ddp.results_schema import KINDS, BenchmarkRecord, summary
+from hvd_vs_ddp.run_model.labels import backend_label
 from hvd_vs_ddp.run_model.load import Cell, Run, load_run
 
 # Cells that measure the same thing (Horovod vs DDP is compared inside one group).
@@ -81,6 +81,12 @@ def pool_reps(reps: pd.DataFrame) -> pd.DataFrame:
                     "n_steps": int(sps.size), "max_rss_mb": g["max_rss_mb"].max(),
                     "cuda_max_mb": g["cuda_max_mb"].max()})
     return pd.DataFrame(out)
+
+
+def rep_samples(r: pd.Series, suffix: str = "") -> list:
+    """The per-repetition samples of a pooled throughput row (one list if not pooled)."""
+    reps = r.get("rep_samples" + suffix)
+    return list(reps) if isinstance(reps, list) else [r["samples" + suffix]]
 
 
 def _case_labels(df: pd.DataFrame) -> pd.Series:

@@ -4,7 +4,7 @@ A ratio r = horovod/ddp samples per second (> 1: Horovod faster) with an interva
 [lo, hi] and a margin m (default 5%) is one of three verdicts: "faster" when the
 interval lies beyond the band [1/(1+m), 1+m], "equivalent" when it lies inside it,
 "inconclusive" when it straddles an edge. The report's measured verdicts
-(hvd_vs_ddp/reports/verdicts.py, which words them) and the projection's verdicts
+(hvd_vs_ddp/run_model/verdicts.py, which words them) and the projection's verdicts
 (hvd_vs_ddp/projection/verdict.py) both classify with this module, so a projected
 "equivalent" means what a measured one means. It sits in the run model's layer because
 the projection may not import the report.

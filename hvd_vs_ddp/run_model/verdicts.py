@@ -21,10 +21,10 @@ variation), so every verdict is marked "indicative". At world size 1 nothing is
 communicated: the comparison is labelled "framework overhead without communication"
 and worded as a difference in samples/s ("ran 4% more samples/s than"), never a win.
 
-    from hvd_vs_ddp.reports.verdicts import judge, DEFAULT_MARGIN
+    from hvd_vs_ddp.run_model.verdicts import judge, DEFAULT_MARGIN
     v = judge(ci, margin=0.05, world_size=2, a="horovod (mpi)", b="ddp-gloo")
     v.verdict, v.text()          # "faster", "horovod (mpi) is 12% faster than ddp-gloo ..."
-    python -m hvd_vs_ddp.reports.verdicts 1.08 1.06 1.10 3     # ratio lo hi repetitions
+    python -m hvd_vs_ddp.run_model.verdicts 1.08 1.06 1.10 3     # ratio lo hi repetitions
 """
 from __future__ import annotations
 
@@ -70,33 +70,6 @@ def interval(num, den, plan: dict | None = None) -> RatioCI:
     return sequential_ci(num, den, int(plan["planned"]), int(plan["max_reps"]),
                          float(plan.get("alpha", 1 - LEVEL)))
 
-
-def budget_lines(runs) -> list[str]:
-    """One line per run with a budget (manifest.budget, hvd_vs_ddp/cli/budget.py): time
-    used, firm pairs, the repetitions each verdict took, the pairs left open and those
-    given up at once (their chance to settle by their cap negligible)."""
-    out = []
-    for run in runs:
-        plan = getattr(run.manifest, "budget", None)
-        if not isinstance(plan, dict) or not plan.get("pairs"):
-            continue
-        pairs = plan["pairs"]
-        firm = [p for p in pairs if not p.get("open")]
-        took = "; ".join(f"{p['pair']}: {p['verdict']} after {p['repetitions']}"
-                         for p in pairs)
-        left = [p["pair"] for p in pairs if p.get("open")]
-        given = [f"{g['pair']} ({g['chance']:.0%} chance by its cap)"
-                 for g in plan.get("given_up") or []]
-        out.append(f"Budget ({run.name}): {plan.get('minutes', 0):g} min, "
-                   f"{(plan.get('spent_s') or 0) / 60:.1f} min used; {len(firm)} of "
-                   f"{len(pairs)} pairs firm, repetitions per verdict: {took}. "
-                   + (f"Left open ({plan.get('stopped') or 'run stopped'}): "
-                      f"{', '.join(left)}." if left else "No pair left open.")
-                   + (f" Given up at once, unable to settle: {', '.join(given)}."
-                      if given else "")
-                   + " Intervals: sequential, the error spent over looks "
-                   "(docs/methodology.md).")
-    return out
 
 
 def pct(r: float) -> str:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from hvd_vs_ddp.reports import aa
-from hvd_vs_ddp.reports.frames import build_frames
+from hvd_vs_ddp.run_model.frames import build_frames
 from hvd_vs_ddp.run_model.load import load_run
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "cpu-repeats"

@@ -202,7 +202,7 @@ def test_compile_pairs_are_settled_and_resume_goes_on(tmp_path):
     kind, and a resumed run goes on from the plan with the time left."""
     import io
 
-    from hvd_vs_ddp.reports.verdicts import budget_lines
+    from hvd_vs_ddp.reports.budget_text import budget_lines
     from hvd_vs_ddp.run_model.load import load_run
 
     out = io.StringIO()
@@ -287,7 +287,7 @@ def test_a_pair_given_up_never_gets_another_repetition(run_dir, monkeypatch):
     plan = r.manifest.budget
     assert [g["pair"] for g in plan["given_up"]] == given
     assert all(p["given_up"] == (p["pair"] in given) for p in plan["pairs"])
-    from hvd_vs_ddp.reports.verdicts import budget_lines
+    from hvd_vs_ddp.reports.budget_text import budget_lines
     from hvd_vs_ddp.run_model.load import load_run
     line = budget_lines([load_run(r.run_dir)])[0]  # the report names them as such
     assert all(g in line.split("Given up at once", 1)[1] for g in given)

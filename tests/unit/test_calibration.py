@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from hvd_vs_ddp.reports.frames import CASE_KEY, build_frames
 from hvd_vs_ddp.run_model import stats
+from hvd_vs_ddp.run_model.frames import CASE_KEY, build_frames
 from hvd_vs_ddp.run_model.load import load_run
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "cpu-repeats"

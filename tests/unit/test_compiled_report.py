@@ -30,10 +30,10 @@ from hvd_vs_ddp.reports.compiled_section import (
     pairs,
     sentences,
 )
-from hvd_vs_ddp.reports.frames import build_frames
-from hvd_vs_ddp.reports.verdicts import judge
+from hvd_vs_ddp.run_model.frames import build_frames
 from hvd_vs_ddp.run_model.load import load_run
 from hvd_vs_ddp.run_model.stats import RatioCI
+from hvd_vs_ddp.run_model.verdicts import judge
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "cpu-compile"
 

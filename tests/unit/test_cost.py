@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from hvd_vs_ddp.reports import build_report, cost
-from hvd_vs_ddp.reports.frames import build_frames
+from hvd_vs_ddp.run_model.frames import build_frames
 from hvd_vs_ddp.run_model.load import load_run
 
 RUNS = Path(__file__).resolve().parents[1] / "fixtures" / "runs"

@@ -29,8 +29,8 @@ import pytest
 
 from hvd_vs_ddp.reports import build_report
 from hvd_vs_ddp.reports.compare import add_scaling, hvd_vs_ddp
-from hvd_vs_ddp.reports.frames import build_frames
 from hvd_vs_ddp.reports.input_section import TITLE, pair_verdicts, per_library
+from hvd_vs_ddp.run_model.frames import build_frames
 from hvd_vs_ddp.run_model.load import load_run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"

@@ -16,8 +16,9 @@ import pytest
 from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.reports import compare, recovery_section, render
 from hvd_vs_ddp.reports.figures import Figures, throughput_fig
-from hvd_vs_ddp.reports.frames import build_frames
 from hvd_vs_ddp.reports.theme import HOROVOD_LINE, PALETTE, linestyle
+from hvd_vs_ddp.run_model import recovery_pairs
+from hvd_vs_ddp.run_model.frames import build_frames
 from hvd_vs_ddp.run_model.load import load_run
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
@@ -107,7 +108,7 @@ def test_horovod_lines_are_dash_dot_in_the_throughput_figure():
 def test_recovery_panels_share_the_time_axis():
     data = build_frames([load_run(FIXTURES / "cpu-recovery")])
     figs = _Kept()
-    recovery_section.figure(recovery_section._frame(data), figs)
+    recovery_section.figure(recovery_pairs.frame(data), figs)
     axes = [ax for ax in figs.drawn[recovery_section.FIGURE].axes if ax.get_visible()]
     assert len(axes) >= 2
     limits = {tuple(round(x, 6) for x in ax.get_xlim()) for ax in axes}

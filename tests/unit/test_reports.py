@@ -28,17 +28,8 @@ import pytest
 from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.reports import ReportError, build_report
 from hvd_vs_ddp.reports.compare import add_scaling, exposed_comm, hvd_vs_ddp
-from hvd_vs_ddp.reports.frames import build_frames
 from hvd_vs_ddp.reports.tables import failed_table, throughput_table
 from hvd_vs_ddp.reports.theme import backend_label, color
-from hvd_vs_ddp.reports.verdicts import (
-    EQUIVALENT,
-    FASTER,
-    INCONCLUSIVE,
-    classify,
-    judge,
-    reps_needed,
-)
 from hvd_vs_ddp.results_schema import (
     FORMAT_VERSION,
     CellEntry,
@@ -52,8 +43,17 @@ from hvd_vs_ddp.results_schema import (
     ThroughputRecord,
     TimeToAccuracyRecord,
 )
+from hvd_vs_ddp.run_model.frames import build_frames
 from hvd_vs_ddp.run_model.load import load_run
 from hvd_vs_ddp.run_model.stats import RatioCI, iqr, median, ratio_ci
+from hvd_vs_ddp.run_model.verdicts import (
+    EQUIVALENT,
+    FASTER,
+    INCONCLUSIVE,
+    classify,
+    judge,
+    reps_needed,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 CONSTRUCTED = "CONSTRUCTED renderer test input, not a measurement"

@@ -18,8 +18,8 @@ from hvd_vs_ddp.harness.knobs import by_name
 from hvd_vs_ddp.reports import tuning
 from hvd_vs_ddp.reports.answer import verdicts_doc
 from hvd_vs_ddp.reports.compare import add_scaling, hvd_vs_ddp
-from hvd_vs_ddp.reports.frames import build_frames
 from hvd_vs_ddp.reports.tables import Table
+from hvd_vs_ddp.run_model.frames import build_frames
 from hvd_vs_ddp.run_model.load import load_run
 
 RUN = Path(__file__).parents[1] / "fixtures" / "runs" / "cpu-tune"

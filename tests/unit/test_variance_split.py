@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from hvd_vs_ddp.reports.answer import variance_split
-from hvd_vs_ddp.reports.frames import build_frames
+from hvd_vs_ddp.run_model.frames import build_frames
 from hvd_vs_ddp.run_model.load import load_run
 from hvd_vs_ddp.run_model.variance import split
 

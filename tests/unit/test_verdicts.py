@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from hvd_vs_ddp.reports import build_report
-from hvd_vs_ddp.reports.verdicts import band, classify
+from hvd_vs_ddp.run_model.verdicts import band, classify
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 REPEATS, SMALL = FIXTURES / "cpu-repeats", FIXTURES / "cpu-small"

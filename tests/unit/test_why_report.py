@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from hvd_vs_ddp.reports import build_report
-from hvd_vs_ddp.reports.frames import build_frames
 from hvd_vs_ddp.reports.sections.why.steps import where_step_goes
+from hvd_vs_ddp.run_model.frames import build_frames
 from hvd_vs_ddp.run_model.load import load_run
 
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "cpu-why"

@@ -8,7 +8,7 @@ SUITE_FILES, so a report can tell which suite a benchmark came from without the
 manifest) and which report frame its rows go to (FRAME).
 
 `rows()` is the kind's frame builder: the row dicts (no pandas; numpy arrays for raw
-series) that hvd_vs_ddp/reports/frames.py turns into a DataFrame, after adding the run, cell and
+series) that hvd_vs_ddp/run_model/frames.py turns into a DataFrame, after adding the run, cell and
 label columns.
 """
 from __future__ import annotations
@@ -35,7 +35,7 @@ def array(x: Any) -> np.ndarray:
 class BenchmarkRecord(Record):
     KIND: ClassVar[str] = ""
     SUITE: ClassVar[str] = ""   # matrix suite name: throughput, compute, convergence, collectives
-    FRAME: ClassVar[str] = ""   # hvd_vs_ddp.reports.frames.Data attribute its rows go to
+    FRAME: ClassVar[str] = ""   # hvd_vs_ddp.run_model.frames.Data attribute its rows go to
 
     backend: str = req(text)
     world_size: int = req(integer(1))

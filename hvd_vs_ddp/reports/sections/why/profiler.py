@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 
 from hvd_vs_ddp.backends.catalog import HOROVOD_LIB
-from hvd_vs_ddp.reports.frames import POOL_KEY, Data
 from hvd_vs_ddp.reports.profile_trace import TraceError, breakdown, read_trace
 from hvd_vs_ddp.reports.sections.why.steps import beside_results
+from hvd_vs_ddp.run_model.frames import POOL_KEY, Data
 
 KEYS = ("run", "case", "series", "world_size")
 PARTS = ("wall_s", "compute_s", "comm_s", "overlap_s", "exposed_comm_s", "idle_s")

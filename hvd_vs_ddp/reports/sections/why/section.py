@@ -9,12 +9,12 @@ from __future__ import annotations
 import pandas as pd
 
 from hvd_vs_ddp.reports.figures import Figures
-from hvd_vs_ddp.reports.frames import Data
 from hvd_vs_ddp.reports.render import Block, Notes, Section
 from hvd_vs_ddp.reports.sections.why.figure import NAME, why_figure
 from hvd_vs_ddp.reports.sections.why.profiler import KEYS, agreement, profiler_frame
 from hvd_vs_ddp.reports.sections.why.steps import Why, where_step_goes
 from hvd_vs_ddp.reports.tables import Table, human_bytes, ms
+from hvd_vs_ddp.run_model.frames import Data
 
 TITLE = "Where the step goes"
 
