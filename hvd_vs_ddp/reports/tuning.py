@@ -82,7 +82,8 @@ def loss_check(row: pd.Series, default: pd.Series | None) -> dict[str, Any]:
     suite = row.get("loss_check")
     if isinstance(suite, dict) and suite.get("deviation") is not None:
         derived = {key: suite[key] for key in ("sensitivity", "floor", "probe", "factor",
-                                                "fault_line", "fault") if key in suite}
+                                                "envelope", "fault_line", "fault")
+                   if key in suite}
         return {"changes": maths, "ok": bool(suite["within"]),
                 "excess": float(suite["deviation"]), "bound": float(suite["bound"]),
                 "against": "reference", **derived}
@@ -120,7 +121,9 @@ def _bound_from(c: dict[str, Any]) -> str:
     if c.get("sensitivity") is None:
         return "the set's fixed bound"
     return (f"the larger of the floor {c['floor'] * 100:g}% and {c['factor']:g} x single's "
-            f"own {c['probe']} sensitivity {c['sensitivity'] * 100:.3g}%")
+            f"own {c['probe']} sensitivity {c['sensitivity'] * 100:.3g}%"
+            + (f" and Adasum's envelope (single summing its ranks' gradients) "
+               f"{c['envelope'] * 100:.3g}%" if c.get("envelope") is not None else ""))
 
 
 def mark(c: dict[str, Any]) -> str:
