@@ -122,16 +122,17 @@ def derive(workload: Workload, knobs: KnobSet, world_size: int, device: torch.de
     average (parallel gradients) and their sum (orthogonal ones) by construction, so its
     bound reaches the sum's deviation on this workload; a sum for its average is then no
     fault a loss can show, and its fault line lies beyond the sum."""
-    if knobs.loss_bound is None:
+    probe = knobs.probe
+    if knobs.loss_bound is None or probe is None:
         raise ValueError(f"knob set {knobs.name} keeps the maths: it has no loss bound")
     reference = single_losses(workload, knobs, world_size, device, steps, input_mode,
                               cache="exact")
     probed = single_losses(workload, knobs, world_size, device, steps, input_mode,
-                           on_grads=round_gradients(knobs.probe), cache=knobs.probe)
+                           on_grads=round_gradients(probe), cache=probe)
     sensitivity = loss_sensitivity(probed, reference)
     derived = SENSITIVITY_FACTOR * sensitivity
     out: dict[str, Any] = {"floor": knobs.loss_bound, "sensitivity": sensitivity,
-                           "probe": knobs.probe, "factor": SENSITIVITY_FACTOR}
+                           "probe": probe, "factor": SENSITIVITY_FACTOR}
     if knobs.adasum and world_size > 1:
         summed = single_losses(workload, knobs, world_size, device, steps, input_mode,
                                on_grads=summed_gradients(world_size), cache="sum")
