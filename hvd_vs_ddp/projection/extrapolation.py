@@ -168,6 +168,12 @@ def _growth(rs: list[Extrapolated], base: ModelError, method: str = "sources") -
     return max(x[k - 1], widest) / Z
 
 
+def _widest(rs: list[Extrapolated], base: ModelError) -> str:
+    """The study with the largest own 95th-percentile score (`_growth`'s "sources")."""
+    by = _scores(rs, base)
+    return max(by, key=lambda s: float(np.quantile(by[s], QUANTILE))) if by else ""
+
+
 def fit(res: list[Extrapolated], keep: Callable[[Extrapolated], bool] = lambda r: True,
         base: ModelError | None = None, method: str = "sources") -> ModelError:
     """The error a projection carries at scale factor s: `base` (errors.py's split,
@@ -191,7 +197,9 @@ def fit(res: list[Extrapolated], keep: Callable[[Extrapolated], bool] = lambda r
         rows[key] = len(mine)
     return ModelError(dict(b.model), dict(b.noise), dict(b.n), dict(b.total),
                       dict(b.inputs), growth=growth, growth_rows=rows,
-                      growth_sources=len({r.source for r in kept}))
+                      growth_sources=len({r.source for r in kept}),
+                      growth_widest=_widest([r for r in kept if r.key in LIBS], b)
+                      if method == "sources" else "")
 
 
 def _plain(projected: tuple[Row, ...]) -> list[Residual]:
@@ -340,7 +348,11 @@ def growth_line(me: ModelError) -> str:
             "measured; 1 measured for a compute time alone): sd(s) = hypot(base, g log2 s) "
             "with g " + ", ".join(f"{k} {me.growth.get(k, 0.0):.1%}" for k in KEYS)
             + f" per doubling, from {sum(me.growth_rows.values())} extrapolation residuals "
-            f"of {me.growth_sources} sources (python -m hvd_vs_ddp.projection.extrapolation)")
+            f"of {me.growth_sources} sources"
+            + (f"; the libraries' g holds the widest study's own 95th percentile "
+               f"({me.growth_widest}), so a new study as lossy as it is held, a lossier "
+               "one not" if me.growth_widest else "")
+            + " (python -m hvd_vs_ddp.projection.extrapolation)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -155,6 +155,7 @@ class ModelError:
     growth: dict[str, float] = field(default_factory=dict)
     growth_rows: dict[str, int] = field(default_factory=dict)
     growth_sources: int = 0
+    growth_widest: str = ""  # the study whose own losses set the libraries' growth
     distance: float = 0.0   # a further sd in log: a run on another kind of machine
 
     def sd(self, key: str, measurement: bool = True, scale: float = 1.0) -> float:
