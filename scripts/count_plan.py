@@ -58,7 +58,7 @@ JUDGES = {
 # generic names, counted only on the modules that judge with them
 QUALIFIED = {("compile_support", "refusal"), ("catalog", "conflict"), ("launchers", "fit"),
              ("launchers", "available"), ("matrix", "judged"), ("matrix", "judge_again")}
-NOT_OURS = {"verdicts"}  # reports/verdicts.judge: a statistical verdict, not a backend's
+NOT_OURS = {"verdicts"}  # run_model/verdicts.judge: a statistical verdict, not a backend's
 BACKENDS = ("single", "dp", "ddp-gloo", "ddp-nccl", "ddp-mpi", "horovod", "fsdp", "zero")
 
 

@@ -1,9 +1,10 @@
 """`hvd-vs-ddp run --budget MINUTES`: settle the verdicts within a time budget.
 
 After the planned repetitions (`--repeat`, at least 2) the runner judges every pair the
-report judges (hvd_vs_ddp/reports/judged.py: Horovod vs DDP throughput, a library
+report judges (hvd_vs_ddp/run_model/judged.py: Horovod vs DDP throughput, a library
 compiled vs eager, best Horovod vs best DDP over knob sets, time to recover after a
-kill), with the report's own code, disturbed repetitions left out as there, and, while
+kill), with the run model's judgement that the report renders (the budget imports nothing
+from hvd_vs_ddp/reports/), disturbed repetitions left out as there, and, while
 some pair is inconclusive and time is left, adds one interleaved repetition to the
 cells of ONE open pair, whatever its kind: the pair whose next repetition is most
 likely to settle it, per second it costs (`choose`). Only the pair's lagging
@@ -37,7 +38,7 @@ by about s/sqrt(n+1); the chance to settle is Phi((d - h') / (s/sqrt(n+1))).
 
 The answer's pairs first (issue 60): the pairs the report's answer rests on (per case
 and world size the best Horovod against the best DDP, and each tuning best-vs-best:
-reports/judged.py `headline`) get repetitions before any other open pair. A pair whose
+run_model/judged.py `headline`) get repetitions before any other open pair. A pair whose
 chance to settle by its cap is negligible (`cap_chance` < GIVE_UP: the estimate at
 max_reps repetitions, drifting by what the remaining repetitions can move it, still
 inside z_N x its final standard error of a margin edge) is given up at once, named in the
@@ -59,8 +60,8 @@ from hvd_vs_ddp.results_schema import Repetition
 from hvd_vs_ddp.run_model import stats
 from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN
 
-if TYPE_CHECKING:  # the report's code loads only when a budget judges
-    from hvd_vs_ddp.reports.judged import Judged
+if TYPE_CHECKING:  # the run model's judgement (pandas) loads only when a budget judges
+    from hvd_vs_ddp.run_model.judged import Judged
 
 RULE = ("Bonferroni alpha spending over looks: alpha/2 at the planned repetitions, "
         "alpha/(2(K-1)) at each later look, K = max_reps - planned + 1")
@@ -79,13 +80,14 @@ def new_plan(minutes: float, planned: int, margin: float = DEFAULT_MARGIN) -> di
 
 
 def judge(run_dir, plan: dict[str, Any]) -> list[Judged]:
-    """Every pair the report judges in the run (hvd_vs_ddp/reports/judged.py: throughput,
-    compile axis, tuning best vs best, recovery), judged by the report's own code with
-    the plan's margin, disturbed repetitions left out as there; [] if unreadable."""
-    from hvd_vs_ddp.reports.judged import judged_pairs
+    """Every pair the run is judged on (hvd_vs_ddp/run_model/judged.py: throughput, compile
+    axis, tuning best vs best, recovery), judged by the run model, the same code whose
+    verdicts the report renders, with the plan's margin, disturbed repetitions left out as
+    the report leaves them; [] if unreadable."""
     from hvd_vs_ddp.results_schema.errors import ResultsError
     from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
     from hvd_vs_ddp.run_model.frames import build_frames
+    from hvd_vs_ddp.run_model.judged import judged_pairs
     from hvd_vs_ddp.run_model.load import load_run
     try:
         run = load_run(run_dir)

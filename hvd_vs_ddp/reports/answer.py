@@ -25,9 +25,9 @@ import numpy as np
 import pandas as pd
 
 from hvd_vs_ddp.backends.catalog import DDP, HOROVOD_LIB
-from hvd_vs_ddp.reports.tuning import at_best
 from hvd_vs_ddp.run_model import verdicts
 from hvd_vs_ddp.run_model.frames import CASE_KEY, Data
+from hvd_vs_ddp.run_model.tuning_pairs import at_best
 
 FORMAT, FORMAT_VERSION = "hvd-vs-ddp/verdicts", 1
 # The convergence suite's tolerance (suites/test_convergence.py; reports never import

@@ -19,7 +19,7 @@ knobs and world size fed from tensors in memory. Per library and world size:
   communication, as many processes at once as ranks) with and without the host pipeline,
   so the part of a library's slowdown that decoding causes alone is in view;
 - per Horovod/DDP pair the verdict with tensors in memory beside the verdict with the
-  host pipeline (the comparison's own rows, hvd_vs_ddp.reports.compare.hvd_vs_ddp), and how
+  host pipeline (the comparison's own rows, hvd_vs_ddp.run_model.pairs.hvd_vs_ddp), and how
   far the host pipeline moved the ratio;
 - a figure of the CPU each side asked for, stacked by who asked (`input_cpu`).
 

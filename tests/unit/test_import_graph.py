@@ -19,6 +19,8 @@ Everything is one installed namespace, `hvd_vs_ddp`; its layers, bottom up:
 - reports, results_schema, common and the run model never import torch (a report must
   build on a machine without it), nor does the projection's cost model;
 - common imports no other project package (it is the bottom layer);
+- `run --budget` (hvd_vs_ddp.cli.budget) judges with the run model alone: it imports nothing
+  from the report, which only renders what the run model judged (issue 60);
 - every import of the project's code names the namespace (`hvd_vs_ddp.backends`, never a
   bare `backends`), in the package, the suites, the tests and the scripts.
 
@@ -84,6 +86,18 @@ def test_no_import_cycle(graph):
                          [f for f in FORBIDDEN if f[0] in PACKAGES and f[1] in PACKAGES],
                          ids=lambda x: x)
 def test_layers(graph, importer, imported):
+    chain = graph.find_shortest_chain(importer=f"{TOP}.{importer}",
+                                      imported=f"{TOP}.{imported}", as_packages=True)
+    assert chain is None, f"{importer} imports {imported}: {' -> '.join(chain)}"
+
+
+# (module, package): a module that must never reach a package, directly or not
+FORBIDDEN_MODULES = [("cli.budget", "reports")]
+
+
+@pytest.mark.parametrize("importer,imported", FORBIDDEN_MODULES, ids=lambda x: x)
+def test_module_layers(graph, importer, imported):
+    assert f"{TOP}.{importer}" in graph.modules, importer
     chain = graph.find_shortest_chain(importer=f"{TOP}.{importer}",
                                       imported=f"{TOP}.{imported}", as_packages=True)
     assert chain is None, f"{importer} imports {imported}: {' -> '.join(chain)}"

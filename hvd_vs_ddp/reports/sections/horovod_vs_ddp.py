@@ -1,5 +1,5 @@
 """Section "Horovod vs DDP": the comparison table, one row per case and world size
-(hvd_vs_ddp.reports.compare.hvd_vs_ddp, hvd_vs_ddp.reports.tables.comparison_table)."""
+(hvd_vs_ddp.run_model.pairs.hvd_vs_ddp, hvd_vs_ddp.reports.tables.comparison_table)."""
 from __future__ import annotations
 
 from hvd_vs_ddp.reports import tables

@@ -1,26 +1,26 @@
-"""Every pair the report judges, as one flat list: what `run --budget` settles.
+"""Every pair the run is judged on, as one flat list: what `run --budget` settles and what
+the report's sections render.
 
-The report judges four kinds of pair, each in its own section and with its own code;
-this module only collects their verdicts (never judges anew), each with the cells
-whose repetitions feed the two arms:
+Four kinds of pair, each judged by its own module of the run model (never anew here),
+each with the cells whose repetitions feed the two arms:
 
 - throughput: Horovod vs each DDP transport per case and world size
-  (hvd_vs_ddp/reports/compare.py `hvd_vs_ddp`);
-- compile:    a library compiled vs the same library eager (reports/compiled_section.py
+  (hvd_vs_ddp/run_model/pairs.py `hvd_vs_ddp`);
+- compile:    a library compiled vs the same library eager (run_model/compile_pairs.py
   `pairs`; compiled Horovod vs compiled DDP is a throughput pair of the compiled case);
-- tuning:     best Horovod vs best DDP over their knob sets (reports/tuning.py
+- tuning:     best Horovod vs best DDP over their knob sets (run_model/tuning_pairs.py
   `at_best`; the pair at defaults is a throughput pair of the "default" case). The
   best of each side is picked after measuring, so its cell may change from one look
   to the next; the pair keeps its name;
 - recovery:   time to recover, Horovod Elastic vs each torch-side series
-  (reports/recovery_section.py `verdicts`; each trial is one repetition's value).
+  (run_model/recovery_pairs.py `verdicts`; each trial is one repetition's value).
 
 In a run with a budget every one of them is judged with the sequential interval at its
 look (hvd_vs_ddp/run_model/verdicts.py `interval`).
 
-    from hvd_vs_ddp.reports.judged import judged_pairs
+    from hvd_vs_ddp.run_model.judged import judged_pairs
     for p in judged_pairs(data, margin=0.05): print(p.kind, p.name, p.verdict, p.cells)
-    python -m hvd_vs_ddp.reports.judged RUN_DIR [--margin 0.05]   # one line per pair
+    python -m hvd_vs_ddp.run_model.judged RUN_DIR [--margin 0.05]   # one line per pair
 """
 from __future__ import annotations
 
@@ -30,8 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from hvd_vs_ddp.run_model import verdicts
+from hvd_vs_ddp.run_model.compile_pairs import pairs
 from hvd_vs_ddp.run_model.frames import Data
+from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp
+from hvd_vs_ddp.run_model.recovery_pairs import frame as recovery_frame
+from hvd_vs_ddp.run_model.recovery_pairs import plans_of
+from hvd_vs_ddp.run_model.recovery_pairs import verdicts as recovery_verdicts
 from hvd_vs_ddp.run_model.stats import LEVEL, RatioCI
+from hvd_vs_ddp.run_model.tuning_pairs import at_best
 
 KINDS = ("throughput", "compile", "tuning", "recovery")
 
@@ -68,7 +74,6 @@ def throughput_name(r) -> str:
 
 
 def _throughput(data: Data, margin: float) -> list[Judged]:
-    from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp
     cmp = hvd_vs_ddp(data.throughput, margin) if not data.throughput.empty else None
     if cmp is None or cmp.empty:
         return []
@@ -79,7 +84,7 @@ def _throughput(data: Data, margin: float) -> list[Judged]:
 
 def _headline_rows(cmp) -> set:
     """The rows of the answer box's pairs: per run, case and world size, the Horovod
-    series and the DDP series of highest median samples/s (reports/answer.py's "best
+    series and the DDP series of highest median samples/s (hvd_vs_ddp/reports/answer.py's "best
     Horovod / best DDP")."""
     rows = set()
     for _, g in cmp.groupby(["run", "case", "world_size"], sort=False):
@@ -90,7 +95,6 @@ def _headline_rows(cmp) -> set:
 
 
 def _compile(data: Data, margin: float) -> list[Judged]:
-    from hvd_vs_ddp.run_model.compile_pairs import pairs
     p = pairs(data, margin)
     return [] if p.empty else [
         Judged("compile", f"compile: {r['case']} np{int(r['world_size'])} {r['series']} "
@@ -99,7 +103,6 @@ def _compile(data: Data, margin: float) -> list[Judged]:
 
 
 def _tuning(data: Data, margin: float) -> list[Judged]:
-    from hvd_vs_ddp.reports.tuning import at_best
     out = []
     for e in at_best(data, margin):
         j, h, d = e.get("at_best"), e.get("best_horovod"), e.get("best_ddp")
@@ -112,12 +115,9 @@ def _tuning(data: Data, margin: float) -> list[Judged]:
 
 
 def _recovery(data: Data, margin: float) -> list[Judged]:
-    from hvd_vs_ddp.run_model.recovery_pairs import frame as _frame
-    from hvd_vs_ddp.run_model.recovery_pairs import plans_of
-    from hvd_vs_ddp.run_model.recovery_pairs import verdicts as rec
-    df = _frame(data)
+    df = recovery_frame(data)
     out = []
-    for p in rec(df, margin, plans_of(data)) if not df.empty else []:
+    for p in recovery_verdicts(df, margin, plans_of(data)) if not df.empty else []:
         j = p.get("time_to_recover")
         if j is None:
             continue
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     from hvd_vs_ddp.run_model.frames import build_frames
     from hvd_vs_ddp.run_model.load import load_run
 
-    ap = argparse.ArgumentParser(prog="python -m hvd_vs_ddp.reports.judged",
+    ap = argparse.ArgumentParser(prog="python -m hvd_vs_ddp.run_model.judged",
                                  description=__doc__)
     ap.add_argument("run_dir")
     ap.add_argument("--margin", type=float, default=verdicts.DEFAULT_MARGIN)
