@@ -71,8 +71,10 @@ def _run_blocks(name: str, doc: dict) -> list:
                                "answer": c["text"]}
                               for c in w["comparison"]]),
                 f"Best Horovod over best DDP, projected samples/s; the band carries the "
-                f"inputs and the model's own error (leave one source out on published "
-                f"results); verdicts in the report's words with the same margin "
+                f"inputs and the model's own error, grown with the scale factor as "
+                f"measured by extrapolation on published results (docs/projection.md); "
+                f"where only that growth keeps a verdict from being firm, the answer says "
+                f"so; verdicts in the report's words with the same margin "
                 f"(±{w['comparison'][0]['margin']:.0%})."))
     for w in doc["workloads"]:
         rows = [{"library": r["library"], "devices": r["devices"], "nodes": r["nodes"],
