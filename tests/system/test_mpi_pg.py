@@ -118,7 +118,8 @@ EXTENDED = pytest.mark.extended
 
 @pytest.mark.parametrize("np_,part,progress", [
     (2, "collectives", None),
-    (3, "collectives:--reverse-ranks", None),
+    # 3 ranks on 2 cores, reversed: the extended tier (.ci/run runs it after the test command)
+    pytest.param(3, "collectives:--reverse-ranks", None, marks=EXTENDED),
     pytest.param(2, "collectives", "thread", marks=EXTENDED),
     pytest.param(2, "collectives", "nonblocking", marks=EXTENDED),
     pytest.param(2, "collectives", "sync", marks=EXTENDED),
@@ -128,7 +129,7 @@ def test_collectives_match_numpy(launches, np_, part, progress):
     launches(np_, progress).part(part)
 
 
-@pytest.mark.parametrize("np_,progress", [(2, None), (3, None),
+@pytest.mark.parametrize("np_,progress", [(2, None), pytest.param(3, None, marks=EXTENDED),
                                           pytest.param(2, "thread", marks=EXTENDED),
                                           pytest.param(2, "nonblocking", marks=EXTENDED)],
                          ids=["np2-inline", "np3-inline", "np2-thread", "np2-nonblocking"])

@@ -31,7 +31,9 @@ def _threads(ran) -> dict:
 
 
 @pytest.mark.parametrize("launcher,n", [  # quick: the jobs test_suites_launchers' quick runs
-    pytest.param(la, n, marks=[pytest.mark.quick] if n <= 2 else [], id=f"{la}-np{n}")
+    # (its 4-rank job is in the extended tier there, and so here)
+    pytest.param(la, n, marks=[pytest.mark.quick] if n <= 2 else [pytest.mark.extended],
+                 id=f"{la}-np{n}")
     for la, n in CASES])
 def test_auto_threads_are_cores_over_local_ranks(jobs, launcher, n):
     plan = _threads(jobs.get(SUITES[launcher, n]))
