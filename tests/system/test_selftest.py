@@ -115,8 +115,10 @@ def test_cuda_index_to_the_gpu_nvml_must_sample(index, visible, expected):
 
 @pytest.mark.multiproc
 @pytest.mark.horovod
-@pytest.mark.parametrize("extra", [[], ["--compression", "fp16", "--accumulation", "2"]],
-                         ids=["plain", "fp16-compression-accumulation"])
+@pytest.mark.parametrize("extra", [  # with compression and accumulation: the extended tier
+    [], pytest.param(["--compression", "fp16", "--accumulation", "2"],
+                     marks=pytest.mark.extended)],
+    ids=["plain", "fp16-compression-accumulation"])
 def test_horovod_trains_a_channels_last_model(extra):
     ok, why = horovod_available()
     if not ok:
