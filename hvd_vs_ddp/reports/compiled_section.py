@@ -38,6 +38,8 @@ from hvd_vs_ddp.run_model.compile_pairs import LOSS_TOLERANCE, pairs
 from hvd_vs_ddp.run_model.frames import Data
 
 TITLE = "Compiled"
+
+
 def _why_rows(data: Data) -> pd.DataFrame:
     """Where-the-step-goes rows (own figures, subtraction) with the profiler's ruler."""
     from hvd_vs_ddp.reports.sections.why.profiler import KEYS, profiler_frame

@@ -27,7 +27,7 @@ from hvd_vs_ddp.run_model.frames import POOL_KEY, Data, rep_samples
 EAGER = "eager"
 # Compiled against eager losses of one backend: the largest relative per-step deviation
 # called "the same training". The convergence suite's stated tolerance
-# (suites/test_convergence.py COMPILED_TOLERANCE; reports never import the suites).
+# (suites/test_convergence.py COMPILED_TOLERANCE; the run model never imports the suites).
 LOSS_TOLERANCE = 1e-4
 # Knob fields that name the set or the compile mode: a compiled cell's eager twin
 # differs from it only in these.

@@ -24,6 +24,8 @@ from hvd_vs_ddp.run_model.verdicts import interval, judge
 
 NAMES = {"horovod-elastic": "Horovod Elastic", "torchrun-elastic": "torchrun elastic",
          "torchft": "torchft"}
+
+
 def _series(r: pd.Series) -> str:
     return f"{NAMES.get(r['path'], r['path'])} ({r['checkpoint']})"
 
