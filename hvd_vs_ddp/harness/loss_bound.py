@@ -55,17 +55,28 @@ PROBES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 OnGrads = Callable[[int, torch.nn.Module], None]
 
 
-def round_gradients(probe: str) -> OnGrads:
-    """A gradient hook that rounds every (final, averaged) gradient to `probe`'s dtype
-    and back, in place: one benign rounding per step, the sensitivity's perturbation."""
-    dtype = PROBES[probe]
-
+def each_gradient(change: Callable[[torch.Tensor], Any]) -> OnGrads:
+    """A gradient hook (Trainer's on_grads) that changes every (final, averaged) gradient
+    in place before the optimizer's step."""
     def on_grads(step: int, model: torch.nn.Module) -> None:
         with torch.no_grad():
             for p in model.parameters():
                 if p.grad is not None:
-                    p.grad.copy_(p.grad.to(dtype).to(p.grad.dtype))
+                    change(p.grad)
     return on_grads
+
+
+def round_gradients(probe: str) -> OnGrads:
+    """Every gradient rounded to `probe`'s dtype and back: one benign rounding per step,
+    the sensitivity's perturbation."""
+    dtype = PROBES[probe]
+    return each_gradient(lambda g: g.copy_(g.to(dtype).to(g.dtype)))
+
+
+def scaled_gradients(factor: float) -> OnGrads:
+    """Every gradient times `factor`: with the world size, the average turned into the
+    sum of the ranks' gradients (the far end of Adasum's range)."""
+    return each_gradient(lambda g: g.mul_(factor))
 
 
 def single_losses(workload: Workload, knobs: KnobSet, world_size: int,
@@ -102,15 +113,12 @@ def reference_losses(workload: Workload, knobs: KnobSet, backend: Backend,
                          input_mode, cache="exact")
 
 
-def summed_gradients(world_size: int) -> OnGrads:
-    """A gradient hook that turns the average into the sum of the ranks' gradients (world
-    size x the average): the far end of Adasum's range."""
-    def on_grads(step: int, model: torch.nn.Module) -> None:
-        with torch.no_grad():
-            for p in model.parameters():
-                if p.grad is not None:
-                    p.grad.mul_(world_size)
-    return on_grads
+def bounds(floor: float, derived: float) -> dict[str, float]:
+    """The bound, max(floor, derived), and the fault line, max(floor, FAULT_FACTOR x
+    derived), from the set's floor and the derived part (SENSITIVITY_FACTOR x the
+    sensitivity, or Adasum's envelope where larger): where the floor rules (small models)
+    the fault line is the floor itself, as strict as the fixed bounds were."""
+    return {"bound": max(floor, derived), "fault_line": max(floor, FAULT_FACTOR * derived)}
 
 
 def derive(workload: Workload, knobs: KnobSet, world_size: int, device: torch.device | str,
@@ -135,13 +143,10 @@ def derive(workload: Workload, knobs: KnobSet, world_size: int, device: torch.de
                            "probe": probe, "factor": SENSITIVITY_FACTOR}
     if knobs.adasum and world_size > 1:
         summed = single_losses(workload, knobs, world_size, device, steps, input_mode,
-                               on_grads=summed_gradients(world_size), cache="sum")
+                               on_grads=scaled_gradients(world_size), cache="sum")
         out["envelope"] = loss_sensitivity(summed, reference)
         derived = max(derived, out["envelope"])
-    # the fault line: past the floor and FAULT_FACTOR x the derived part; where the floor
-    # rules (small models) it is the floor itself, as strict as the fixed bounds were
-    return {"bound": max(knobs.loss_bound, derived), **out,
-            "fault_line": max(knobs.loss_bound, FAULT_FACTOR * derived),
+    return {**bounds(knobs.loss_bound, derived), **out,
             "reference_losses": reference, "probe_losses": probed}
 
 

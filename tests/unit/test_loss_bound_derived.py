@@ -33,7 +33,6 @@ import torch
 
 from hvd_vs_ddp.harness import loss_bound
 from hvd_vs_ddp.harness.knobs import (
-    FAULT_FACTOR,
     SENSITIVITY_FACTOR,
     TUNE_ALL,
     by_name,
@@ -48,15 +47,6 @@ MUTATION_STEPS = 4  # tests/system/test_mutations.py's throughput job: 2 + 1 x 2
 MODE = "device"     # the throughput suite's default input mode
 
 
-def _scale(factor: float):
-    def on_grads(step: int, model: torch.nn.Module) -> None:
-        with torch.no_grad():
-            for p in model.parameters():
-                if p.grad is not None:
-                    p.grad.mul_(factor)
-    return on_grads
-
-
 def _drop_bucket(step: int, model: torch.nn.Module) -> None:
     """DDP fills buckets in reverse order of the parameters: the last bucket holds the
     first layers'. Here it is the first half of the parameters, lost."""
@@ -66,7 +56,8 @@ def _drop_bucket(step: int, model: torch.nn.Module) -> None:
             p.grad.zero_()
 
 
-FAULTS = {"sum": _scale(WORLD), "compress-twice": _scale(1 / WORLD),
+FAULTS = {"sum": loss_bound.scaled_gradients(WORLD),
+          "compress-twice": loss_bound.scaled_gradients(1 / WORLD),
           "dropped-bucket": _drop_bucket}
 
 
@@ -84,9 +75,8 @@ def _run(name: str, knob_set: str, steps: int, fault: str | None, **params):
 
 def test_the_bound_is_the_floor_or_a_multiple_of_the_sensitivity():
     def derived(floor: float, sensitivity: float) -> dict:
-        part = SENSITIVITY_FACTOR * sensitivity
-        return {"floor": floor, "sensitivity": sensitivity, "bound": max(floor, part),
-                "fault_line": max(floor, FAULT_FACTOR * part)}
+        return {"floor": floor, "sensitivity": sensitivity,
+                **loss_bound.bounds(floor, SENSITIVITY_FACTOR * sensitivity)}
 
     small = derived(1e-4, 1e-7)  # mlp's fp16 sensitivity: the floor rules
     assert small["bound"] == small["fault_line"] == 1e-4  # as strict as the fixed bound
@@ -159,13 +149,14 @@ def test_on_adam_a_scale_fault_is_invisible_but_a_dropped_bucket_is_not():
 
 def test_the_report_marks_a_set_beyond_its_derived_bound_and_keeps_its_throughput():
     from hvd_vs_ddp.reports import tuning
+    from hvd_vs_ddp.run_model import tuning_pairs
 
     check = {"bound": 0.085, "floor": 1e-4, "sensitivity": 0.028, "probe": "fp16",
              "factor": SENSITIVITY_FACTOR, "fault_line": 0.256, "deviation": 0.1,
              "within": False, "fault": False, "reference_losses": [1.0, 1.0]}
     row = pd.Series({"knobs": '{"compression": "fp16"}', "losses": [1.0, 1.0],
                      "loss_check": check})
-    c = tuning.loss_check(row, None)
+    c = tuning_pairs.loss_check(row, None)
     assert c["ok"] is False and c["sensitivity"] == 0.028 and c["excess"] == 0.1
     assert tuning.mark(c).startswith("BEYOND its bound")
     entry = {"workload": "resnet50", "world_size": 2, "checks": [
@@ -177,8 +168,8 @@ def test_the_report_marks_a_set_beyond_its_derived_bound_and_keeps_its_throughpu
     assert row0["mark"] == "BEYOND its bound: throughput kept as a measurement"
     line = tuning._maths_line(entry, entry["checks"][0])
     assert "BEYOND" in line and "3 x single's own fp16 sensitivity 2.8%" in line
-    ok = tuning.loss_check(pd.Series({**row, "loss_check": {**check, "deviation": 0.02,
-                                                            "within": True}}), None)
+    ok = tuning_pairs.loss_check(pd.Series({**row, "loss_check": {
+        **check, "deviation": 0.02, "within": True}}), None)
     assert tuning.mark(ok) == "within"
 
 
