@@ -33,32 +33,31 @@ SETUP="${HVD_VS_DDP_SETUP:-1}"
 if [[ "$SETUP" != 0 ]]; then
     bash "$ROOT/scripts/setup.sh"
 fi
-# tests/system/test_slurm.py runs a private one-node Slurm cluster. Slurm's daemons are a test
-# tool, not something the project needs: installed only in CI or when asked for.
-if [[ "$SETUP" != 0 ]] && [[ -n "${CI:-}" || "${HVD_VS_DDP_TEST_SLURM:-}" == 1 ]] \
-        && ! command -v slurmd >/dev/null 2>&1; then
+# test_tool COMMAND TESTS PACKAGE...: a Debian package some tests need, a test tool rather
+# than something the project needs (installed only in CI or when asked for), installed
+# when COMMAND is missing and this is root; otherwise those tests skip, saying why.
+test_tool() {
+    local cmd=$1 tests=$2
+    shift 2
+    command -v "$cmd" >/dev/null 2>&1 && return 0
     if [[ $(id -u) -eq 0 ]]; then
-        echo "test: installing Slurm (slurmctld, slurmd, slurm-client) for tests/system/test_slurm.py"
+        echo "test: installing $* for $tests"
         export DEBIAN_FRONTEND=noninteractive
         apt-get update -qq
-        apt-get install -y -qq --no-install-recommends slurmctld slurmd slurm-client >/dev/null
+        apt-get install -y -qq --no-install-recommends "$@" >/dev/null
     else
-        echo "test: not root, so no Slurm for tests/system/test_slurm.py (it will skip)" >&2
+        echo "test: not root, so no $* for $tests (they will skip)" >&2
     fi
+}
+# tests/system/test_slurm.py runs a private one-node Slurm cluster.
+if [[ "$SETUP" != 0 ]] && [[ -n "${CI:-}" || "${HVD_VS_DDP_TEST_SLURM:-}" == 1 ]]; then
+    test_tool slurmd tests/system/test_slurm.py slurmctld slurmd slurm-client
 fi
 # tests/unit/test_k8s_manifests.py lints deploy/slurm/compare.sbatch and the scripts with
 # the shellcheck linter (a Debian package, like Slurm: a test tool, installed only in CI
 # or when asked).
-if [[ "$SETUP" != 0 ]] && [[ -n "${CI:-}" || "${HVD_VS_DDP_TEST_SHELLCHECK:-}" == 1 ]] \
-        && ! command -v shellcheck >/dev/null 2>&1; then
-    if [[ $(id -u) -eq 0 ]]; then
-        echo "test: installing shellcheck for tests/unit/test_k8s_manifests.py"
-        export DEBIAN_FRONTEND=noninteractive
-        apt-get update -qq
-        apt-get install -y -qq --no-install-recommends shellcheck >/dev/null
-    else
-        echo "test: not root, so no shellcheck (its tests will skip)" >&2
-    fi
+if [[ "$SETUP" != 0 ]] && [[ -n "${CI:-}" || "${HVD_VS_DDP_TEST_SHELLCHECK:-}" == 1 ]]; then
+    test_tool shellcheck tests/unit/test_k8s_manifests.py shellcheck
 fi
 # --- issue 61: the reports read in a browser (tests/unit/test_report_browser.py) -------
 # Chromium from Debian's archive (a test tool, like shellcheck: installed in CI or with
@@ -66,16 +65,7 @@ fi
 # downloaded at run time) and axe-core, pinned, from npm into the project's cache (never
 # committed). Without them those tests skip, saying why.
 if [[ "$SETUP" != 0 ]] && [[ -n "${CI:-}" || "${HVD_VS_DDP_TEST_BROWSER:-}" == 1 ]]; then
-    if ! command -v chromium >/dev/null 2>&1; then
-        if [[ $(id -u) -eq 0 ]]; then
-            echo "test: installing chromium for tests/unit/test_report_browser.py"
-            export DEBIAN_FRONTEND=noninteractive
-            apt-get update -qq
-            apt-get install -y -qq --no-install-recommends chromium >/dev/null
-        else
-            echo "test: not root, so no chromium (the browser tests will skip)" >&2
-        fi
-    fi
+    test_tool chromium tests/unit/test_report_browser.py chromium
     axe_version=4.11.0  # hvd_vs_ddp/reports/browser_check.py AXE_VERSION
     axe_dir="${HVD_VS_DDP_CACHE:-$HOME/.cache/hvd-vs-ddp}/axe"
     if [[ "${HVD_VS_DDP_CACHE:-}" != off ]] && ! grep -qs "\"version\": \"$axe_version\"" \
