@@ -19,6 +19,12 @@ const desc = (el) => {
   return name + (sec ? ` in #${sec.id}` : '');
 };
 const openAll = () => document.querySelectorAll('details').forEach(d => { d.open = true; });
+// every folded element opened; then the viewport's width and, if the page is wider, that
+const opened = () => {
+  openAll();
+  const w = document.documentElement.clientWidth, sw = document.documentElement.scrollWidth;
+  return [w, sw > w + 1 ? [`the page scrolls sideways (${sw} px wide in ${w})`] : []];
+};
 """
 
 FIGURES = "async () => {" + _DESC + r"""
@@ -41,10 +47,7 @@ FIGURES = "async () => {" + _DESC + r"""
 }"""
 
 WIDER = "() => {" + _DESC + r"""
-  openAll();
-  const w = document.documentElement.clientWidth, out = [];
-  const sw = document.documentElement.scrollWidth;
-  if (sw > w + 1) out.push(`the page scrolls sideways (${sw} px wide in ${w})`);
+  const [w, out] = opened();
   document.querySelectorAll('table, figure, img, pre, svg').forEach(el => {
     const r = el.getBoundingClientRect();
     if (r.width > w + 1 || r.right > w + 1)
@@ -112,10 +115,7 @@ PATHS = r"""() => {
 }"""
 
 CUT = "() => {" + _DESC + r"""
-  openAll();
-  const w = document.documentElement.clientWidth, out = [];
-  const sw = document.documentElement.scrollWidth;
-  if (sw > w + 1) out.push(`the page scrolls sideways (${sw} px wide in ${w})`);
+  const [w, out] = opened();
   const scrolls = (el) => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
   const seen = new Set();
   for (const el of document.querySelectorAll('main *')) {
