@@ -159,9 +159,10 @@ def verdicts_doc(data: Data, cmp: pd.DataFrame, margin: float) -> dict[str, Any]
 
 
 if __name__ == "__main__":
-    from hvd_vs_ddp.reports.compare import add_scaling, hvd_vs_ddp
+    from hvd_vs_ddp.reports.compare import add_scaling
     from hvd_vs_ddp.run_model.frames import build_frames
     from hvd_vs_ddp.run_model.load import load_run
+    from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp
     dat = build_frames([load_run(Path(p)) for p in sys.argv[1:]])
     c = hvd_vs_ddp(add_scaling(dat.throughput))
     print(json.dumps(verdicts_doc(dat, c, verdicts.DEFAULT_MARGIN), indent=1))

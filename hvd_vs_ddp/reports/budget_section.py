@@ -13,7 +13,6 @@ from typing import Any
 
 import pandas as pd
 
-from hvd_vs_ddp.reports.budget_text import budget_lines  # noqa: F401 (the long form)
 from hvd_vs_ddp.reports.render import Section
 from hvd_vs_ddp.reports.tables import Table
 

@@ -37,6 +37,7 @@ from hvd_vs_ddp.common import output_formats, outputs
 from hvd_vs_ddp.common.outputs import Output
 from hvd_vs_ddp.reports import budget_section, compare, cost, tables
 from hvd_vs_ddp.reports.answer import answers, verdicts_doc, where_it_holds
+from hvd_vs_ddp.reports.budget_text import budget_lines
 from hvd_vs_ddp.reports.compiled_section import answer_sentences
 from hvd_vs_ddp.reports.context import ReportContext, report_context
 from hvd_vs_ddp.reports.errors import ReportError
@@ -161,7 +162,7 @@ def _headlines(ctx: ReportContext) -> list[str]:
                               [a["sentence"] for a in answers(data, cmp, margin)]
                               + answer_sentences(data, cmp, margin)
                               + ctx.recovery.headlines)
-    short = dict(zip(budget_section.budget_lines(data.runs), budget_section.short_lines(data.runs)))
+    short = dict(zip(budget_lines(data.runs), budget_section.short_lines(data.runs)))
     return [short.get(h, h) for h in heads]
 
 

@@ -9,7 +9,7 @@ with a practical margin (hvd_vs_ddp.run_model.verdicts). Before/after compares r
 per matching cell (suite, backend, world size, workload, knobs and launcher); the
 ratio is B/A. The one answer per case and world size is hvd_vs_ddp.reports.answer.
 
-    from hvd_vs_ddp.reports.compare import hvd_vs_ddp, before_after, headlines
+    from hvd_vs_ddp.reports.compare import before_after, headlines   # pairs: run_model/pairs.py
     python -m hvd_vs_ddp.reports.compare RUN_DIR...  # every pairwise verdict, the headlines
 """
 from __future__ import annotations
@@ -23,11 +23,11 @@ import pandas as pd
 
 from hvd_vs_ddp.backends.catalog import reference
 from hvd_vs_ddp.reports.budget_text import budget_lines
-from hvd_vs_ddp.reports.theme import order
 from hvd_vs_ddp.run_model import stats, verdicts
 from hvd_vs_ddp.run_model.frames import CASE_KEY, Data, build_frames, rep_samples
+from hvd_vs_ddp.run_model.labels import order
 from hvd_vs_ddp.run_model.load import UNREADABLE, load_run
-from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp  # noqa: F401 (the judged pairs the report renders)
+from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp
 
 MATCH_KEY = ["suite", "label", "launcher", "world_size", "workload", "workload_params",
              "per_rank_batch", "knob_set", "knobs", "input_mode"]

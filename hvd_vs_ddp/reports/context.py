@@ -24,6 +24,7 @@ from hvd_vs_ddp.reports.recovery_section import recovery_section
 from hvd_vs_ddp.reports.render import Section
 from hvd_vs_ddp.run_model.frames import Data, build_frames
 from hvd_vs_ddp.run_model.load import Run
+from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class ReportContext:
     data: Data
     margin: float
     tp: pd.DataFrame                 # throughput with scaling columns (compare.add_scaling)
-    cmp: pd.DataFrame                # Horovod vs DDP (compare.hvd_vs_ddp)
+    cmp: pd.DataFrame                # Horovod vs DDP (run_model.pairs.hvd_vs_ddp)
     exposed: pd.DataFrame            # exposed communication (compare.exposed_comm)
     before_after: pd.DataFrame | None  # two runs only: B / A (compare.before_after)
     before_after_notes: list[str]
@@ -59,7 +60,7 @@ def report_context(runs: list[Run], margin: float, price: float | None = None,
     out) and checked settings."""
     data = build_frames(runs)
     tp = compare.add_scaling(data.throughput)
-    cmp = compare.hvd_vs_ddp(tp, margin)
+    cmp = hvd_vs_ddp(tp, margin)
     ex = compare.exposed_comm(data)
     ba, ba_notes = (compare.before_after(tp, runs[0].name, runs[1].name, margin)
                     if len(runs) == 2 else (None, []))

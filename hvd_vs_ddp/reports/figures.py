@@ -23,7 +23,8 @@ import seaborn as sns
 from matplotlib.figure import Figure
 
 from hvd_vs_ddp.common import output_formats
-from hvd_vs_ddp.reports.theme import REFERENCE, color, linestyle, order, style
+from hvd_vs_ddp.reports.theme import REFERENCE, color, linestyle, style
+from hvd_vs_ddp.run_model.labels import order
 
 
 @dataclass

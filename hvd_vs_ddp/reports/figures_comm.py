@@ -25,7 +25,8 @@ from hvd_vs_ddp.reports.figures import (
 )
 from hvd_vs_ddp.reports.tables import OP_ORDER as _OP_ORDER
 from hvd_vs_ddp.reports.tables import human_bytes
-from hvd_vs_ddp.reports.theme import color, order, style
+from hvd_vs_ddp.reports.theme import color, style
+from hvd_vs_ddp.run_model.labels import order
 
 MAX_MONITOR_FIGS = 24
 

@@ -382,9 +382,10 @@ def input_section(data: Data, cmp: pd.DataFrame, figs: Figures,
 
 
 if __name__ == "__main__":
-    from hvd_vs_ddp.reports.compare import add_scaling, hvd_vs_ddp
+    from hvd_vs_ddp.reports.compare import add_scaling
     from hvd_vs_ddp.run_model.frames import build_frames
     from hvd_vs_ddp.run_model.load import load_run
+    from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp
 
     d = build_frames([load_run(Path(x)) for x in sys.argv[1:]])
     c = hvd_vs_ddp(add_scaling(d.throughput))

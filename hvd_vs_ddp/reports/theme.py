@@ -24,20 +24,13 @@ import matplotlib
 import seaborn as sns
 
 from hvd_vs_ddp.backends import catalog
-
-# the labels and their order are the run model's (judged and shown alike)
-from hvd_vs_ddp.run_model.labels import ORDER, backend_label, order  # noqa: F401
+from hvd_vs_ddp.run_model.labels import RAW_SWEEP, catalog_labels
 
 matplotlib.use("Agg")  # reports never open windows
 
 # Each backend's colour is its catalog row's (`colour`, and `controller_colours` for its
 # labels per controller), in the catalog's order; then the raw mpi4py sweep's.
-PALETTE = {
-    **{label: colour for row in catalog.CATALOG.values() for label, colour in (
-        ([(row.name, row.colour)] if row.colour else [])
-        + [(f"{row.name} ({ctl})", c) for ctl, c in row.controller_colours.items()])},
-    "mpi4py-raw": "#7F7F7F",
-}
+PALETTE = {**dict(catalog_labels()), RAW_SWEEP: "#7F7F7F"}  # keys in labels.ORDER's order
 _SPARE = ("#7F7F7F", "#8C564B", "#BCBD22", "#9467BD", "#17BECF", "#F0E442")
 REFERENCE = "single (reference)"
 

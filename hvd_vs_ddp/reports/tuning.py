@@ -33,11 +33,7 @@ import pandas as pd
 from hvd_vs_ddp.reports.render import Notes, Section
 from hvd_vs_ddp.reports.tables import Table, r3, sps
 from hvd_vs_ddp.run_model import verdicts
-from hvd_vs_ddp.run_model.tuning_pairs import (  # noqa: F401 (the section renders them)
-    LOOSE_TOLERANCE,
-    at_best,
-    loss_check,
-)
+from hvd_vs_ddp.run_model.tuning_pairs import LOOSE_TOLERANCE, at_best
 
 
 def _maths_line(e: dict[str, Any], c: dict[str, Any]) -> str:

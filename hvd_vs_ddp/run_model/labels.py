@@ -17,13 +17,18 @@ from typing import Any
 
 from hvd_vs_ddp.backends import catalog
 
-# the labels of every backend with a colour in its catalog row, then its controllers'
-ORDER: tuple[str, ...] = (
-    *[label for row in catalog.CATALOG.values() for label in (
-        ([row.name] if row.colour else [])
-        + [f"{row.name} ({ctl})" for ctl in row.controller_colours])],
-    "mpi4py-raw",
-)
+RAW_SWEEP = "mpi4py-raw"  # the raw mpi4py sweep of the collectives suite
+
+
+def catalog_labels() -> list[tuple[str, str]]:
+    """(label, colour) of every backend with a colour in its catalog row, then of its
+    controllers' labels, in the catalog's order (the report's palette is these colours)."""
+    return [pair for row in catalog.CATALOG.values() for pair in (
+        ([(row.name, row.colour)] if row.colour else [])
+        + [(f"{row.name} ({ctl})", c) for ctl, c in row.controller_colours.items()])]
+
+
+ORDER: tuple[str, ...] = (*[label for label, _ in catalog_labels()], RAW_SWEEP)
 
 
 def backend_label(backend: str, meta: dict[str, Any] | None = None) -> str:

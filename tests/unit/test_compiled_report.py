@@ -22,16 +22,12 @@ import pandas as pd
 import pytest
 
 from hvd_vs_ddp.reports import build_report
-from hvd_vs_ddp.reports.compare import add_scaling, hvd_vs_ddp
-from hvd_vs_ddp.reports.compiled_section import (
-    LOSS_TOLERANCE,
-    TITLE,
-    compiled_section,
-    pairs,
-    sentences,
-)
+from hvd_vs_ddp.reports.compare import add_scaling
+from hvd_vs_ddp.reports.compiled_section import TITLE, compiled_section, sentences
+from hvd_vs_ddp.run_model.compile_pairs import LOSS_TOLERANCE, pairs
 from hvd_vs_ddp.run_model.frames import build_frames
 from hvd_vs_ddp.run_model.load import load_run
+from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp
 from hvd_vs_ddp.run_model.stats import RatioCI
 from hvd_vs_ddp.run_model.verdicts import judge
 

@@ -28,10 +28,11 @@ import numpy as np
 import pytest
 
 from hvd_vs_ddp.reports import build_report
-from hvd_vs_ddp.reports.compare import add_scaling, hvd_vs_ddp
+from hvd_vs_ddp.reports.compare import add_scaling
 from hvd_vs_ddp.reports.input_section import TITLE, pair_verdicts, per_library
 from hvd_vs_ddp.run_model.frames import build_frames
 from hvd_vs_ddp.run_model.load import load_run
+from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 RUN = FIXTURES / "cpu-input"

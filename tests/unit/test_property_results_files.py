@@ -33,10 +33,11 @@ from hypothesis import strategies as st
 
 from hvd_vs_ddp.cli import main as cli
 from hvd_vs_ddp.reports.answer import verdicts_doc
-from hvd_vs_ddp.reports.compare import add_scaling, hvd_vs_ddp
+from hvd_vs_ddp.reports.compare import add_scaling
 from hvd_vs_ddp.reports.errors import ReportError
 from hvd_vs_ddp.run_model.frames import build_frames
 from hvd_vs_ddp.run_model.load import load_run
+from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp
 from tests.bad_inputs import tree_hash
 from tests.launch import ROOT
 

@@ -23,7 +23,7 @@ import pytest
 
 from hvd_vs_ddp.cli import main as cli
 from hvd_vs_ddp.reports import build_report
-from hvd_vs_ddp.reports.theme import backend_label
+from hvd_vs_ddp.run_model.labels import backend_label
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 SMALL, FAILED = FIXTURES / "cpu-small", FIXTURES / "cpu-failed-cell"

@@ -27,9 +27,9 @@ import pytest
 
 from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.reports import ReportError, build_report
-from hvd_vs_ddp.reports.compare import add_scaling, exposed_comm, hvd_vs_ddp
+from hvd_vs_ddp.reports.compare import add_scaling, exposed_comm
 from hvd_vs_ddp.reports.tables import failed_table, throughput_table
-from hvd_vs_ddp.reports.theme import backend_label, color
+from hvd_vs_ddp.reports.theme import color
 from hvd_vs_ddp.results_schema import (
     FORMAT_VERSION,
     CellEntry,
@@ -44,7 +44,9 @@ from hvd_vs_ddp.results_schema import (
     TimeToAccuracyRecord,
 )
 from hvd_vs_ddp.run_model.frames import build_frames
+from hvd_vs_ddp.run_model.labels import backend_label
 from hvd_vs_ddp.run_model.load import load_run
+from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp
 from hvd_vs_ddp.run_model.stats import RatioCI, iqr, median, ratio_ci
 from hvd_vs_ddp.run_model.verdicts import (
     EQUIVALENT,

@@ -17,10 +17,12 @@ import pytest
 from hvd_vs_ddp.harness.knobs import by_name
 from hvd_vs_ddp.reports import tuning
 from hvd_vs_ddp.reports.answer import verdicts_doc
-from hvd_vs_ddp.reports.compare import add_scaling, hvd_vs_ddp
+from hvd_vs_ddp.reports.compare import add_scaling
 from hvd_vs_ddp.reports.tables import Table
+from hvd_vs_ddp.run_model import tuning_pairs
 from hvd_vs_ddp.run_model.frames import build_frames
 from hvd_vs_ddp.run_model.load import load_run
+from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp
 
 RUN = Path(__file__).parents[1] / "fixtures" / "runs" / "cpu-tune"
 
@@ -31,7 +33,7 @@ def data():
 
 
 def test_one_entry_per_workload_and_world_size(data):
-    (e,) = tuning.at_best(data, 0.05)
+    (e,) = tuning_pairs.at_best(data, 0.05)
     assert (e["workload"], e["world_size"]) == ("mlp", 2)
     for side, prefix in (("best_horovod", "hvd-"), ("best_ddp", "ddp-")):
         best = e[side]
@@ -45,7 +47,7 @@ def test_one_entry_per_workload_and_world_size(data):
 
 
 def test_the_fastest_crowned_set_wins_and_the_others_are_listed(data):
-    (e,) = tuning.at_best(data, 0.05)
+    (e,) = tuning_pairs.at_best(data, 0.05)
     checks = pd.DataFrame(e["checks"])
     assert set(checks["knob_set"]) >= {"default", "hvd-autotune", "hvd-autotuned",
                                        "ddp-fp16-hook", "hvd-fp16", "host-sync"}
@@ -61,7 +63,7 @@ def test_the_fastest_crowned_set_wins_and_the_others_are_listed(data):
 
 def test_fp16_is_checked_against_single_within_its_bound(data):
     """The suite's own loss check (hvd_vs_ddp/harness/loss_bound.py), as recorded."""
-    (e,) = tuning.at_best(data, 0.05)
+    (e,) = tuning_pairs.at_best(data, 0.05)
     checks = {c["knob_set"]: c for c in e["checks"]}
     for name in ("hvd-fp16", "ddp-fp16-hook"):
         c = checks[name]
@@ -77,7 +79,7 @@ def test_a_set_beyond_its_recorded_bound_is_never_crowned():
     row = pd.Series({"knobs": json.dumps({"compression": "fp16"}), "losses": [1.0, 1.0],
                      "loss_check": {"bound": 1e-4, "deviation": 2e-4, "within": False,
                                     "reference_losses": [1.0, 1.0]}})
-    c = tuning.loss_check(row, None)
+    c = tuning_pairs.loss_check(row, None)
     assert c["ok"] is False and c["against"] == "reference" and c["excess"] == 2e-4
 
 
@@ -87,19 +89,19 @@ def _row(knobs, losses):
 
 def test_a_setting_that_trains_worse_is_never_crowned():
     default = _row({"compression": "none"}, [2.0, 1.0, 1.0, 1.0])
-    assert tuning.loss_check(_row({"compression": "powersgd"}, [2.0, 1.0, 1.0, 1.0]),
+    assert tuning_pairs.loss_check(_row({"compression": "powersgd"}, [2.0, 1.0, 1.0, 1.0]),
                              default)["ok"] is True
-    worse = tuning.loss_check(_row({"compression": "powersgd"}, [2.0, 1.0, 1.05, 1.05]),
+    worse = tuning_pairs.loss_check(_row({"compression": "powersgd"}, [2.0, 1.0, 1.05, 1.05]),
                               default)
     assert worse["ok"] is False and worse["excess"] == pytest.approx(0.05)
-    better = tuning.loss_check(_row({"adasum": True}, [2.0, 1.0, 0.9, 0.9]), default)
+    better = tuning_pairs.loss_check(_row({"adasum": True}, [2.0, 1.0, 0.9, 0.9]), default)
     assert better["ok"] is True and better["changes"] == "Adasum instead of an average"
-    unchecked = tuning.loss_check(_row({"compression": "bf16"}, [1.0]), default)
+    unchecked = tuning_pairs.loss_check(_row({"compression": "bf16"}, [1.0]), default)
     assert unchecked["ok"] is None
 
 
 def test_section_and_verdicts_json(data):
-    entries = tuning.at_best(data, 0.05)
+    entries = tuning_pairs.at_best(data, 0.05)
     sec = tuning.section(entries)
     assert sec is not None and sec.title == "Each at its best"
     assert isinstance(sec.blocks[0], Table) and len(sec.blocks[0].df) == 1
@@ -109,4 +111,4 @@ def test_section_and_verdicts_json(data):
 
 def test_runs_without_library_sets_have_no_section():
     other = build_frames([load_run(RUN.parent / "cpu-small")])
-    assert tuning.at_best(other, 0.05) == [] and tuning.section([]) is None
+    assert tuning_pairs.at_best(other, 0.05) == [] and tuning.section([]) is None

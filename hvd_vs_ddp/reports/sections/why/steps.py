@@ -38,9 +38,9 @@ import pandas as pd
 from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.reports.horovod_timeline import TimelineError, parse, per_step, read_events
-from hvd_vs_ddp.reports.theme import order
 from hvd_vs_ddp.run_model import stats
 from hvd_vs_ddp.run_model.frames import POOL_KEY, Data, build_frames
+from hvd_vs_ddp.run_model.labels import order
 from hvd_vs_ddp.run_model.load import Run, load_run
 
 MATCH = ["run", "label", "world_size", "workload", "workload_params", "per_rank_batch",
