@@ -9,30 +9,19 @@ budget_lines (the same facts, one paragraph) used to sit in the answer box.
 """
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 
+from hvd_vs_ddp.reports.budget_text import budgeted
 from hvd_vs_ddp.reports.render import Section
 from hvd_vs_ddp.reports.tables import Table
 
 TITLE = "Budget"
 
 
-def _plans(runs) -> list[tuple[Any, dict[str, Any]]]:
-    """(run, plan) for each run with a budget: the runs budget_lines reads."""
-    out = []
-    for run in runs:
-        plan = getattr(run.manifest, "budget", None)
-        if isinstance(plan, dict) and plan.get("pairs"):
-            out.append((run, plan))
-    return out
-
-
 def short_lines(runs) -> list[str]:
     """One line per run with a budget, in budget_lines' order."""
     out = []
-    for run, plan in _plans(runs):
+    for run, plan in budgeted(runs):
         pairs = plan["pairs"]
         firm = sum(1 for p in pairs if not p.get("open"))
         given = len(plan.get("given_up") or [])
@@ -46,7 +35,7 @@ def short_lines(runs) -> list[str]:
 
 
 def section(runs) -> Section | None:
-    plans = _plans(runs)
+    plans = budgeted(runs)
     if not plans:
         return None
     blocks: list = []

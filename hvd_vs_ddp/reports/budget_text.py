@@ -9,16 +9,25 @@ each other.
 """
 from __future__ import annotations
 
+from typing import Any
+
+
+def budgeted(runs) -> list[tuple[Any, dict[str, Any]]]:
+    """(run, plan) for each run with a budget (manifest.budget with pairs), in order."""
+    out = []
+    for run in runs:
+        plan = getattr(run.manifest, "budget", None)
+        if isinstance(plan, dict) and plan.get("pairs"):
+            out.append((run, plan))
+    return out
+
 
 def budget_lines(runs) -> list[str]:
     """One line per run with a budget (manifest.budget, hvd_vs_ddp/cli/budget.py): time
     used, firm pairs, the repetitions each verdict took, the pairs left open and those
     given up at once (their chance to settle by their cap negligible)."""
     out = []
-    for run in runs:
-        plan = getattr(run.manifest, "budget", None)
-        if not isinstance(plan, dict) or not plan.get("pairs"):
-            continue
+    for run, plan in budgeted(runs):
         pairs = plan["pairs"]
         firm = [p for p in pairs if not p.get("open")]
         took = "; ".join(f"{p['pair']}: {p['verdict']} after {p['repetitions']}"

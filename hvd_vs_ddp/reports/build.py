@@ -37,7 +37,6 @@ from hvd_vs_ddp.common import output_formats, outputs
 from hvd_vs_ddp.common.outputs import Output
 from hvd_vs_ddp.reports import budget_section, compare, cost, tables
 from hvd_vs_ddp.reports.answer import answers, verdicts_doc, where_it_holds
-from hvd_vs_ddp.reports.budget_text import budget_lines
 from hvd_vs_ddp.reports.compiled_section import answer_sentences
 from hvd_vs_ddp.reports.context import ReportContext, report_context
 from hvd_vs_ddp.reports.errors import ReportError
@@ -158,12 +157,11 @@ def _headlines(ctx: ReportContext) -> list[str]:
     """The answer box: every answer sentence, the budget in one short line (its pairs in
     the Budget section); where the answers hold goes to the header (_subtitle)."""
     data, cmp, margin = ctx.data, ctx.cmp, ctx.margin
-    heads = compare.headlines(data, cmp, ctx.before_after, margin,
-                              [a["sentence"] for a in answers(data, cmp, margin)]
-                              + answer_sentences(data, cmp, margin)
-                              + ctx.recovery.headlines)
-    short = dict(zip(budget_lines(data.runs), budget_section.short_lines(data.runs)))
-    return [short.get(h, h) for h in heads]
+    return compare.headlines(data, cmp, ctx.before_after, margin,
+                             [a["sentence"] for a in answers(data, cmp, margin)]
+                             + answer_sentences(data, cmp, margin)
+                             + ctx.recovery.headlines,
+                             budget=budget_section.short_lines(data.runs))
 
 
 def _files(ctx: ReportContext, sections: list[Section], run_dirs: list[Path],

@@ -120,10 +120,11 @@ def exposed_comm(data: Data) -> pd.DataFrame:
 
 def headlines(data: Data, cmp: pd.DataFrame, ba: pd.DataFrame | None = None,
               margin: float = verdicts.DEFAULT_MARGIN,
-              answers: Sequence[str] = ()) -> list[str]:
-    """The answer first (hvd_vs_ddp.reports.answer: one sentence per case and world size), then
-    convergence, before/after and failures."""
-    out = list(answers) + budget_lines(data.runs)  # run --budget: what it took
+              answers: Sequence[str] = (), budget: Sequence[str] | None = None) -> list[str]:
+    """The answer first (hvd_vs_ddp.reports.answer: one sentence per case and world size),
+    then what run --budget took (`budget`: one line per run with a budget; by default the
+    long form, reports/budget_text.py), convergence, before/after and failures."""
+    out = list(answers) + list(budget_lines(data.runs) if budget is None else budget)
     if cmp.empty and not data.throughput.empty:
         out.append("No case has both a Horovod and a DDP throughput cell, so there is no "
                    "Horovod/DDP comparison; see the throughput table.")
