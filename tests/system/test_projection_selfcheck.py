@@ -9,7 +9,11 @@ clone once failed on Horovod at 4 ranks measuring 100.5 samples/s against a proj
 erratic):
 - DDP's prediction is held to a bound derived from the runs' own measurements: 25%, or
   more where the measured steps themselves spread more (the target run's per-step
-  10-90% range, relative to its median, plus the fit run's);
+  10-90% range, relative to its median, plus the fit run's), and more again where the
+  two repetitions of a cell disagree (each run is made twice, `--repeat 2`: on 2 shared
+  cores the run-to-run shift, where ranks and threads land, is larger than the
+  step-to-step spread; a CI run once measured the fit's 2 ranks 20% faster than the
+  next run did, and the projection from it missed 3 ranks by 32% against a 27% bound);
 - the verdict: where the measurement itself tells the libraries apart (its own 95%
   interval of the ratio, hvd_vs_ddp/run_model/stats.py, beyond the report's margin), the
   projection must not name the other library faster;
@@ -24,7 +28,7 @@ erratic):
 Horovod's MPI controller is left out: Open MPI's progress engine busy-polls, and with
 more ranks than cores the spinning ranks take the cores from the computing ones.
 
-    python -m pytest tests/system/test_projection_selfcheck.py -q     # ~1.5 minutes
+    python -m pytest tests/system/test_projection_selfcheck.py -q     # ~2.5 minutes
 """
 from __future__ import annotations
 
@@ -52,13 +56,14 @@ DDP_BOUND = 0.25          # |projected / measured - 1|, widened by the runs' own
 
 def _run(runs, name: str, sizes: str, backends: str, suites: str, suite_args: str) -> None:
     assert cli(["run", "--backends", backends, "--launchers", "torchrun,horovodrun-gloo",
-                "--workloads", "gpt", "--world-sizes", sizes, "--repeat", "1",
+                "--workloads", "gpt", "--world-sizes", sizes, "--repeat", "2",
                 "--suites", suites, "--runs-dir", str(runs), "--name", name,
                 "--suite-args", suite_args]) == 0
 
 
 def _measured(run_dir) -> dict[tuple[str, int], list]:
-    """Per (library, world size): the throughput records' per-step samples/s."""
+    """Per (library, world size): the throughput records' per-step samples/s, one array
+    per repetition."""
     out: dict[tuple[str, int], list] = {}
     for cell in load_run(run_dir).cells:
         for b in cell.benchmarks:
@@ -84,6 +89,13 @@ def _spread(reps: list) -> float:
     x = np.concatenate(reps)
     lo, med, hi = np.percentile(x, [10, 50, 90])
     return float((hi - lo) / med)
+
+
+def _between(reps: list) -> float:
+    """How far the repetitions' medians lie apart, relative to the smallest (the
+    run-to-run shift one repetition cannot show)."""
+    medians = [float(np.median(r)) for r in reps]
+    return max(medians) / min(medians) - 1
 
 
 def test_fit_on_1_2_ranks_predicts_3_4(tmp_path, capsys):
@@ -125,7 +137,8 @@ def test_fit_on_1_2_ranks_predicts_3_4(tmp_path, capsys):
     for (lib, n), e in errors.items():
         if lib == "ddp-gloo" and not fit_load and not any(
                 c.startswith(lib) and c.endswith(f"np{n}") for c in target_load):
-            bound = max(DDP_BOUND, _spread(target[lib, n]) + _spread(fit[lib, 2]))
+            bound = max(DDP_BOUND, _spread(target[lib, n]) + _spread(fit[lib, 2])
+                        + _between(target[lib, n]) + _between(fit[lib, 2]))
             assert abs(e) <= bound, (lib, n, e, bound, errors)
     if ok:  # the answer a reader takes away, where the measurement itself is firm
         for n in (3, 4):
