@@ -1,0 +1,59 @@
+"""The noise-floor script's arithmetic (scripts/noise_floor.py): the host probe's summary
+and the repetitions an A/A pair needs for "equivalent" at a given between-repetition
+spread, checked against the report's own interval on simulated repetitions.
+
+    python -m pytest tests/unit/test_noise_floor.py -q
+"""
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN, EQUIVALENT, classify
+from hvd_vs_ddp.run_model.stats import ratio_ci
+
+ROOT = Path(__file__).resolve().parents[2]
+_spec = importlib.util.spec_from_file_location("noise_floor", ROOT / "scripts" / "noise_floor.py")
+noise_floor = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(noise_floor)
+
+
+def test_host_summary_reads_spread_range_and_ramp():
+    steady = np.full(40, 100.0)
+    s = noise_floor.host_summary(steady)
+    assert s["sd_log"] == 0 and s["range"] == 1 and s["ramp"] == 1
+    ramped = np.r_[np.full(10, 60.0), np.full(30, 100.0)]   # the first 5 s at 0.6
+    r = noise_floor.host_summary(ramped)
+    assert r["ramp"] == pytest.approx(0.6) and r["sd_log"] > 0.2 and r["range"] > 1.6
+
+
+def test_reps_for_equivalence_grows_with_the_square_of_the_spread():
+    assert noise_floor.reps_for_equivalence(0.0) == 2
+    n1, n2 = noise_floor.reps_for_equivalence(0.05), noise_floor.reps_for_equivalence(0.10)
+    assert n2 == pytest.approx(4 * n1, rel=0.1)
+    assert noise_floor.reps_for_equivalence(0.10) == math.ceil(
+        math.pi * (0.10 * (1.96 + 0.674) / math.log(1.05)) ** 2)
+
+
+@pytest.mark.parametrize("sd", [0.04, 0.06])
+def test_that_many_repetitions_let_the_report_say_equivalent(sd):
+    """At the count it gives, an A/A pair whose repetitions spread by `sd` (and whose
+    steps agree) is judged "equivalent" by the report's own interval about half the time
+    (40 pairs: at least 30%); at a quarter of it, rarely."""
+    n = noise_floor.reps_for_equivalence(sd)
+    rng = np.random.default_rng(7)
+
+    def share(reps: int, trials: int = 40) -> float:
+        hits = 0
+        for _ in range(trials):
+            a, b = ([[math.exp(x)] * 5 for x in rng.normal(0, sd, reps)] for _ in "ab")
+            ci = ratio_ci(a, b, resamples=400)
+            hits += classify(ci.lo, ci.hi, DEFAULT_MARGIN) == EQUIVALENT
+        return hits / trials
+
+    assert share(n) >= 0.3
+    assert share(max(2, n // 4)) <= 0.2
