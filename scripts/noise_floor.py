@@ -33,6 +33,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+from hvd_vs_ddp.run_model.variance import VarianceSplit, reps_for_equivalence  # noqa: E402
 
 # The quick preset's timed rounds (hvd_vs_ddp/cli/presets.py), so the floor is measured
 # with the steps a quick run's repetition times.
@@ -40,19 +41,13 @@ QUICK_ROUNDS = "--rounds 5 --steps-per-round 2 --warmup-steps 2"
 
 
 def rep_sd(split: dict) -> float:
-    """The sd of one repetition's mean log samples/s: between^2 + within^2 / steps."""
-    return math.sqrt(split["between_sd"] ** 2 + split["within_sd"] ** 2 / split["steps"])
+    """The sd of one repetition's mean (VarianceSplit.repetition_sd) from its JSON form."""
+    return VarianceSplit(**split_fields(split)).repetition_sd
 
 
-def reps_for_equivalence(sd: float, margin: float = 0.05, z: float = 1.96) -> int:
-    """Repetitions a side at which an A/A pair (true ratio 1) has an even chance that its
-    interval fits in +-margin, `sd` the spread of a repetition's mean (rep_sd; the best
-    case: one look at 95%). The estimate's own error e ~ N(0, se), se^2 =
-    (pi/2) sd^2 (2/n) (the report's statistic is a median, whose variance under a normal
-    spread is pi/2 the mean's), and the interval fits when |e| + z se <= log(1 + margin);
-    |e| <= 0.674 se half the time, so se <= log(1 + margin) / (z + 0.674).
-    tests/unit/test_noise_floor.py holds it against the report's own interval."""
-    return max(2, math.ceil(math.pi * (sd * (z + 0.674) / math.log1p(margin)) ** 2))
+def split_fields(split: dict) -> dict:
+    return {k: split[k] for k in ("repetitions", "steps", "between_sd", "within_sd",
+                                  "between_share")}
 
 
 def host_windows(seconds: float, window: float = 0.5) -> np.ndarray:

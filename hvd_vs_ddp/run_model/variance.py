@@ -17,11 +17,13 @@ statsmodels' MixedLM: the balanced-to-nearly-balanced case has this closed form,
 no optimiser and gives the same answer (REML equals ANOVA for balanced one-way data), and
 the run model must stay light (no torch, no statsmodels at report time).
 
-    from hvd_vs_ddp.run_model.variance import split
-    split([np.array([100., 98, 101]), np.array([90., 91, 89])])   # a VarianceSplit
+    from hvd_vs_ddp.run_model.variance import reps_for_equivalence, split
+    v = split([np.array([100., 98, 101]), np.array([90., 91, 89])])   # a VarianceSplit
+    reps_for_equivalence(v.repetition_sd)     # repetitions a side an A/A pair needs at ±5%
 """
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any, Sequence
 
@@ -36,8 +38,24 @@ class VarianceSplit:
     within_sd: float         # sd of one step's log samples/s about its repetition's mean
     between_share: float     # share of a repetition mean's variance that is between
 
+    @property
+    def repetition_sd(self) -> float:
+        """The sd of one repetition's mean log samples/s: between^2 + within^2 / steps."""
+        return math.sqrt(self.between_sd ** 2 + self.within_sd ** 2 / self.steps)
+
     def as_json(self) -> dict[str, Any]:
         return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+
+def reps_for_equivalence(sd: float, margin: float = 0.05, z: float = 1.96) -> int:
+    """Repetitions a side at which an A/A pair (true ratio 1) has an even chance that its
+    interval fits in +-margin, `sd` the spread of a repetition's mean (repetition_sd; the
+    best case: one look at 95%). The estimate's own error e ~ N(0, se), se^2 = (pi/2) sd^2
+    (2/n) (the report's statistic is a median, whose variance under a normal spread is
+    pi/2 the mean's), and the interval fits when |e| + z se <= log(1 + margin); |e| <=
+    0.674 se half the time, so se <= log(1 + margin) / (z + 0.674).
+    tests/unit/test_noise_floor.py holds it against the report's own interval."""
+    return max(2, math.ceil(math.pi * (sd * (z + 0.674) / math.log1p(margin)) ** 2))
 
 
 def split(reps: Sequence[Sequence[float]]) -> VarianceSplit | None:

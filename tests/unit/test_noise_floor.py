@@ -1,6 +1,7 @@
-"""The noise-floor script's arithmetic (scripts/noise_floor.py): the host probe's summary
-and the repetitions an A/A pair needs for "equivalent" at a given between-repetition
-spread, checked against the report's own interval on simulated repetitions.
+"""The noise floor's arithmetic: the host probe's summary (scripts/noise_floor.py) and the
+repetitions an A/A pair needs for "equivalent" at a given spread of a repetition's mean
+(hvd_vs_ddp/run_model/variance.py, which the report's variance table and the script
+print), checked against the report's own interval on simulated repetitions.
 
     python -m pytest tests/unit/test_noise_floor.py -q
 """
@@ -15,6 +16,7 @@ import pytest
 
 from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN, EQUIVALENT, classify
 from hvd_vs_ddp.run_model.stats import ratio_ci
+from hvd_vs_ddp.run_model.variance import reps_for_equivalence, split
 
 ROOT = Path(__file__).resolve().parents[2]
 _spec = importlib.util.spec_from_file_location("noise_floor", ROOT / "scripts" / "noise_floor.py")
@@ -32,10 +34,10 @@ def test_host_summary_reads_spread_range_and_ramp():
 
 
 def test_reps_for_equivalence_grows_with_the_square_of_the_spread():
-    assert noise_floor.reps_for_equivalence(0.0) == 2
-    n1, n2 = noise_floor.reps_for_equivalence(0.05), noise_floor.reps_for_equivalence(0.10)
+    assert reps_for_equivalence(0.0) == 2
+    n1, n2 = reps_for_equivalence(0.05), reps_for_equivalence(0.10)
     assert n2 == pytest.approx(4 * n1, rel=0.1)
-    assert noise_floor.reps_for_equivalence(0.10) == math.ceil(
+    assert reps_for_equivalence(0.10) == math.ceil(
         math.pi * (0.10 * (1.96 + 0.674) / math.log(1.05)) ** 2)
 
 
@@ -44,7 +46,7 @@ def test_that_many_repetitions_let_the_report_say_equivalent(sd):
     """At the count it gives, an A/A pair whose repetitions spread by `sd` (and whose
     steps agree) is judged "equivalent" by the report's own interval about half the time
     (40 pairs: at least 30%); at a quarter of it, rarely."""
-    n = noise_floor.reps_for_equivalence(sd)
+    n = reps_for_equivalence(sd)
     rng = np.random.default_rng(7)
 
     def share(reps: int, trials: int = 40) -> float:
@@ -57,3 +59,13 @@ def test_that_many_repetitions_let_the_report_say_equivalent(sd):
 
     assert share(n) >= 0.3
     assert share(max(2, n // 4)) <= 0.2
+
+
+def test_a_repetitions_spread_counts_its_steps():
+    """repetition_sd: the between part plus the step-to-step part over the steps; the
+    script reads it from verdicts.json's form."""
+    rng = np.random.default_rng(3)
+    reps = [np.exp(rng.normal(m, 0.1, 10)) for m in rng.normal(0, 0.05, 8)]
+    v = split(reps)
+    assert v.repetition_sd == pytest.approx(math.hypot(v.between_sd, v.within_sd / math.sqrt(10)))
+    assert noise_floor.rep_sd(v.as_json()) == pytest.approx(v.repetition_sd, rel=1e-4)

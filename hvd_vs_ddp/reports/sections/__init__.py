@@ -30,6 +30,7 @@ from hvd_vs_ddp.reports.sections import (
     step_times,
     throughput,
     utilisation,
+    variance,
     why,
 )
 
@@ -49,6 +50,7 @@ ORDER = (
     utilisation,
     before_after,       # exactly two runs
     failed_cells,
+    variance,           # runs with 2+ repetitions: between vs step to step
     metadata,
     notes,
     projection,         # last: apart from every measured figure

@@ -1,0 +1,57 @@
+"""Section "Where the variance comes from": per throughput series with 2 or more
+repetitions, how much of a repetition mean's spread is between fresh processes and how
+much step to step (hvd_vs_ddp/run_model/variance.py, the same rows as verdicts.json's
+`variance_split`), and how many repetitions a side an A/A pair would need at that spread
+for "equivalent" at the report's margin (issue 60).
+
+    python -m hvd_vs_ddp.reports RUN_DIR      # the section is in the report it writes
+"""
+from __future__ import annotations
+
+import pandas as pd
+
+from hvd_vs_ddp.reports.answer import variance_split
+from hvd_vs_ddp.reports.context import ReportContext
+from hvd_vs_ddp.reports.render import Section
+from hvd_vs_ddp.reports.tables import Table
+from hvd_vs_ddp.run_model.variance import VarianceSplit, reps_for_equivalence
+
+TITLE = "Where the variance comes from"
+FIELDS = ("repetitions", "steps", "between_sd", "within_sd", "between_share")
+SHOWN_UP_TO = 1000  # beyond it the count only says "not on this machine"
+
+
+def _count(n: int) -> str:
+    return f"over {SHOWN_UP_TO}" if n > SHOWN_UP_TO else str(n)
+
+
+def table(rows: list[dict], margin: float, many_runs: bool) -> Table:
+    out = []
+    for r in rows:
+        v = VarianceSplit(**{k: r[k] for k in FIELDS})
+        out.append({**({"run": r["run"]} if many_runs else {}), "case": r["case"],
+                    "ranks": r["world_size"], "backend": r["series"],
+                    "reps": v.repetitions, "steps": f"{v.steps:g}",
+                    "between reps (sd)": f"{v.between_sd:.1%}",
+                    "step to step (sd)": f"{v.within_sd:.1%}",
+                    "between share": f"{v.between_share:.0%}",
+                    "reps for A/A 'equivalent'": _count(
+                        reps_for_equivalence(v.repetition_sd, margin))})
+    return Table("Between repetitions and step to step, per series", pd.DataFrame(out),
+                 "A repetition's mean samples/s varies by what differs from one fresh "
+                 "process to the next (between reps: start-up, placement, the host's own "
+                 "pace) and by what differs step to step inside one, divided by the timed "
+                 "steps (sd of the log, so relative). Between share: the first part's share "
+                 "of a repetition mean's variance; where it is high, more repetitions, not "
+                 "more steps, narrow the intervals. Reps for A/A 'equivalent': repetitions "
+                 "a side at which two runs of this same series have an even chance to be "
+                 f"shown equivalent within ±{margin * 100:g}% (one look at 95%). "
+                 "`python scripts/noise_floor.py RUN_DIR` sets these beside a process that "
+                 "runs no library, this machine's own floor (docs/methodology.md).")
+
+
+def build(ctx: ReportContext) -> Section | None:
+    rows = variance_split(ctx.data)
+    if not rows:
+        return None
+    return Section(TITLE, [table(rows, ctx.margin, ctx.multi)])
