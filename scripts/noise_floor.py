@@ -42,12 +42,7 @@ QUICK_ROUNDS = "--rounds 5 --steps-per-round 2 --warmup-steps 2"
 
 def rep_sd(split: dict) -> float:
     """The sd of one repetition's mean (VarianceSplit.repetition_sd) from its JSON form."""
-    return VarianceSplit(**split_fields(split)).repetition_sd
-
-
-def split_fields(split: dict) -> dict:
-    return {k: split[k] for k in ("repetitions", "steps", "between_sd", "within_sd",
-                                  "between_share")}
+    return VarianceSplit.from_json(split).repetition_sd
 
 
 def host_windows(seconds: float, window: float = 0.5) -> np.ndarray:

@@ -24,7 +24,7 @@ the run model must stay light (no torch, no statsmodels at report time).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Sequence
 
 import numpy as np
@@ -45,6 +45,11 @@ class VarianceSplit:
 
     def as_json(self) -> dict[str, Any]:
         return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> VarianceSplit:
+        """From as_json's form, or a verdicts.json `variance_split` row (extra keys kept out)."""
+        return cls(**{f.name: d[f.name] for f in fields(cls)})
 
 
 def reps_for_equivalence(sd: float, margin: float = 0.05, z: float = 1.96) -> int:

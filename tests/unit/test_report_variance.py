@@ -41,7 +41,7 @@ def test_one_row_per_repeated_series_with_the_verdicts_json_split():
     df = section.blocks[0].df
     assert len(df) == len(rows) > 0
     for (_, shown), r in zip(df.iterrows(), rows):
-        v = VarianceSplit(**{k: r[k] for k in variance.FIELDS})
+        v = VarianceSplit.from_json(r)
         assert shown["backend"] == r["series"] and shown["reps"] == r["repetitions"]
         assert shown["between reps (sd)"] == f"{r['between_sd']:.1%}"
         n = reps_for_equivalence(v.repetition_sd)

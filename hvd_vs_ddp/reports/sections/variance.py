@@ -17,7 +17,6 @@ from hvd_vs_ddp.reports.tables import Table
 from hvd_vs_ddp.run_model.variance import VarianceSplit, reps_for_equivalence
 
 TITLE = "Where the variance comes from"
-FIELDS = ("repetitions", "steps", "between_sd", "within_sd", "between_share")
 SHOWN_UP_TO = 1000  # beyond it the count only says "not on this machine"
 
 
@@ -28,7 +27,7 @@ def _count(n: int) -> str:
 def table(rows: list[dict], margin: float, many_runs: bool) -> Table:
     out = []
     for r in rows:
-        v = VarianceSplit(**{k: r[k] for k in FIELDS})
+        v = VarianceSplit.from_json(r)
         out.append({**({"run": r["run"]} if many_runs else {}), "case": r["case"],
                     "ranks": r["world_size"], "backend": r["series"],
                     "reps": v.repetitions, "steps": f"{v.steps:g}",
