@@ -62,16 +62,27 @@ def host_windows(seconds: float, window: float = 0.5) -> np.ndarray:
     return np.asarray(out)
 
 
+LAGS_S = (0.5, 2.0, 10.0)
+
+
 def host_summary(rates: np.ndarray, window: float = 0.5, ramp_s: float = 5.0) -> dict:
-    """The windows' spread: sd of the log, the 5-95% range, and the first `ramp_s`
-    seconds' median against the rest's (1.0: no ramp)."""
+    """The windows' spread: sd of the log, the 5-95% range, the first `ramp_s` seconds'
+    median against the rest's (1.0: no ramp), and the log capacity's autocorrelation at
+    LAGS_S (how long the host's states last: two measurements that far apart share that
+    much of their deviation, so a ratio of two taken that close cancels it)."""
     logs = np.log(rates)
     head = max(1, int(ramp_s / window))
     rest = rates[head:] if len(rates) > head else rates
     p5, p95 = np.percentile(rates, [5, 95])
+    corr = {}
+    for lag_s in LAGS_S:
+        k = int(round(lag_s / window))
+        a, b = logs[:-k], logs[k:]
+        corr[lag_s] = (float(np.corrcoef(a, b)[0, 1]) if len(a) > 2 and a.std() > 0
+                       and b.std() > 0 else float("nan"))
     return {"windows": len(rates), "sd_log": float(np.std(logs, ddof=1)) if len(rates) > 1
             else 0.0, "range": float(p95 / p5),
-            "ramp": float(np.median(rates[:head]) / np.median(rest))}
+            "ramp": float(np.median(rates[:head]) / np.median(rest)), "autocorr": corr}
 
 
 def fresh_processes(repeat: int, workloads: str, runs: Path) -> Path:
@@ -121,7 +132,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| --- | --- | --- | --- | --- |")
     print(f"| host, one thread, window to window ({h['windows']} windows) | "
           f"{h['sd_log']:.3f} (5-95% range x{h['range']:.2f}; first 5 s at "
-          f"{h['ramp']:.2f} of the rest) | | | |")
+          f"{h['ramp']:.2f} of the rest; autocorrelation "
+          + ", ".join(f"{c:.2f} at {lag:g} s" for lag, c in h["autocorr"].items())
+          + ") | | | |")
     for s in floor:
         print(f"| single, {s['case']}, no library, {s['repetitions']} fresh processes | "
               f"{s['between_sd']:.3f} | {s['within_sd']:.3f} | {s['between_share']:.0%} | "

@@ -33,6 +33,19 @@ def test_host_summary_reads_spread_range_and_ramp():
     assert r["ramp"] == pytest.approx(0.6) and r["sd_log"] > 0.2 and r["range"] > 1.6
 
 
+def test_host_summary_reads_how_long_the_hosts_states_last():
+    """A slowly wandering capacity (an AR(1) with a 0.9 step) keeps its deviation from
+    one window to the next; independent windows share none of it."""
+    rng = np.random.default_rng(5)
+    slow = np.zeros(400)
+    for i in range(1, 400):
+        slow[i] = 0.9 * slow[i - 1] + rng.normal(0, 0.05)
+    a = noise_floor.host_summary(np.exp(slow) * 100)["autocorr"]
+    b = noise_floor.host_summary(np.exp(rng.normal(0, 0.1, 400)) * 100)["autocorr"]
+    assert a[0.5] > 0.7 and a[10.0] < a[2.0] < a[0.5]
+    assert all(abs(c) < 0.2 for c in b.values())
+
+
 def test_reps_for_equivalence_grows_with_the_square_of_the_spread():
     assert reps_for_equivalence(0.0) == 2
     n1, n2 = reps_for_equivalence(0.05), reps_for_equivalence(0.10)
