@@ -35,9 +35,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from hvd_vs_ddp.run_model.variance import VarianceSplit, reps_for_equivalence  # noqa: E402
 
-# The quick preset's timed rounds (hvd_vs_ddp/cli/presets.py), so the floor is measured
-# with the steps a quick run's repetition times.
-QUICK_ROUNDS = "--rounds 5 --steps-per-round 2 --warmup-steps 2"
+
+def quick_rounds() -> str:
+    """The quick preset's timed rounds (hvd_vs_ddp/cli/presets.py), so the floor is
+    measured with the steps a quick run's repetition times."""
+    from hvd_vs_ddp.cli.presets import PRESETS
+
+    o = PRESETS["quick"].options
+    return (f"--rounds {o.rounds} --steps-per-round {o.steps_per_round} "
+            f"--warmup-steps {o.warmup_steps}")
 
 
 def rep_sd(split: dict) -> float:
@@ -90,7 +96,7 @@ def fresh_processes(repeat: int, workloads: str, runs: Path) -> Path:
     cmd = [sys.executable, "-m", "hvd_vs_ddp.cli", "run", "--backends", "single",
            "--world-sizes", "1", "--workloads", workloads, "--suites", "throughput",
            "--repeat", str(repeat), "--runs-dir", str(runs), "--name", "noise-floor",
-           "--suite-args", QUICK_ROUNDS]
+           "--suite-args", quick_rounds()]
     subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
     return runs / "noise-floor"
 

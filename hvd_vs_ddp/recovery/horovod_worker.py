@@ -28,7 +28,7 @@ from hvd_vs_ddp.recovery.plan import PLAN_ENV, Plan
 from hvd_vs_ddp.recovery.training import PlanRun
 
 
-def main() -> None:
+def main() -> int:
     import horovod.torch as hvd
     from horovod.torch.elastic import TorchState
 
@@ -97,7 +97,14 @@ def main() -> None:
     if hvd.rank() == 0:
         run.save_final(Path(plan.event_dir).parent)
     backend.close()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    # torch 2.14's distributed libraries sometimes abort in their exit-time destructors
+    # ("terminate called without an active exception"): a worker that finished would
+    # crash and its agent restart the group (seen in a torchrun trial, 2026-11-29); every
+    # worker leaves as every rank does (hvd_vs_ddp/harness/process_exit.py)
+    from hvd_vs_ddp.harness.process_exit import hard_exit
+
+    hard_exit(main())

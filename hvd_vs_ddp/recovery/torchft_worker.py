@@ -98,7 +98,7 @@ def _averager(manager, model):
     return average
 
 
-def main() -> None:
+def main() -> int:
     answer_stack_requests()  # first, as every worker: a hang in torchft's import says where
     from torchft import Manager, ProcessGroupGloo
     from torchft.optim import OptimizerWrapper
@@ -138,7 +138,7 @@ def main() -> None:
         if restart and _plan_done(log, plan):
             log.write("late", step=manager.current_step())
             manager.shutdown(wait=False)
-            return  # restarted after the others finished: nothing left to join
+            return 0  # restarted after the others finished: nothing left to join
         before = manager.current_step()
         run.trainer.step()  # zero_grad starts the quorum; step commits or not
         done = manager.current_step()
@@ -157,7 +157,14 @@ def main() -> None:
     if manager.participating_rank() == 0:
         run.save_final(Path(plan.event_dir).parent)
     manager.shutdown(wait=False)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    # torch 2.14's distributed libraries sometimes abort in their exit-time destructors
+    # ("terminate called without an active exception"): a worker that finished would
+    # crash and its agent restart the group (seen in a torchrun trial, 2026-11-29); every
+    # worker leaves as every rank does (hvd_vs_ddp/harness/process_exit.py)
+    from hvd_vs_ddp.harness.process_exit import hard_exit
+
+    hard_exit(main())

@@ -26,7 +26,7 @@ from hvd_vs_ddp.recovery.plan import HOST_ENV, PLAN_ENV, Plan
 from hvd_vs_ddp.recovery.training import PlanRun
 
 
-def main() -> None:
+def main() -> int:
     answer_stack_requests()
     plan = Plan.load(os.environ[PLAN_ENV])
     log = EventLog(plan.event_dir, host=os.environ.get(HOST_ENV))
@@ -55,7 +55,14 @@ def main() -> None:
     if backend.rank == 0:
         run.save_final(trial)
     backend.close()
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    # torch 2.14's distributed libraries sometimes abort in their exit-time destructors
+    # ("terminate called without an active exception"): a worker that finished would
+    # crash and its agent restart the group (seen in a torchrun trial, 2026-11-29); every
+    # worker leaves as every rank does (hvd_vs_ddp/harness/process_exit.py)
+    from hvd_vs_ddp.harness.process_exit import hard_exit
+
+    hard_exit(main())
