@@ -210,6 +210,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from hvd_vs_ddp.harness.process_exit import hard_exit
+    from hvd_vs_ddp.common.process_exit import hard_exit
 
     hard_exit(main())  # no C++ teardown: torch's may abort a finished rank (SIGABRT)

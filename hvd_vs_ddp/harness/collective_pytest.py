@@ -39,8 +39,8 @@ import pytest
 
 from hvd_vs_ddp.backends.env import LauncherEnv, detect
 from hvd_vs_ddp.common import values
+from hvd_vs_ddp.common.process_exit import flush_streams, hard_exit
 from hvd_vs_ddp.harness import rank_started
-from hvd_vs_ddp.harness.process_exit import flush_streams, hard_exit
 
 DEFAULT_TIME_LIMIT_S = 900.0
 WAIT_GRACE_S = 15.0  # a rank waiting for a stuck peer lets the peer report first

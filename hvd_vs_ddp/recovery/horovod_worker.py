@@ -104,7 +104,7 @@ if __name__ == "__main__":
     # torch 2.14's distributed libraries sometimes abort in their exit-time destructors
     # ("terminate called without an active exception"): a worker that finished would
     # crash and its agent restart the group (seen in a torchrun trial, 2026-11-29); every
-    # worker leaves as every rank does (hvd_vs_ddp/harness/process_exit.py)
-    from hvd_vs_ddp.harness.process_exit import hard_exit
+    # worker leaves as every rank does (hvd_vs_ddp/common/process_exit.py)
+    from hvd_vs_ddp.common.process_exit import hard_exit
 
     hard_exit(main())

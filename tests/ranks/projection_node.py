@@ -84,7 +84,7 @@ def main() -> int:
 if __name__ == "__main__":
     # torch 2.14: once DDP has wrapped a model over Gloo, the interpreter's teardown aborts
     # ("terminate called without an active exception", SIGABRT) in most runs, after the
-    # results are written: leave as every rank script does (harness/process_exit.py)
-    from hvd_vs_ddp.harness.process_exit import hard_exit
+    # results are written: leave as every rank script does (common/process_exit.py)
+    from hvd_vs_ddp.common.process_exit import hard_exit
 
     hard_exit(main())

@@ -126,6 +126,6 @@ def train_one(args: argparse.Namespace, accumulation: int) -> bool:
 
 
 if __name__ == "__main__":
-    from hvd_vs_ddp.harness.process_exit import hard_exit
+    from hvd_vs_ddp.common.process_exit import hard_exit
 
     hard_exit(main())

@@ -3,10 +3,10 @@
 torch 2.14's distributed libraries sometimes abort in their exit-time destructors
 ("terminate called without an active exception", seen here under torchrun with Gloo),
 which would turn a finished, passing rank into a crash. Every process that ran a
-process group ends through this: the collective pytest plugin, the selftest's rank
-script and the tests' rank scripts.
+process group ends through this: the collective pytest plugin, the recovery workers,
+the selftest's rank script and the tests' rank scripts.
 
-    from hvd_vs_ddp.harness.process_exit import hard_exit
+    from hvd_vs_ddp.common.process_exit import hard_exit
     hard_exit(main())
 """
 from __future__ import annotations
