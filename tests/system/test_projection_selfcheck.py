@@ -28,7 +28,7 @@ erratic):
 Horovod's MPI controller is left out: Open MPI's progress engine busy-polls, and with
 more ranks than cores the spinning ranks take the cores from the computing ones.
 
-    python -m pytest tests/system/test_projection_selfcheck.py -q     # ~2.5 minutes
+    python -m pytest tests/system/test_projection_selfcheck.py -q     # ~3 minutes
 """
 from __future__ import annotations
 
