@@ -102,12 +102,16 @@ def fresh_processes(repeat: int, workloads: str, runs: Path) -> Path:
 
 
 def splits(run_dir: Path) -> list[dict]:
-    """Every throughput series' variance split (verdicts.json's variance_split)."""
+    """Every throughput series' variance split, as verdicts.json's variance_split has it:
+    repetitions timed beside other work left out first, as the report does."""
     from hvd_vs_ddp.reports.answer import variance_split
+    from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
     from hvd_vs_ddp.run_model.frames import build_frames
     from hvd_vs_ddp.run_model.load import load_run
 
-    return variance_split(build_frames([load_run(run_dir)]))
+    run = load_run(run_dir)
+    leave_out_disturbed(run)
+    return variance_split(build_frames([run]))
 
 
 def main(argv: list[str] | None = None) -> int:
