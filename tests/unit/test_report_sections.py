@@ -1,7 +1,6 @@
 """The report is built from a list of sections (hvd_vs_ddp/reports/sections/): each a
 module or package with one entry `build(ctx)`, placed by the one ORDER, nothing placed by
-searching for titles. Cheap: no report is built here (scripts/same_reports.py builds every
-recorded run's report with the old and the new code and diffs them).
+searching for titles. Cheap: no report is built here.
 
     python -m pytest tests/unit/test_report_sections.py -q
 """
