@@ -105,12 +105,10 @@ def splits(run_dir: Path) -> list[dict]:
     """Every throughput series' variance split, as verdicts.json's variance_split has it:
     repetitions timed beside other work left out first, as the report does."""
     from hvd_vs_ddp.reports.answer import variance_split
-    from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
+    from hvd_vs_ddp.run_model.disturbed import load_judged_run
     from hvd_vs_ddp.run_model.frames import build_frames
-    from hvd_vs_ddp.run_model.load import load_run
 
-    run = load_run(run_dir)
-    leave_out_disturbed(run)
+    run = load_judged_run(run_dir)
     return variance_split(build_frames([run]))
 
 

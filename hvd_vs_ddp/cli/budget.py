@@ -85,15 +85,13 @@ def judge(run_dir, plan: dict[str, Any]) -> list[Judged]:
     verdicts the report renders, with the plan's margin, disturbed repetitions left out as
     the report leaves them; [] if unreadable."""
     from hvd_vs_ddp.results_schema.errors import ResultsError
-    from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
+    from hvd_vs_ddp.run_model.disturbed import load_judged_run
     from hvd_vs_ddp.run_model.frames import build_frames
     from hvd_vs_ddp.run_model.judged import judged_pairs
-    from hvd_vs_ddp.run_model.load import load_run
     try:
-        run = load_run(run_dir)
+        run = load_judged_run(run_dir)
     except ResultsError:
         return []
-    leave_out_disturbed(run)
     return judged_pairs(build_frames([run]), plan["margin"])
 
 

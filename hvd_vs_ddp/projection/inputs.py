@@ -149,14 +149,13 @@ def _read_run(run_dir: Path) -> _Run:
     """The run loaded as the report loads it: disturbed repetitions left out, the rest
     named; the host-to-host copy rate of a CPU run (its memcpy records)."""
     from hvd_vs_ddp.results_schema import ResultsError
-    from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed, still_disturbed
-    from hvd_vs_ddp.run_model.load import load_run
+    from hvd_vs_ddp.run_model.disturbed import load_judged_run, still_disturbed
 
     try:
-        run = load_run(run_dir)
+        run = load_judged_run(run_dir)  # as the report does: disturbed repetitions out
     except (ResultsError, InputError) as exc:
         raise ProjectionInputError(f"{run_dir}: {exc}") from None
-    left_out = leave_out_disturbed(run)  # as the report does: disturbed repetitions out
+    left_out = run.disturbed_notes
     disturbed = still_disturbed(run)     # and those too few to leave out
     on_gpu = run.gpus > 0
     recs: list[Any] = [b.record for b in run.benchmarks()]

@@ -25,15 +25,13 @@ from __future__ import annotations
 import argparse
 import math
 import statistics
-from pathlib import Path
 
 import pandas as pd
 
 from hvd_vs_ddp.run_model import verdicts
 from hvd_vs_ddp.run_model.compile_pairs import EAGER, mode
-from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
+from hvd_vs_ddp.run_model.disturbed import load_judged_run
 from hvd_vs_ddp.run_model.frames import Data, build_frames
-from hvd_vs_ddp.run_model.load import load_run
 
 
 def aa_pairs(data: Data, margin: float = verdicts.DEFAULT_MARGIN) -> pd.DataFrame:
@@ -105,9 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("run_dirs", nargs="+")
     ap.add_argument("--margin", type=float, default=verdicts.DEFAULT_MARGIN)
     args = ap.parse_args(argv)
-    runs = [load_run(Path(p)) for p in args.run_dirs]
-    for run in runs:  # as the report does
-        leave_out_disturbed(run)
+    runs = [load_judged_run(p) for p in args.run_dirs]  # as the report does
     df = aa_pairs(build_frames(runs), verdicts.check_margin(args.margin))
     print("\n".join(table(df) + [""] + summary(df)))
     return 0

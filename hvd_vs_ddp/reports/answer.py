@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -160,9 +159,9 @@ def verdicts_doc(data: Data, cmp: pd.DataFrame, margin: float) -> dict[str, Any]
 
 if __name__ == "__main__":
     from hvd_vs_ddp.reports.compare import add_scaling
+    from hvd_vs_ddp.run_model.disturbed import load_judged_run
     from hvd_vs_ddp.run_model.frames import build_frames
-    from hvd_vs_ddp.run_model.load import load_run
     from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp
-    dat = build_frames([load_run(Path(p)) for p in sys.argv[1:]])
+    dat = build_frames([load_judged_run(p) for p in sys.argv[1:]])
     c = hvd_vs_ddp(add_scaling(dat.throughput))
     print(json.dumps(verdicts_doc(dat, c, verdicts.DEFAULT_MARGIN), indent=1))

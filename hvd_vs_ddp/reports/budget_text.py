@@ -5,7 +5,7 @@ Budget section (hvd_vs_ddp/reports/budget_section.py) both take it without impor
 each other.
 
     from hvd_vs_ddp.reports.budget_text import budget_lines
-    budget_lines([load_run(p)])   # ["Budget (run): 4 min, 3.9 min used; 7 of 8 ..."]
+    budget_lines([load_judged_run(p)])   # ["Budget (run): 4 min, 3.9 min used; 7 of 8 ..."]
 """
 from __future__ import annotations
 

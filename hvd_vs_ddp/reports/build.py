@@ -44,8 +44,8 @@ from hvd_vs_ddp.reports.render import Section, render_html, render_markdown
 from hvd_vs_ddp.reports.sections import build_sections
 from hvd_vs_ddp.results_schema import write_files_atomic
 from hvd_vs_ddp.run_model import verdicts
-from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
-from hvd_vs_ddp.run_model.load import Run, load_run
+from hvd_vs_ddp.run_model.disturbed import load_judged_run
+from hvd_vs_ddp.run_model.load import Run
 
 TITLE = "Horovod or DDP? Benchmark report"
 _OURS = re.compile(r"^(throughput|scaling_efficiency|step_times|loss|busbw|exposed_comm|"
@@ -147,10 +147,8 @@ def _run_dirs(run_dirs: list[Path]) -> list[Path]:
 
 
 def _load(run_dirs: list[Path], keep_disturbed: bool) -> list[Run]:
-    runs = [load_run(d, n) for d, n in zip(run_dirs, _names(run_dirs))]
-    for r in runs:
-        r.notes += leave_out_disturbed(r, keep=keep_disturbed)
-    return runs
+    return [load_judged_run(d, n, keep=keep_disturbed)
+            for d, n in zip(run_dirs, _names(run_dirs))]
 
 
 def _headlines(ctx: ReportContext) -> list[str]:

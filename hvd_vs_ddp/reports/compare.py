@@ -15,7 +15,6 @@ ratio is B/A. The one answer per case and world size is hvd_vs_ddp.reports.answe
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -24,9 +23,10 @@ import pandas as pd
 from hvd_vs_ddp.backends.catalog import reference
 from hvd_vs_ddp.reports.budget_text import budget_lines
 from hvd_vs_ddp.run_model import stats, verdicts
+from hvd_vs_ddp.run_model.disturbed import load_judged_run
 from hvd_vs_ddp.run_model.frames import CASE_KEY, Data, build_frames, rep_samples
 from hvd_vs_ddp.run_model.labels import order
-from hvd_vs_ddp.run_model.load import UNREADABLE, load_run
+from hvd_vs_ddp.run_model.load import UNREADABLE
 from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp
 
 MATCH_KEY = ["suite", "label", "launcher", "world_size", "workload", "workload_params",
@@ -163,7 +163,7 @@ def headlines(data: Data, cmp: pd.DataFrame, ba: pd.DataFrame | None = None,
 
 
 if __name__ == "__main__":
-    d = build_frames([load_run(Path(p)) for p in sys.argv[1:]])
+    d = build_frames([load_judged_run(p) for p in sys.argv[1:]])
     c = hvd_vs_ddp(d.throughput)
     for line in [v.text() for v in c.get("judged", [])] + headlines(d, c):
         print(line)

@@ -24,7 +24,6 @@ and world size whose knobs differ only in the compile mode. Per such pair:
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -271,11 +270,11 @@ def compiled_section(data: Data, cmp: pd.DataFrame, margin: float) -> Section | 
 
 if __name__ == "__main__":
     from hvd_vs_ddp.reports.compare import add_scaling
+    from hvd_vs_ddp.run_model.disturbed import load_judged_run
     from hvd_vs_ddp.run_model.frames import build_frames
-    from hvd_vs_ddp.run_model.load import load_run
     from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp
 
-    d = build_frames([load_run(Path(x)) for x in sys.argv[1:]])
+    d = build_frames([load_judged_run(x) for x in sys.argv[1:]])
     c = hvd_vs_ddp(add_scaling(d.throughput))
     sec = compiled_section(d, c, verdicts.DEFAULT_MARGIN)
     with pd.option_context("display.width", 250, "display.max_columns", 30,

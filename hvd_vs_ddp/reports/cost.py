@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -171,10 +170,10 @@ def records(cf: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 if __name__ == "__main__":
+    from hvd_vs_ddp.run_model.disturbed import load_judged_run
     from hvd_vs_ddp.run_model.frames import build_frames
-    from hvd_vs_ddp.run_model.load import load_run
 
-    run = load_run(Path(sys.argv[1]))
+    run = load_judged_run(sys.argv[1])
     data = build_frames([run])
     price = check_price(sys.argv[2]) if len(sys.argv) > 2 else None
     print(cost_frame(data.throughput, data.throughput_reps, price).to_string())

@@ -332,8 +332,8 @@ def cell_meta_table(data: Data) -> Table:
 
 if __name__ == "__main__":
     from hvd_vs_ddp.reports.compare import add_scaling
+    from hvd_vs_ddp.run_model.disturbed import load_judged_run
     from hvd_vs_ddp.run_model.frames import build_frames
-    from hvd_vs_ddp.run_model.load import load_run
-    d = build_frames([load_run(Path(p)) for p in sys.argv[1:]])
+    d = build_frames([load_judged_run(p) for p in sys.argv[1:]])
     for t in (throughput_table(add_scaling(d.throughput)), failed_table(d.cells)):
         print(t.title, "\n", t.df.to_string(), "\n")

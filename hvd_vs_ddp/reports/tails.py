@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -96,8 +95,8 @@ def straggler_notes(st: pd.DataFrame) -> list[str]:
 
 
 if __name__ == "__main__":
+    from hvd_vs_ddp.run_model.disturbed import load_judged_run
     from hvd_vs_ddp.run_model.frames import build_frames
-    from hvd_vs_ddp.run_model.load import load_run
-    d = build_frames([load_run(Path(p)) for p in sys.argv[1:]])
+    d = build_frames([load_judged_run(p) for p in sys.argv[1:]])
     print(tails(d.throughput).to_string())
     print(stragglers(d.throughput).to_string())

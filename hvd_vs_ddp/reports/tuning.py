@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -139,7 +138,7 @@ def section(entries: list[dict[str, Any]]) -> Section | None:
 
 
 if __name__ == "__main__":
+    from hvd_vs_ddp.run_model.disturbed import load_judged_run
     from hvd_vs_ddp.run_model.frames import build_frames
-    from hvd_vs_ddp.run_model.load import load_run
-    d = build_frames([load_run(Path(p)) for p in sys.argv[1:]])
+    d = build_frames([load_judged_run(p) for p in sys.argv[1:]])
     print(json.dumps(at_best(d, verdicts.DEFAULT_MARGIN), indent=1, default=str))

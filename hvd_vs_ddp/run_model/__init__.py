@@ -7,8 +7,8 @@ down; `stats` is the one statistics module (medians, the two-level bootstrap of
 repetitions then steps, ratio intervals). Torch-free; imports neither the report nor
 the projection, which both build on it.
 
-    from hvd_vs_ddp.run_model import load_run
-    run = load_run(Path("runs/<name>"))
+    from hvd_vs_ddp.run_model.disturbed import load_judged_run
+    run = load_judged_run("runs/<name>")   # as every verdict reads it (load_run: as stored)
 """
 from hvd_vs_ddp.run_model.load import Benchmark, Cell, Run, load_run
 

@@ -11,7 +11,7 @@ subgraphs of Dynamo's DDP optimizer, recompiles during the timed rounds, and whe
 compiled and eager trained the same losses (LOSS_TOLERANCE).
 
     from hvd_vs_ddp.run_model.compile_pairs import pairs
-    pairs(build_frames([load_run(p)]), margin=0.05)   # one row per compiled cell
+    pairs(build_frames([load_judged_run(p)]), margin=0.05)   # one row per compiled cell
 """
 from __future__ import annotations
 

@@ -12,13 +12,21 @@ other suites of a first repetition (convergence, collectives) are always kept.
 `report --keep-disturbed` keeps everything. Every decision is listed in the report's
 notes.
 
-    from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
-    notes = leave_out_disturbed(run)          # run: hvd_vs_ddp.run_model.load.Run, changed in place
+    from hvd_vs_ddp.run_model.disturbed import load_judged_run, still_disturbed
+    run = load_judged_run("runs/<name>")      # loaded, disturbed repetitions left out,
+                                              # the decisions in run.notes
     still_disturbed(run)                      # the cell ids whose timings kept such load
+
+`load_judged_run` is the one way every reader (report, verdicts, budget, projection, A/A
+table, the benchmarks) loads a run; `leave_out_disturbed` is the step it adds to
+`load_run`.
 """
 from __future__ import annotations
 
 import os
+from pathlib import Path
+
+from hvd_vs_ddp.run_model.load import Run, load_run
 
 MAX_SHARE = 0.10          # of the host's cores: above it a repetition is disturbed
 TIMED_KINDS = ("throughput", "compute_only")
@@ -79,3 +87,13 @@ def leave_out_disturbed(run, keep: bool = False, max_share: float = MAX_SHARE) -
                      f"({clean} undisturbed repetitions kept; report --keep-disturbed "
                      "keeps them).")
     return notes
+
+
+def load_judged_run(run_dir: Path | str, name: str | None = None, keep: bool = False) -> Run:
+    """The run at `run_dir` as every verdict reads it: loaded (run_model.load.load_run;
+    raises ResultsError as it does), its disturbed repetitions left out (kept with
+    `keep`), the notes saying so in run.disturbed_notes and appended to run.notes."""
+    run = load_run(Path(run_dir), name)
+    run.disturbed_notes = leave_out_disturbed(run, keep=keep)
+    run.notes += run.disturbed_notes
+    return run

@@ -14,7 +14,7 @@ repetition, medians over those) and kept apart for the statistics (`rep_samples`
 `rep_steps`, `rep_rank_steps`: one entry per repetition; `n_reps`).
 
     from hvd_vs_ddp.run_model.frames import build_frames
-    data = build_frames([load_run(p) for p in run_dirs])
+    data = build_frames([load_judged_run(p) for p in run_dirs])
     data.throughput[["label", "world_size", "sps_median"]]
     python -m hvd_vs_ddp.run_model.frames RUN_DIR...       # prints the throughput frame
 """
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -31,7 +30,7 @@ import pandas as pd
 from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.results_schema import KINDS, BenchmarkRecord, summary
 from hvd_vs_ddp.run_model.labels import backend_label
-from hvd_vs_ddp.run_model.load import Cell, Run, load_run
+from hvd_vs_ddp.run_model.load import Cell, Run
 
 # Cells that measure the same thing (Horovod vs DDP is compared inside one group).
 # input_mode: the input pipeline ("memory", "jpeg"; hvd_vs_ddp/workloads/jpeg_set.py).
@@ -148,6 +147,8 @@ def build_frames(runs: list[Run]) -> Data:
 
 
 if __name__ == "__main__":
-    d = build_frames([load_run(Path(p)) for p in sys.argv[1:]])
+    from hvd_vs_ddp.run_model.disturbed import load_judged_run
+
+    d = build_frames([load_judged_run(p) for p in sys.argv[1:]])
     cols = ["run", "case", "label", "world_size", "sps_median", "step_median"]
     print(d.throughput[cols].to_string() if not d.throughput.empty else "no throughput")

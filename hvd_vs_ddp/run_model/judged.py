@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from hvd_vs_ddp.run_model import verdicts
@@ -134,17 +133,15 @@ def judged_pairs(data: Data, margin: float = verdicts.DEFAULT_MARGIN) -> list[Ju
 
 
 def main(argv: list[str] | None = None) -> int:
-    from hvd_vs_ddp.run_model.disturbed import leave_out_disturbed
+    from hvd_vs_ddp.run_model.disturbed import load_judged_run
     from hvd_vs_ddp.run_model.frames import build_frames
-    from hvd_vs_ddp.run_model.load import load_run
 
     ap = argparse.ArgumentParser(prog="python -m hvd_vs_ddp.run_model.judged",
                                  description=__doc__)
     ap.add_argument("run_dir")
     ap.add_argument("--margin", type=float, default=verdicts.DEFAULT_MARGIN)
     args = ap.parse_args(argv)
-    run = load_run(Path(args.run_dir))
-    leave_out_disturbed(run)  # as the report does
+    run = load_judged_run(args.run_dir)  # as the report does
     for p in judged_pairs(build_frames([run]), verdicts.check_margin(args.margin)):
         print(f"{p.kind:10} {p.verdict:12} {p.ci.text()} n={p.ci.reps} look={p.ci.look} "
               f"{p.name} [{' | '.join(','.join(a) for a in p.cells)}]")

@@ -92,6 +92,8 @@ class Run:
     manifest: Manifest
     cells: list[Cell]
     notes: list[str] = field(default_factory=list)
+    # what run_model.disturbed.load_judged_run left out or kept as disturbed (also in notes)
+    disturbed_notes: list[str] = field(default_factory=list)
 
     @property
     def unreadable(self) -> list[Cell]:

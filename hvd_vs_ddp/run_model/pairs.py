@@ -11,7 +11,7 @@ run the sequential interval at the pair's look) and its verdict with a practical
 (hvd_vs_ddp/cli/budget.py, through hvd_vs_ddp/run_model/judged.py).
 
     from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp
-    cmp = hvd_vs_ddp(build_frames([load_run(p)]).throughput, margin=0.05)
+    cmp = hvd_vs_ddp(build_frames([load_judged_run(p)]).throughput, margin=0.05)
     python -m hvd_vs_ddp.run_model.judged RUN_DIR     # every pair of a run, one line each
 """
 from __future__ import annotations

@@ -10,7 +10,7 @@ crowned only when it passed its loss check (`loss_check`: the suite's derived bo
 hvd_vs_ddp/harness/loss_bound.py; older results: LOOSE_TOLERANCE of the library's default).
 
     from hvd_vs_ddp.run_model.tuning_pairs import at_best
-    at_best(build_frames([load_run(p)]), margin=0.05)   # one entry per workload and size
+    at_best(build_frames([load_judged_run(p)]), margin=0.05)   # one entry per workload and size
 """
 from __future__ import annotations
 

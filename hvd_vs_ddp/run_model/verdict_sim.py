@@ -37,7 +37,7 @@ import numpy as np
 from hvd_vs_ddp.common.run_layout import MANIFEST
 from hvd_vs_ddp.results_schema.errors import ResultsError
 from hvd_vs_ddp.run_model import stats
-from hvd_vs_ddp.run_model.load import load_run
+from hvd_vs_ddp.run_model.disturbed import load_judged_run
 from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN, EQUIVALENT, FASTER, INCONCLUSIVE, classify
 
 DESIGNS = ("fixed", "spending", "naive")
@@ -57,7 +57,7 @@ class Shapes:
         for root in roots:
             for run_dir in sorted({p.parent for p in Path(root).rglob(MANIFEST)}):
                 try:
-                    run = load_run(run_dir)
+                    run = load_judged_run(run_dir)
                 except ResultsError:
                     continue
                 for cell in run.cells:

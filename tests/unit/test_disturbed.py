@@ -105,3 +105,16 @@ def test_the_report_leaves_a_disturbed_repetition_out_and_says_so(tmp_path):
         md = out.with_suffix(".md").read_text()
         assert ("r3 (1.5 cores)" in md) and (("left out" in md) != keep)
     assert widths[True] > 1.5 * widths[False]
+
+
+def test_every_reader_loads_a_run_through_the_one_loader():
+    """Leaving out disturbed repetitions is one step of one loader
+    (run_model.disturbed.load_judged_run): no reader of the package, the scripts or the
+    benchmarks calls the step itself, so none can forget it or do it differently."""
+    root = Path(__file__).resolve().parents[2]
+    own = root / "hvd_vs_ddp" / "run_model" / "disturbed.py"
+    callers = [p.relative_to(root).as_posix()
+               for folder in ("hvd_vs_ddp", "scripts", "benchmarks", "suites")
+               for p in sorted((root / folder).rglob("*.py"))
+               if p != own and "leave_out_disturbed(" in p.read_text()]
+    assert callers == []

@@ -39,9 +39,10 @@ from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.reports.horovod_timeline import TimelineError, parse, per_step, read_events
 from hvd_vs_ddp.run_model import stats
+from hvd_vs_ddp.run_model.disturbed import load_judged_run
 from hvd_vs_ddp.run_model.frames import POOL_KEY, Data, build_frames
 from hvd_vs_ddp.run_model.labels import order
-from hvd_vs_ddp.run_model.load import Run, load_run
+from hvd_vs_ddp.run_model.load import Run
 
 MATCH = ["run", "label", "world_size", "workload", "workload_params", "per_rank_batch",
          "knob_set", "knobs"]
@@ -302,7 +303,7 @@ def disagreement(row: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    w = where_step_goes(build_frames([load_run(Path(p)) for p in sys.argv[1:]]))
+    w = where_step_goes(build_frames([load_judged_run(p) for p in sys.argv[1:]]))
     with pd.option_context("display.width", 200, "display.max_columns", 40):
         for df in (w.steps, w.stragglers, w.layout):
             print(df.to_string() if not df.empty else "(empty)")
