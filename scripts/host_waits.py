@@ -28,6 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from hvd_vs_ddp.common.input_modes import DEFAULT_INPUT, INPUT_MODES  # noqa: E402
+
 WAITS = ("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize",
          "cudaMemcpy", "cudaMemcpyAsync", "cudaMemcpy2DAsync", "cudaHostAlloc",
          "aten::_local_scalar_dense", "aten::item", "aten::nonzero")
@@ -52,7 +54,7 @@ def main() -> int:
     ap.add_argument("--backend", default="single")
     ap.add_argument("--workload", default="resnet50")
     ap.add_argument("--param", action="append", default=[], help="KEY=VALUE (repeatable)")
-    ap.add_argument("--input", default="device", choices=("device", "memory", "jpeg"))
+    ap.add_argument("--input", default=DEFAULT_INPUT, choices=INPUT_MODES)
     ap.add_argument("--pin-memory", default="auto", choices=("auto", "on", "off"))
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=5)

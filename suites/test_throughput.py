@@ -42,13 +42,13 @@ from hvd_vs_ddp.backends import catalog, placement
 from hvd_vs_ddp.backends.env import SINGLE
 from hvd_vs_ddp.backends.held_bytes import held_bytes
 from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.common.input_modes import DEFAULT_INPUT, JPEG
 from hvd_vs_ddp.harness import compile_stats, loss_bound, profiling, startup, suite_run, tuning
 from hvd_vs_ddp.harness.ddp_stats import DDPStats
 from hvd_vs_ddp.harness.host_cpu import HostCpu
 from hvd_vs_ddp.harness.knobs import SETS, by_name
 from hvd_vs_ddp.harness.monitor import Monitor
 from hvd_vs_ddp.results_schema import ComputeOnlyRecord, HorovodTimelineRecord, ThroughputRecord
-from hvd_vs_ddp.results_schema.kinds.training import DEFAULT_INPUT
 from hvd_vs_ddp.workloads import compiling, feed, jpeg_set
 from hvd_vs_ddp.workloads.external import slug  # a workload spec as a test id
 from hvd_vs_ddp.workloads.loop import Trainer
@@ -86,13 +86,13 @@ def _train_config(knobs, options, mode: str, workload):
     --pin-memory for the loader's modes; cuDNN's autotuner on, as Horovod's own benchmark
     sets it (losses are not compared step by step here). A workload the JPEG pipeline
     cannot feed is skipped (a fact every rank sees alike)."""
-    if mode == jpeg_set.JPEG:
+    if mode == JPEG:
         try:
             jpeg_set.image_shape(workload)
         except InputError as exc:
             pytest.skip(str(exc))
     pin = {"auto": None, "on": True, "off": False}[options.pin_memory]
-    workers = options.loader_workers if mode == jpeg_set.JPEG else knobs.num_workers
+    workers = options.loader_workers if mode == JPEG else knobs.num_workers
     return dataclasses.replace(knobs.train_config(steps=1), input_mode=mode,
                                num_workers=workers, pin_memory=pin,
                                jpeg_size=options.jpeg_size, cudnn_benchmark=True)

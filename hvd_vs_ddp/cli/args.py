@@ -146,7 +146,7 @@ suites = _known("suite", _suites)  # which of them a preset has: run_request.py
 
 
 def _inputs() -> list[str]:
-    from hvd_vs_ddp.results_schema.kinds.training import INPUT_MODES
+    from hvd_vs_ddp.common.input_modes import INPUT_MODES
     return list(INPUT_MODES)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
-from hvd_vs_ddp.results_schema.kinds.training import DEFAULT_INPUT, MEMORY
+from hvd_vs_ddp.common.input_modes import DEFAULT_INPUT, MEMORY
 from hvd_vs_ddp.workloads.external import slug as workload_slug
 
 

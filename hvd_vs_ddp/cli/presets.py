@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.common.errors import UnknownName
+from hvd_vs_ddp.common.input_modes import DEFAULT_INPUT  # ready batches on the device
 from hvd_vs_ddp.harness.options import SuiteOptions
-from hvd_vs_ddp.results_schema.kinds.training import DEFAULT_INPUT  # ready batches on the device
 
 
 def on_cpu(*libraries: str) -> tuple[str, ...]:

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.common.input_modes import DEFAULT_INPUT, INPUT_MODES
 from hvd_vs_ddp.harness.workload_param import canonical_param, workload_param
-from hvd_vs_ddp.results_schema.kinds.training import DEFAULT_INPUT, INPUT_MODES
 
 # The suites' pytest node ids, by the names presets and cells use.
 SUITES = {

@@ -32,7 +32,7 @@ from typing import Iterator
 
 import torch
 
-from hvd_vs_ddp.results_schema.kinds.training import DEVICE, INPUT_MODES, JPEG, MEMORY
+from hvd_vs_ddp.common.input_modes import DEVICE, INPUT_MODES, JPEG, MEMORY, check_input_mode
 from hvd_vs_ddp.workloads import sync_guard
 from hvd_vs_ddp.workloads.data import ShardedBatches
 
@@ -129,9 +129,7 @@ class PrefetchFeed:
 def make(mode: str, batches: ShardedBatches, device: torch.device, channels_last: bool,
          pinned: bool = False):
     """The feed of `mode` over this rank's sharded batches (`pinned`: the loader pins)."""
-    if mode not in INPUT_MODES:
-        raise ValueError(f"input mode must be one of {INPUT_MODES}, got {mode!r}")
-    if mode == DEVICE:
+    if check_input_mode(mode) == DEVICE:
         return ReadyFeed(batches, device, channels_last)
     if device.type == "cuda":
         return PrefetchFeed(batches, device, channels_last, pinned)

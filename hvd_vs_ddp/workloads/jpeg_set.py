@@ -32,7 +32,6 @@ from torch.utils.data import Dataset
 
 from hvd_vs_ddp.common.cache import cache_root
 from hvd_vs_ddp.common.errors import InputError
-from hvd_vs_ddp.results_schema.kinds.training import INPUT_MODES, JPEG, MEMORY  # noqa: F401  (the modes, read as jpeg_set.X)
 
 SOURCE_SCALE = 2       # a synthetic JPEG is this many times the training image size a side
 QUALITY = 90

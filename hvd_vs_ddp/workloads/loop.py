@@ -31,6 +31,7 @@ import torch
 
 from hvd_vs_ddp.backends.base import Backend, BackendUnavailable
 from hvd_vs_ddp.backends.compile_support import MODES as COMPILE_MODES
+from hvd_vs_ddp.common.input_modes import JPEG, check_input_mode
 from hvd_vs_ddp.workloads import compiling, feed, jpeg_set, sync_guard
 from hvd_vs_ddp.workloads.data import ShardedBatches
 from hvd_vs_ddp.workloads.spec import Workload
@@ -88,9 +89,7 @@ class TrainConfig:
             raise ValueError(f"num_workers must be >= 0, got {self.num_workers}")
         if self.compile not in COMPILE_MODES:
             raise ValueError(f"compile must be one of {COMPILE_MODES}, got {self.compile!r}")
-        if self.input_mode not in jpeg_set.INPUT_MODES:
-            raise ValueError(f"input_mode must be one of {jpeg_set.INPUT_MODES}, "
-                             f"got {self.input_mode!r}")
+        check_input_mode(self.input_mode)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -188,7 +187,7 @@ class Trainer:
         # what the forward pass calls: the model, or the model compiled (config.compile)
         self.net = compiling.apply(backend, self.model, config.compile)
         dataset: torch.utils.data.Dataset
-        if config.input_mode == jpeg_set.JPEG:
+        if config.input_mode == JPEG:
             files = jpeg_set.dataset_for(workload, config.jpeg_size)
             self.input_set: dict | None = jpeg_set.describe(files)  # what was read
             dataset = files

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from hvd_vs_ddp.backends import registry
-from hvd_vs_ddp.results_schema.kinds.training import DEFAULT_INPUT, INPUT_MODES
+from hvd_vs_ddp.common.input_modes import DEFAULT_INPUT, INPUT_MODES
 from hvd_vs_ddp.workloads import feed
 from hvd_vs_ddp.workloads import registry as workloads
 from hvd_vs_ddp.workloads.data import ShardedBatches, synthetic_images

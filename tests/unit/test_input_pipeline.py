@@ -21,11 +21,11 @@ from hvd_vs_ddp.backends import registry as backends
 from hvd_vs_ddp.cli import cell_command, matrix, presets
 from hvd_vs_ddp.cli.cell import Cell
 from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.common.input_modes import INPUT_MODES
 from hvd_vs_ddp.harness import option_parsing, options
 from hvd_vs_ddp.harness.host_cpu import MAIN, OTHER, HostCpu
 from hvd_vs_ddp.results_schema import ThroughputRecord
 from hvd_vs_ddp.results_schema.errors import ResultsError
-from hvd_vs_ddp.results_schema.kinds.training import INPUT_MODES
 from hvd_vs_ddp.results_schema.manifest import CellEntry
 from hvd_vs_ddp.workloads import jpeg_set
 from hvd_vs_ddp.workloads import registry as workloads
@@ -76,9 +76,15 @@ def test_a_user_folder_without_jpegs_and_a_non_image_workload_are_one_line(tmp_p
         jpeg_set.image_shape(workloads.get("deeplabv3"))  # a label per pixel
 
 
-def test_the_input_modes_are_the_formats():
-    assert jpeg_set.INPUT_MODES == INPUT_MODES == ("memory", "jpeg", "device")
-    assert jpeg_set.MEMORY == "memory" and presets.DEFAULT_INPUT == "device"
+def test_the_input_modes_have_one_owner():
+    """Defined once (common/input_modes.py); the results format, the options and the CLI
+    read that tuple, and the trainer and the feed refuse anything else with one check."""
+    from hvd_vs_ddp.harness import options
+    from hvd_vs_ddp.results_schema.kinds import training
+
+    assert INPUT_MODES == ("memory", "jpeg", "device") and presets.DEFAULT_INPUT == "device"
+    assert not hasattr(jpeg_set, "INPUT_MODES") and training.INPUT_MODES is INPUT_MODES
+    assert options.INPUT_MODES is INPUT_MODES
 
 
 # -- the loop: waits, workers -----------------------------------------------------------
@@ -112,7 +118,7 @@ def test_memory_input_keeps_the_workloads_tensors():
 
 
 def test_an_unknown_mode_is_refused():
-    with pytest.raises(ValueError, match="input_mode"):
+    with pytest.raises(ValueError, match="input mode must be one of"):
         TrainConfig(input_mode="gpu")
 
 

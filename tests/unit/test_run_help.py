@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from hvd_vs_ddp.cli import app, presets
-from hvd_vs_ddp.results_schema.kinds.training import DEFAULT_INPUT, INPUT_MODES
+from hvd_vs_ddp.common.input_modes import DEFAULT_INPUT, INPUT_MODES
 
 
 def _run_help() -> str:

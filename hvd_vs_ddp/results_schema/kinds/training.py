@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from hvd_vs_ddp.common.input_modes import INPUT_MODES
 from hvd_vs_ddp.results_schema import summary
 from hvd_vs_ddp.results_schema.fields import (
     Invalid,
@@ -49,12 +50,6 @@ from hvd_vs_ddp.results_schema.fields import (
 from hvd_vs_ddp.results_schema.kinds.base import BenchmarkRecord, array, as_json
 
 _times = listof(number(0), nonempty=True)
-# the input modes (hvd_vs_ddp/workloads/feed.py): tensors in memory through a loader, JPEG
-# files decoded on the host, ready batches on the device; a record without the field is
-# from before input modes, when every throughput cell read "memory"
-INPUT_MODES = ("memory", "jpeg", "device")
-MEMORY, JPEG, DEVICE = INPUT_MODES
-DEFAULT_INPUT = DEVICE  # the throughput suite's default since issue 58
 STEP_TIMERS = ("wall", "events")  # how step_times were taken (hvd_vs_ddp/workloads/loop.py)
 _per_rank = listof(nullable(number(0)))
 
