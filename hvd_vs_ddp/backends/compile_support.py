@@ -19,16 +19,14 @@ honour the mode. The mode names are torch-free; only the torch check imports tor
 
     from hvd_vs_ddp.backends import compile_support, registry
     compile_support.refusal(registry.get("horovod"), "compiled-autograd")  # the reason
-    python -m hvd_vs_ddp.backends.compile_support    # every backend x mode on this machine
+    python -m hvd_vs_ddp.backends.registry --compile  # every backend x mode on this machine
 """
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from hvd_vs_ddp.backends.base import Backend
-
+from hvd_vs_ddp.backends.catalog import Capabilities
 from hvd_vs_ddp.backends.compile_modes import (  # noqa: F401 (the names, re-exported)
     COMPILED_AUTOGRAD,
     DDP_FIRST_BUCKET_MB,
@@ -78,7 +76,17 @@ def torch_refusal(mode: str, cuda: bool = False) -> str | None:
     return None
 
 
-def refusal(cls: type["Backend"], mode: str, options: Any = None,
+class CompileAware(Protocol):
+    """What the refusal check reads of a backend class (hvd_vs_ddp.backends.base.Backend
+    has it): its declaration and its conflict rule. A protocol, so that this module does
+    not import the backend base class, which imports it."""
+    name: str
+    capabilities: Capabilities
+
+    def compile_conflict(self, mode: str, options: Any) -> str | None: ...
+
+
+def refusal(cls: CompileAware, mode: str, options: Any = None,
             cuda: bool | None = None) -> str | None:
     """One line saying why backend `cls` cannot run in compile `mode` with `options`
     (BackendOptions; None: the defaults) on this torch, or None when it can."""
@@ -103,11 +111,3 @@ def refusal(cls: type["Backend"], mode: str, options: Any = None,
     unable = torch_refusal(mode, cuda)
     return f"compile mode {mode} refused: {unable}" if unable else None
 
-
-if __name__ == "__main__":
-    from hvd_vs_ddp.backends import registry
-
-    for name in registry.names():
-        cls = registry.get(name)
-        for m in MODES[1:]:
-            print(f"{name:9s} {m:18s} {refusal(cls, m) or 'offered'}")

@@ -6,6 +6,7 @@ backends that need it, and this module is torch-free until a class is asked for.
 unknown name fails with the list of known names.
 
     python -m hvd_vs_ddp.backends.registry     # one line per backend: name, available, why not
+    python -m hvd_vs_ddp.backends.registry --compile   # every backend x compile mode here
 """
 from __future__ import annotations
 
@@ -71,5 +72,15 @@ def doctor_lines() -> list[str]:
     return lines
 
 
+def compile_lines() -> list[str]:
+    """Every backend x compile mode on this machine: offered, or the refusal."""
+    from hvd_vs_ddp.backends import compile_support
+
+    return [f"{name:9s} {m:18s} {compile_support.refusal(get(name), m) or 'offered'}"
+            for name in names() for m in compile_support.MODES[1:]]
+
+
 if __name__ == "__main__":
-    print("\n".join(doctor_lines()))
+    import sys
+
+    print("\n".join(compile_lines() if "--compile" in sys.argv[1:] else doctor_lines()))
