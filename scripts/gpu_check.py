@@ -14,22 +14,23 @@ Lines (each real processes under the real launcher, hvd_vs_ddp/backends/launcher
   DataParallel over 2+ GPUs, CUDA-aware MPI (the lines that need 2+ GPUs skip on one);
 - torch.compile on the GPU's inductor path: the throughput suite's `inductor` knob set
   (docs/compile.md) for ddp-nccl (torchrun) and Horovod (horovodrun), at one rank;
-- fidelity (issue 58): ResNet-50 at 224 px, batch 32 and 64 fp32 and 256 bf16 NHWC, one
-  rank: the throughput suite's samples/s for single, ddp-nccl and horovod against the
-  minimal loop of the same library (scripts/minimal/: one batch on the GPU, nothing else
-  in the loop), each ratio held to 0.97 and the suite's Horovod/DDP ratio to within 3% of
-  the loops'; and at batch 64 against Horovod's own synthetic benchmark
-  (examples/pytorch/pytorch_synthetic_benchmark.py of Horovod's repository, run as it is
-  published, unmodified; not shipped here: give its path), bar 0.97. The suite's step runs
-  under the sync guard (hvd_vs_ddp/workloads/sync_guard.py: torch's sync detector on around
-  the harness's own code), so a suite line that passes made no harness sync on the GPU;
+- fidelity: ResNet-50 at 224 px, batch 32 and 64 fp32 and 256 bf16 NHWC, one rank: the
+  throughput suite's samples/s for single, ddp-nccl and horovod against the minimal loop of
+  the same library (benchmarks/minimal/: one batch on the GPU, nothing else in the loop;
+  benchmarks/fidelity.py launches both), each ratio held to 0.97 and the suite's
+  Horovod/DDP ratio to within 3% of the loops'; and at batch 64 against Horovod's own
+  synthetic benchmark (examples/pytorch/pytorch_synthetic_benchmark.py of Horovod's
+  repository, run as it is published, unmodified; not shipped here: give its path), bar
+  0.97. The suite's step runs under the sync guard (hvd_vs_ddp/workloads/sync_guard.py:
+  torch's sync detector on around the harness's own code), so a suite line that passes
+  made no harness sync on the GPU;
 - NVML energy: the suite's GPU energy over the timed rounds (hvd_vs_ddp/harness/monitor.py),
   in joules per sample, from the ResNet-50 batch-64 cells.
-- host waits (issue 58): scripts/host_waits.py per library at one rank, every wait of a
+- host waits: benchmarks/host_waits.py per library at one rank, every wait of a
   timed round (synchronizations, blocking or pageable copies, values read on the host) with
-  its cost per step and whose it is, in `device` mode and in `memory` mode unpinned (what
-  the suite did before); a line fails if the harness made a wait in `device` mode.
-Exit 1 when a line that could run failed. `--parts fidelity,waits` runs issue 58's part
+  its cost per step and whose it is, in `device` mode and in `memory` mode unpinned
+  (pageable copies); a line fails if the harness made a wait in `device` mode.
+Exit 1 when a line that could run failed. `--parts fidelity,waits` runs those two parts
 alone (24 launches and Horovod's benchmark: about 8 minutes on one H100/H200); all parts
 about 11-13 minutes (a cold inductor compile is much of the rest).
 """
@@ -39,7 +40,6 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,10 +47,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "benchmarks")]
+
+import fidelity  # noqa: E402
 
 from hvd_vs_ddp.backends import launchers  # noqa: E402
 from hvd_vs_ddp.cli import selftest  # noqa: E402
+from hvd_vs_ddp.results_schema import ThroughputRecord  # noqa: E402
 
 CPU_LINES = {"single", "dp", "ddp-gloo", "ddp-mpi", "horovod-gloo", "horovod-mpi"}
 BATCH = 64
@@ -66,34 +69,9 @@ class Line:
     figure: str = ""         # the measured figure, or why it was skipped / failed
 
 
-def _run(cmd: list[str], limit: float, env: dict[str, str] | None = None) -> tuple[int, str]:
-    try:
-        proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=limit, start_new_session=True)
-    except subprocess.TimeoutExpired as exc:
-        out = exc.stdout or ""
-        return 124, out if isinstance(out, str) else out.decode(errors="replace")
-    return proc.returncode, proc.stdout + proc.stderr
-
-
-def _suite(launcher: str, backend: str, extra: list[str], json_path: Path,
-           limit: float) -> tuple[int, str, dict | None]:
-    """The throughput suite at one rank; (exit, output, the first throughput record)."""
-    argv = ["-m", "pytest", "-p", "no:cacheprovider", "-q",
-            "suites/test_throughput.py::test_throughput", "--backends", backend, *extra,
-            "--benchmark-json", str(json_path)]
-    cmd = launchers.command(launcher, 1, argv)
-    rc, out = _run(cmd, limit, launchers.env(launcher=launcher))
-    rec = None
-    if json_path.exists():
-        doc = json.loads(json_path.read_text())
-        recs = [b.get("extra_info", {}) for b in doc.get("benchmarks", [])]
-        rec = next((r for r in recs if r.get("kind") == "throughput"), None)
-    return rc, out, rec
-
-
 def _suite_line(id: str, what: str, launcher: str, backend: str, skip: str | None,
-                args: list[str], json_path: Path, limit: float) -> tuple[Line, dict | None]:
+                args: list[str], json_path: Path,
+                limit: float) -> tuple[Line, ThroughputRecord | None]:
     """One line that runs the throughput suite at one rank (or is skipped with `skip`):
     the line, with its samples/s or its failure, and the suite's throughput record."""
     line = Line(id, what, f"{launcher} x1")
@@ -102,13 +80,14 @@ def _suite_line(id: str, what: str, launcher: str, backend: str, skip: str | Non
         return line, None
     say(id)
     t0 = time.monotonic()
-    rc, out, rec = _suite(launcher, backend, args, json_path, limit)
+    rc, out, rec = fidelity.run_suite(launcher, 1, ["--backends", backend, *args], json_path,
+                                      limit)
     line.seconds = time.monotonic() - t0
     if rc != 0 or rec is None:
         line.status, line.figure = "fail", f"exit {rc}: {selftest._reason(out)}"
         return line, None
     line.status = "pass"
-    line.figure = f"{rec['samples_per_s_median']:.4g} samples/s"
+    line.figure = f"{rec.samples_per_s_median or 0:.4g} samples/s"
     return line, rec
 
 
@@ -122,8 +101,6 @@ def fidelity_lines(out_dir: Path, limit: float, skips: dict, hvd_ctl: str,
                    measured: dict, energy: dict) -> list[Line]:
     """Per shape and library: the suite and the minimal loop, interleaved, one rank; the
     ratio suite / minimal (bar 0.97) and Horovod/DDP as each reads it (within 3%)."""
-    import fidelity
-
     lines: list[Line] = []
     steps = {"warmup": 10, "steps": 30, "params": {"image_size": 224}}
     for label, batch, precision, nhwc in SHAPES:
@@ -153,8 +130,8 @@ def fidelity_lines(out_dir: Path, limit: float, skips: dict, hvd_ctl: str,
                 if rec is not None and batch == BATCH:
                     measured[config] = sps
                     joules = [r.get("gpu_energy_j")
-                              for r in (rec.get("monitor") or {}).get("ranks", [])]
-                    n = len(rec.get("step_times") or [])
+                              for r in (rec.monitor or {}).get("ranks", [])]
+                    n = len(rec.step_times)
                     if joules and all(j is not None for j in joules) and n:
                         energy[config] = sum(joules) / (n * batch)
         ratio = Line(f"fidelity:{label}:suite/minimal", f"suite / minimal loop, {label} "
@@ -196,7 +173,7 @@ def synthetic_lines(horovod_benchmark: str | None, hvd_launcher: str, skip_why: 
         t0 = time.monotonic()
         cmd = launchers.command(hvd_launcher, 1, [str(Path(path).resolve()), "--batch-size",
                                                   str(BATCH)])
-        rc, out = _run(cmd, limit, launchers.env(launcher=hvd_launcher))
+        rc, out = fidelity.run_command(cmd, launchers.env(launcher=hvd_launcher), limit)
         bench.seconds = time.monotonic() - t0
         m = re.search(r"Img/sec per GPU: ([\d.]+) \+-([\d.]+)", out)
         if rc == 0 and m:
@@ -219,12 +196,10 @@ def synthetic_lines(horovod_benchmark: str | None, hvd_launcher: str, skip_why: 
 
 
 def waits_lines(out_dir: Path, limit: float, skips: dict, hvd_ctl: str) -> list[Line]:
-    """scripts/host_waits.py per library at one rank, ResNet-50 224 px batch 32: the host
-    waits of a timed round in `device` mode (now) and in `memory` mode unpinned (the
-    pageable copies the suite made before issue 58); a line passes when the harness made
-    no wait in `device` mode. Each table is written to out_dir/host-waits-*.md."""
-    import fidelity
-
+    """benchmarks/host_waits.py per library at one rank, ResNet-50 224 px batch 32: the
+    host waits of a timed round in `device` mode and in `memory` mode unpinned (pageable
+    copies); a line passes when the harness made no wait in `device` mode. Each table is
+    written to out_dir/host-waits-*.md."""
     lines: list[Line] = []
     for config in ("single", "ddp", "horovod"):
         backend = fidelity._backend(config, True)
@@ -237,12 +212,12 @@ def waits_lines(out_dir: Path, limit: float, skips: dict, hvd_ctl: str) -> list[
                 line.where, line.figure = "-", skips[config]
                 continue
             say(line.id)
-            argv = [str(ROOT / "scripts" / "host_waits.py"), "--backend", backend,
+            argv = [str(ROOT / "benchmarks" / "host_waits.py"), "--backend", backend,
                     "--param", "image_size=224", "--param", "batch_size=32", "--input",
                     mode.split("-")[0], *extra, "--guard", "on" if mode == "device" else "off"]
             t0 = time.monotonic()
-            rc, out = _run(launchers.command(launcher, 1, argv), limit,
-                           launchers.env(launcher=launcher))
+            rc, out = fidelity.run_command(launchers.command(launcher, 1, argv),
+                                           launchers.env(launcher=launcher), limit)
             line.seconds = time.monotonic() - t0
             table = [r[r.index("| "):] for r in out.splitlines() if "| " in r]  # horovodrun
             rows = [r for r in table if "---" not in r and not r.startswith("| wait")]  # prefixes
@@ -294,14 +269,14 @@ def check(horovod_benchmark: str | None, out_dir: Path, limit: float,
                                 out_dir / f"compile-{backend}.json", limit)
         lines.append(line)
         if rec is not None:
-            if rec.get("compile_mode") != "inductor":
-                line.status, line.figure = "fail", f"compile_mode {rec.get('compile_mode')!r}"
+            if rec.compile_mode != "inductor":
+                line.status, line.figure = "fail", f"compile_mode {rec.compile_mode!r}"
             else:
-                line.figure += f", compile {rec.get('compile_s') or 0:.1f} s"
+                line.figure += f", compile {rec.compile_s or 0:.1f} s"
 
-    # 3. fidelity: the suite against the minimal loop of the same library (scripts/minimal/),
-    # ResNet-50 224 px at batch 32 and 64 fp32 and 256 bf16 NHWC, one rank each, and
-    # against Horovod's own synthetic benchmark at batch 64 (issue 58)
+    # 3. fidelity: the suite against the minimal loop of the same library
+    # (benchmarks/minimal/), ResNet-50 224 px at batch 32 and 64 fp32 and 256 bf16 NHWC, one
+    # rank each, and against Horovod's own synthetic benchmark at batch 64
     measured: dict[str, float] = {}
     energy: dict[str, float] = {}
     if "fidelity" in parts:
@@ -310,7 +285,7 @@ def check(horovod_benchmark: str | None, out_dir: Path, limit: float,
         lines += synthetic_lines(horovod_benchmark, hvd_launcher, no_gpu or no_hvd, limit,
                                  measured)
 
-    # 4. every host wait of a timed round, whose it is (issue 58)
+    # 4. every host wait of a timed round, whose it is
     if "waits" in parts:
         lines += waits_lines(out_dir, limit, {"single": no_gpu, "ddp": no_gpu or no_torchrun,
                                               "horovod": no_gpu or no_hvd}, hvd_ctl)
@@ -355,7 +330,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="seconds per line before its processes are killed (default 240)")
     ap.add_argument("--parts", default=",".join(PARTS),
                     help=f"comma-separated parts to run (default all: {','.join(PARTS)}); "
-                    "`--parts fidelity,waits` is issue 58's check alone, about 8 minutes")
+                    "`--parts fidelity,waits`: the suite's fidelity and host waits alone, "
+                    "about 8 minutes")
     args = ap.parse_args(argv)
     parts = tuple(p for p in args.parts.split(",") if p)
     if not parts or set(parts) - set(PARTS):

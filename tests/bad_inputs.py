@@ -4,7 +4,7 @@ nothing.
 
 One table (`CASES`) for the test (tests/unit/test_cli_errors.py: every case in
 process, a few through the real command) and for the evidence tables of issues 15 and
-27 (scripts/bad_inputs_table.py: every case through the real command; `--issue 27`:
+27 (benchmarks/bad_inputs_table.py: every case through the real command; `--issue 27`:
 the cases of `ISSUE27`, with the input run's hash before and after). `workdir(root)`
 builds the directory they run in: a copy of a recorded run and some broken inputs
 (run directories missing what a report needs, files of every kind an output must not

@@ -7,7 +7,7 @@ process through `hvd_vs_ddp.cli.main`, with a tripwire on the runner and the sel
 that fails the test if a cell or check would start; a representative subset also runs
 through the real command in a subprocess. Before and after each
 case the working directory's tree hash (every path, mode and byte) must be equal.
-`python scripts/bad_inputs_table.py` runs every case through the real command and
+`python benchmarks/bad_inputs_table.py` runs every case through the real command and
 prints the table.
 """
 from __future__ import annotations

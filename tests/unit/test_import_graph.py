@@ -23,7 +23,7 @@ Everything is one installed namespace, `hvd_vs_ddp`; its layers, bottom up:
 - `run --budget` (hvd_vs_ddp.cli.budget) judges with the run model alone: it imports nothing
   from the report, which only renders what the run model judged (issue 60);
 - every import of the project's code names the namespace (`hvd_vs_ddp.backends`, never a
-  bare `backends`), in the package, the suites, the tests and the scripts.
+  bare `backends`), in the package, the suites, the tests, the scripts and the benchmarks.
 
     python -m pytest tests/unit/test_import_graph.py -q
 """
@@ -144,7 +144,7 @@ def _imports(path: Path) -> set[str]:
 
 
 def _python_files() -> list[Path]:
-    dirs = [ROOT / TOP, ROOT / "suites", ROOT / "tests", ROOT / "scripts"]
+    dirs = [ROOT / TOP, ROOT / "suites", ROOT / "tests", ROOT / "scripts", ROOT / "benchmarks"]
     return sorted(p for d in dirs for p in d.rglob("*.py") if "fixtures" not in p.parts)
 
 

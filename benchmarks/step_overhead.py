@@ -1,17 +1,17 @@
 """What the harness adds to a training step on the host, in microseconds: a benchmark.
 
 On a GPU every microsecond of host work in a step that the device does not hide is time
-the figure charges to the library (issue 58). On the CPU nothing runs ahead, so the host
+the figure charges to the library. On the CPU nothing runs ahead, so the host
 work the harness adds shows directly: this times, in one process and in alternating
 blocks (so drift hits both alike), the project's Trainer step (hvd_vs_ddp/workloads/loop.py
-Trainer.run, `single` backend, the input mode given, the sync guard on or off) against a
-minimal step on the very same model, optimizer and a fixed batch (zero_grad / forward /
-loss / backward / step), on a small MLP where the step's own work is tens of
-microseconds; one intra-op thread. It prints the median microseconds per step of each
-and their difference, the harness's host cost per step.
+Trainer.run, `single` backend, the input mode given, the sync guard on or off) against the
+minimal loop's step (benchmarks/minimal/loop_parts.py `train_step`: zero_grad / forward /
+loss / backward / step) on the very same model, optimizer and a fixed batch, on a small
+MLP where the step's own work is tens of microseconds; one intra-op thread. It prints the
+median microseconds per step of each and their difference, the harness's host cost per step.
 
-    python scripts/step_overhead.py [--input device] [--guard on] [--blocks 30] [--steps 200]
-    PYTHONPATH=OTHER_CHECKOUT python scripts/step_overhead.py --input memory  # another commit
+    python benchmarks/step_overhead.py [--input device] [--guard on] [--blocks 30] [--steps 200]
+    PYTHONPATH=OTHER_CHECKOUT python benchmarks/step_overhead.py --input memory  # another commit
 
 Run it on an otherwise idle machine: every figure is a timing.
 """
@@ -20,7 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
+from pathlib import Path
+
+sys.path.append(str(Path(__file__).resolve().parent / "minimal"))
 
 
 def main() -> int:
@@ -32,6 +36,7 @@ def main() -> int:
     ap.add_argument("--batch", type=int, default=32)
     args = ap.parse_args()
     import torch
+    from loop_parts import train_step
 
     import hvd_vs_ddp
     from hvd_vs_ddp.backends import registry as backends
@@ -47,11 +52,11 @@ def main() -> int:
         x, y = next(iter(torch.utils.data.DataLoader(spec.build_dataset(spec.seed),
                                                      batch_size=spec.batch_size)))
 
+        step = train_step(model, opt, spec.loss, x, y)
+
         def minimal(n: int) -> None:
             for _ in range(n):
-                opt.zero_grad(set_to_none=True)
-                spec.loss(model(x), y).backward()
-                opt.step()
+                step()
 
         def block(fn) -> float:
             t0 = time.perf_counter()

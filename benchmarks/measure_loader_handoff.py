@@ -1,7 +1,7 @@
 """What a DataLoader batch costs the main process when the GPU waits for it (CPU only).
 
-Issue 51, fourth round: with torch 2.0 the projection is short of CSC's Horovod cost by
-about 1-2 ms a step on both of its clusters (docs/projection.md, CSC row by row). CSC's
+Without this term the projection was short of CSC's Horovod cost by about 1-2 ms a step
+on both of its clusters with torch 2.0 (docs/projection.md, unpinned_handoff_us). CSC's
 Horovod script loads with `pin_memory=False` and its step ends in `synchronize()`, so
 the next batch's hand-off and its copy from pageable memory are on the GPU's critical
 path; its DDP script pins in the loader's thread, off that path. This measures, on this
@@ -17,7 +17,8 @@ images of 3 x 224 x 224, from `num_workers` worker processes):
   main thread drops the last reference to the worker's shared memory: the mapping is
   torn down and its pages freed) while the GPU waits for the next step's launches.
 
-    python scripts/measure_loader_handoff.py [--steps 60] [--workers 2] [--batch 32] [--gap-ms 200]
+    python benchmarks/measure_loader_handoff.py [--steps 60] [--workers 2] [--batch 32]
+        [--gap-ms 200]
         [--sharing file_descriptor|file_system]
 
 Prints the medians and quartiles in ms. Only the CPU side: the DMA itself is not here.

@@ -14,9 +14,9 @@ name) before and after each case; the whole working directory is still compared.
 last line sums up; the exit status is 1 if any case was not refused with exit 2 and one
 line "hvd-vs-ddp: error: ..." or changed a file.
 
-    python scripts/bad_inputs_table.py            # about 2-4 s per case on 2 cores
-    python scripts/bad_inputs_table.py -j 4 > bad-inputs.md
-    python scripts/bad_inputs_table.py --issue 27 -j 2 > issue27-bad-inputs.md
+    python benchmarks/bad_inputs_table.py            # about 2-4 s per case on 2 cores
+    python benchmarks/bad_inputs_table.py -j 4 > bad-inputs.md
+    python benchmarks/bad_inputs_table.py --issue 27 -j 2 > issue27-bad-inputs.md
 """
 from __future__ import annotations
 

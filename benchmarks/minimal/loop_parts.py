@@ -1,19 +1,21 @@
 """What the minimal loops share: the workload's model, one batch kept on the device, the clock.
 
 The minimal loops (single_loop.py, ddp_loop.py, horovod_loop.py beside this file; not
-horovod.py, which would shadow the horovod package) are the ruler the suite
-is held against (issue 58, scripts/fidelity.py, scripts/gpu_check.py): each trains the
-same model the suite trains (hvd_vs_ddp/workloads/registry.py, the workload's own optimizer
-and loss), on one batch placed on the device once, with nothing but zero_grad / forward /
-backward / step in its loop, cuDNN's autotuner on (as Horovod's own benchmark sets it).
+horovod.py, which would shadow the horovod package) are the ruler the suite is held
+against (benchmarks/fidelity.py, scripts/gpu_check.py), and the one loop per library that
+every other benchmark here builds on (gpu_step_costs.py launches them; gpu_step_jitter.py
+and step_overhead.py import `setup`, `train_step` and `timed`). Each trains the same model
+the suite trains (hvd_vs_ddp/workloads/registry.py, the workload's own optimizer and loss),
+on one batch placed on the device once, with nothing but zero_grad / forward / backward /
+step in its loop, cuDNN's autotuner on (as Horovod's own benchmark sets it).
 Timing: W warm-up steps, then N steps; on a GPU one synchronize before and after the N
 (the CPU keeps whatever lead it has), samples/s = global batch x N / elapsed; on the CPU
 each step timed alone, the slowest rank's per step, samples/s = global batch / median.
-Rank 0 prints one line: MINIMAL {"samples_per_s": ..., ...}.
+Rank 0 prints one line: MINIMAL {"samples_per_s": ..., "step_s": ..., ...}.
 
-    python scripts/minimal/single_loop.py --workload resnet50 --param image_size=64 --batch 8
-    torchrun --nproc-per-node 2 scripts/minimal/ddp_loop.py --workload gpt
-    horovodrun -np 1 python scripts/minimal/horovod_loop.py --batch 64 --precision bf16
+    python benchmarks/minimal/single_loop.py --workload resnet50 --param image_size=64 --batch 8
+    torchrun --nproc-per-node 2 benchmarks/minimal/ddp_loop.py --workload gpt
+    horovodrun -np 1 python benchmarks/minimal/horovod_loop.py --batch 64 --precision bf16
 """
 from __future__ import annotations
 
@@ -27,10 +29,11 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+# the checkout, after PYTHONPATH (where another checkout may be named first)
+sys.path.append(str(Path(__file__).resolve().parents[2]))
 
 
-def parse() -> argparse.Namespace:
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--workload", default="resnet50")
     ap.add_argument("--param", action="append", default=[], help="KEY=VALUE (repeatable)")
@@ -42,7 +45,10 @@ def parse() -> argparse.Namespace:
     ap.add_argument("--threads", type=int, default=0, help="CPU intra-op threads (0: auto)")
     ap.add_argument("--bind-cores", choices=("auto", "off"), default="off",
                     help="as the suites' option of that name (default off, as theirs)")
-    return ap.parse_args()
+    ap.add_argument("--hooks-at-one-rank", action="store_true",
+                    help="horovod_loop.py only: register Horovod's gradient hooks at one "
+                    "rank too, so every gradient takes the path it takes at size > 1")
+    return ap.parse_args(argv)
 
 
 def setup(args: argparse.Namespace, device: torch.device, local_ranks: int,
@@ -73,42 +79,51 @@ def setup(args: argparse.Namespace, device: torch.device, local_ranks: int,
     return model, spec.make_optimizer(model.parameters()), spec.loss, x, y
 
 
-def autocast(args: argparse.Namespace, device: torch.device):
-    if args.precision == "bf16":
-        return torch.autocast(device_type=device.type, dtype=torch.bfloat16)
-    return contextlib.nullcontext()
-
-
-def train_step(model, optimizer, loss_fn, x, y, args, device):
+def train_step(model, optimizer, loss_fn, x, y, precision: str = "fp32"):
     """The loop's step: zero_grad (torch's default, gradients set to None; Horovod's
     optimizer takes no argument there) / forward / loss / backward / step."""
+    autocast = (torch.autocast(device_type=x.device.type, dtype=torch.bfloat16)
+                if precision == "bf16" else contextlib.nullcontext())
+
     def step() -> None:
         optimizer.zero_grad()
-        with autocast(args, device):
+        with autocast:
             loss = loss_fn(model(x), y)
         loss.backward()
         optimizer.step()
     return step
 
 
+def timed(step, device: torch.device, warmup: int, steps: int, each: bool) -> list[float]:
+    """Seconds: `each` every step alone (on a GPU a synchronize before and after each, so
+    a step is the host's and the device's together), else one figure per step of a round
+    of `steps` back to back (one synchronize before and after the round)."""
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+
+    for _ in range(warmup):
+        step()
+    sync()
+    if not each:
+        start = time.perf_counter()
+        for _ in range(steps):
+            step()
+        sync()
+        return [(time.perf_counter() - start) / steps]
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        step()
+        sync()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
 def report(step, args, device, batch: int, rank: int, world: int, gather) -> None:
     """Warm up, time, and print rank 0's line (`gather(list)`: every rank's list)."""
     cuda = device.type == "cuda"
-    for _ in range(args.warmup):
-        step()
-    times: list[float] = []
-    if cuda:
-        torch.cuda.synchronize(device)
-        start = time.perf_counter()
-        for _ in range(args.steps):
-            step()
-        torch.cuda.synchronize(device)
-        times = [(time.perf_counter() - start) / args.steps]
-    else:
-        for _ in range(args.steps):
-            t0 = time.perf_counter()
-            step()
-            times.append(time.perf_counter() - t0)
+    times = timed(step, device, args.warmup, args.steps, each=not cuda)
     slowest = [max(s) for s in zip(*gather(times))]
     if rank == 0:
         print("MINIMAL " + json.dumps({

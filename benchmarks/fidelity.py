@@ -1,24 +1,25 @@
 """Throughput fidelity: the suite's samples/s against the minimal loop of the same library.
 
-Does the suite measure the library, or itself? (issue 58.) For each workload and each
+Does the suite measure the library, or itself? For each workload and each
 configuration (single at 1 rank; DDP and Horovod at each world size), this launches, in a
 shuffled interleaved order, R times, fresh processes of
   suite    suites/test_throughput.py::test_throughput for that backend, its defaults
            (input mode `device`: ready batches, hvd_vs_ddp/workloads/feed.py), with the
            same warm-up and number of timed steps as the loop;
-  minimal  scripts/minimal/{single,ddp,horovod}_loop.py: the same model, optimizer and loss
-           built by hand, one batch on the device, zero_grad / forward / backward / step
+  minimal  benchmarks/minimal/{single,ddp,horovod}_loop.py: the same model, optimizer and
+           loss built by hand, one batch on the device, zero_grad / forward / backward / step
 and prints per configuration the median samples/s of each, the ratio suite / minimal with
 its 95% bootstrap interval (repetitions resampled in pairs), and per world size the
-Horovod / DDP ratio as the suite reads it and as the minimal loops read it. The bar
-(issue 58): suite / minimal >= 0.97; the suite's Horovod/DDP ratio within 3% of the loops'.
+Horovod / DDP ratio as the suite reads it and as the minimal loops read it. The bar:
+suite / minimal >= 0.97; the suite's Horovod/DDP ratio within 3% of the loops'.
 
-    python scripts/fidelity.py [--workloads resnet50,gpt] [--world-sizes 1,2] [--repeat 3]
+    python benchmarks/fidelity.py [--workloads resnet50,gpt] [--world-sizes 1,2] [--repeat 3]
         [--warmup 2] [--steps 10] [--param resnet50:image_size=224 ...] [--batch 0]
         [--precision fp32] [--channels-last] [--json OUT]
 
 On the CPU DDP runs over Gloo under torchrun and Horovod under horovodrun --gloo; on a GPU
-DDP runs over NCCL (scripts/gpu_check.py calls `launch` for its fidelity lines). Run it on
+DDP runs over NCCL (scripts/gpu_check.py calls `launch` for its fidelity lines and
+`run_suite` for its suite lines; gpu_step_costs.py calls `launch`). Run it on
 an otherwise idle machine: every figure is a timing. About 15-25 s per launch on the 2-core
 CPU machine (the quick preset's sizes).
 """
@@ -36,7 +37,11 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MINIMAL = ROOT / "scripts" / "minimal"
+sys.path.insert(0, str(ROOT))
+
+from hvd_vs_ddp.results_schema import ResultsError, ThroughputRecord, load_cell_results  # noqa: E402
+
+MINIMAL = ROOT / "benchmarks" / "minimal"
 BAR, PAIR_BAR = 0.97, 0.03
 # configuration -> (the suite's backend, the minimal loop); the launcher follows the device
 CONFIGS = {"single": ("single", "single_loop.py"), "ddp": (None, "ddp_loop.py"),
@@ -52,64 +57,92 @@ def _backend(config: str, cuda: bool) -> str:
     return CONFIGS[config][0] or ("ddp-nccl" if cuda else "ddp-gloo")
 
 
-def _run(cmd: list[str], env: dict[str, str], limit: float,
-         cwd: Path = ROOT) -> tuple[int, str]:
+def run_command(cmd: list[str], env: dict[str, str] | None, limit: float,
+                cwd: Path = ROOT) -> tuple[int, str]:
+    """(exit status, stdout + stderr) of `cmd` in its own session; 124 and what it had
+    written when it ran past `limit` seconds."""
     try:
         p = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
                            timeout=limit, start_new_session=True)
-    except subprocess.TimeoutExpired:
-        return 124, f"timed out after {limit:.0f} s"
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout or ""
+        out = out if isinstance(out, str) else out.decode(errors="replace")
+        return 124, f"{out}\ntimed out after {limit:.0f} s"
     return p.returncode, p.stdout + p.stderr
+
+
+def throughput_record(path: Path) -> ThroughputRecord | None:
+    """The first throughput record of a results file the suite wrote, read by the results
+    format's own loader (checked, typed), or None when it holds none."""
+    return next((b.record for b in load_cell_results(path).benchmarks
+                 if isinstance(b.record, ThroughputRecord)), None)
+
+
+def run_suite(launcher: str, world: int, options: list[str], out: Path, limit: float,
+              root: Path = ROOT) -> tuple[int, str, ThroughputRecord | None]:
+    """suites/test_throughput.py::test_throughput under `launcher` at `world` ranks with
+    the suite's `options`: (exit status, output, its throughput record or None)."""
+    from hvd_vs_ddp.backends import launchers
+
+    argv = ["-m", "pytest", "suites/test_throughput.py::test_throughput", "-q",
+            "-p", "no:cacheprovider", *options, "--benchmark-json", str(out)]
+    env = launchers.env(launcher=launcher)
+    env["PYTHONPATH"] = f"{root}{os.pathsep}{env.get('PYTHONPATH', '')}"
+    rc, text = run_command(launchers.command(launcher, world, argv), env, limit, root)
+    try:
+        return rc, text, throughput_record(out) if out.exists() else None
+    except ResultsError as err:
+        return rc or 1, f"{text}\n{err}", None
 
 
 def launch(kind: str, config: str, world: int, workload: str, shape: dict, folder: Path,
            cuda: bool, limit: float = 600, hvd_controller: str = "gloo",
-           root: Path = ROOT) -> tuple[float, dict | None]:
+           root: Path = ROOT) -> tuple[float, ThroughputRecord | None]:
     """(samples/s, the suite's throughput record or None) of one fresh launch: kind
     "suite" or "minimal"; `shape`: warmup, steps, params (KEY=VALUE), batch (0: the
-    workload's), precision, channels_last; `root`: the checkout whose suite runs (another
-    commit's, to measure before and after in one interleaved run). RuntimeError with the
-    output's tail when the launch fails."""
+    workload's), precision, channels_last, and optionally steps_per_round (the suite's
+    rounds; default all steps in one) and loop_options (more options for the minimal
+    loop); `root`: the checkout whose suite runs (another commit's, to measure before and
+    after in one interleaved run). RuntimeError with the output's tail when it fails."""
     from hvd_vs_ddp.backends import launchers
 
     launcher = _launcher(config, cuda, hvd_controller)
     params = [f"{k}={v}" for k, v in shape["params"].items()]
     if shape["batch"]:
         params.append(f"batch_size={shape['batch']}")
-    if kind == "minimal":
-        argv = [str(MINIMAL / CONFIGS[config][1]), "--workload", workload,
-                "--warmup", str(shape["warmup"]), "--steps", str(shape["steps"]),
-                "--precision", shape["precision"],
-                *(a for p in params for a in ("--param", p))]
-        argv += ["--channels-last"] if shape["channels_last"] else []
-    else:
-        out = folder / f"suite-{config}-{world}-{time.monotonic_ns()}.json"
+    if kind == "suite":
         knob = ("channels-last" if shape["channels_last"] and shape["precision"] == "fp32"
                 else shape["precision"] if not shape["channels_last"]
                 else f"{shape['precision']}-channels-last")
-        argv = ["-m", "pytest", "suites/test_throughput.py::test_throughput", "-q",
-                "-p", "no:cacheprovider", "--backends", _backend(config, cuda),
-                "--workloads", workload, "--warmup-steps", str(shape["warmup"]),
-                "--rounds", "1", "--steps-per-round", str(shape["steps"]),
-                "--ddp-sample-rate", "0", "--benchmark-json", str(out),
-                *(a for p in params for a in ("--workload-param", f"{workload}:{p}"))]
-        argv += [] if knob == "fp32" else ["--knob-set", knob]
+        per_round = shape.get("steps_per_round") or shape["steps"]
+        options = ["--backends", _backend(config, cuda), "--workloads", workload,
+                   "--warmup-steps", str(shape["warmup"]),
+                   "--rounds", str(max(shape["steps"] // per_round, 1)),
+                   "--steps-per-round", str(per_round), "--ddp-sample-rate", "0",
+                   *(a for p in params for a in ("--workload-param", f"{workload}:{p}"))]
+        options += [] if knob == "fp32" else ["--knob-set", knob]
+        out = folder / f"suite-{config}-{world}-{time.monotonic_ns()}.json"
+        rc, text, rec = run_suite(launcher, world, options, out, limit, root)
+        if rc != 0:
+            raise RuntimeError(f"suite {config} x{world} failed (exit {rc}):\n{text[-2500:]}")
+        if rec is None or rec.samples_per_s_median is None:
+            raise RuntimeError(f"suite {config} x{world} wrote no throughput record "
+                               f"(skipped?):\n{text[-2500:]}")
+        return float(rec.samples_per_s_median), rec
+    argv = [str(MINIMAL / CONFIGS[config][1]), "--workload", workload,
+            "--warmup", str(shape["warmup"]), "--steps", str(shape["steps"]),
+            "--precision", shape["precision"],
+            *(a for p in params for a in ("--param", p)), *shape.get("loop_options", ())]
+    argv += ["--channels-last"] if shape["channels_last"] else []
     env = launchers.env(launcher=launcher)
     env["PYTHONPATH"] = f"{root}{os.pathsep}{env.get('PYTHONPATH', '')}"
-    rc, text = _run(launchers.command(launcher, world, argv), env, limit, root)
+    rc, text = run_command(launchers.command(launcher, world, argv), env, limit, root)
     # a minimal loop that printed its figure and then crashed in teardown measured it
-    if rc != 0 and not (kind == "minimal" and "MINIMAL {" in text):
-        raise RuntimeError(f"{kind} {config} x{world} failed (exit {rc}):\n{text[-2500:]}")
-    if kind == "minimal":
-        # horovodrun prefixes each line with its rank ("[0]<stdout>:")
-        line = next(ln for ln in text.splitlines() if "MINIMAL {" in ln)
-        return float(json.loads(line.split("MINIMAL ", 1)[1])["samples_per_s"]), None
-    recs = [b["extra_info"] for b in json.loads(out.read_text())["benchmarks"]
-            if b["extra_info"].get("kind") == "throughput"]
-    if not recs:
-        raise RuntimeError(f"suite {config} x{world} wrote no throughput record (skipped?):"
-                           f"\n{text[-2500:]}")
-    return float(recs[0]["samples_per_s_median"]), recs[0]
+    if rc != 0 and "MINIMAL {" not in text:
+        raise RuntimeError(f"minimal {config} x{world} failed (exit {rc}):\n{text[-2500:]}")
+    # horovodrun prefixes each line with its rank ("[0]<stdout>:")
+    line = next(ln for ln in text.splitlines() if "MINIMAL {" in ln)
+    return float(json.loads(line.split("MINIMAL ", 1)[1])["samples_per_s"]), None
 
 
 def interval(mine: list[float], loop: list[float]) -> tuple[float, float]:

@@ -1,7 +1,7 @@
 """The minimal DDP loop (the suite's `ddp-nccl` on GPUs, `ddp-gloo` on the CPU), under
 torchrun: DDP's defaults, one batch on the device; see loop_parts.py beside it.
 
-    torchrun --standalone --nproc-per-node 1 scripts/minimal/ddp_loop.py --batch 64
+    torchrun --standalone --nproc-per-node 1 benchmarks/minimal/ddp_loop.py --batch 64
 """
 import os
 
@@ -19,7 +19,7 @@ dist.init_process_group("nccl" if cuda else "gloo")
 model, optimizer, loss_fn, x, y = setup(args, device, int(os.environ.get("LOCAL_WORLD_SIZE", 1)),
                                         local)
 model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local] if cuda else None)
-step = train_step(model, optimizer, loss_fn, x, y, args, device)
+step = train_step(model, optimizer, loss_fn, x, y, args.precision)
 
 
 def gather(times: list[float]) -> list:

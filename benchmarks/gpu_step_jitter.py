@@ -1,15 +1,16 @@
-"""A GPU rank's step-to-step spread, measured: the straggler term's GPU default (issue 51).
+"""A GPU rank's step-to-step spread, measured: the straggler term's GPU default.
 
 The projection stretches every rank's step to the expected slowest of N
 (hvd_vs_ddp/projection/stragglers.py); on a target without a run it draws the spread,
 the lognormal sigma of a step relative to its median, over stragglers.GPU_SIGMA. This
-measures it on one GPU: torchvision's ResNet-50 (fp32, 224 px, SGD with momentum, one
-fixed random batch on the GPU), each step timed on its own (torch.cuda.synchronize()
-before and after, so the step is the host's and the GPU's together), W warm-up steps,
-then N timed; it prints the median step, sigma fitted as the projection fits it, and
-the slowest of N steps the lognormal predicts against the empirical bootstrap.
+measures it on one GPU with the minimal single-process loop (benchmarks/minimal/: ResNet-50,
+fp32, 224 px, 1000 classes, the workload's SGD with momentum, one fixed batch on the GPU),
+each step timed on its own (torch.cuda.synchronize() before and after, so the step is the
+host's and the GPU's together), W warm-up steps, then N timed; it prints the median step,
+sigma fitted as the projection fits it, and the slowest of N steps the lognormal predicts
+against the empirical bootstrap.
 
-    python scripts/gpu_step_jitter.py [--batch-size 64] [--steps 300] [--warmup 30]
+    python benchmarks/gpu_step_jitter.py [--batch-size 64] [--steps 300] [--warmup 30]
         [--json OUT.json]
 
 Needs a CUDA GPU. About 30 s on an H100. Run it on an otherwise idle machine.
@@ -19,12 +20,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path[:0] = [str(Path(__file__).resolve().parents[1]),
+                str(Path(__file__).resolve().parent / "minimal")]
+
+from loop_parts import parse, setup, timed, train_step  # noqa: E402
 
 from hvd_vs_ddp.projection import stragglers  # noqa: E402
 
@@ -37,28 +40,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     import torch
-    import torchvision
 
     if not torch.cuda.is_available():
         print("gpu_step_jitter: no CUDA GPU", file=sys.stderr)
         return 2
-    dev = torch.device("cuda")
-    model = torchvision.models.resnet50().to(dev)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    x = torch.randn(args.batch_size, 3, 224, 224, device=dev)
-    y = torch.randint(0, 1000, (args.batch_size,), device=dev)
-    loss_fn = torch.nn.CrossEntropyLoss()
-    steps = []
-    for i in range(args.warmup + args.steps):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        opt.zero_grad(set_to_none=True)
-        loss_fn(model(x), y).backward()
-        opt.step()
-        torch.cuda.synchronize()
-        if i >= args.warmup:
-            steps.append(time.perf_counter() - t0)
-    t = np.asarray(steps)
+    dev = torch.device("cuda", 0)
+    torch.cuda.set_device(dev)
+    loop = parse(["--workload", "resnet50", "--param", "image_size=224", "--param",
+                  "classes=1000", "--batch", str(args.batch_size)])
+    model, optimizer, loss_fn, x, y = setup(loop, dev, local_ranks=1)
+    step = train_step(model, optimizer, loss_fn, x, y)
+    t = np.asarray(timed(step, dev, args.warmup, args.steps, each=True))
     sigma = stragglers.fit_sigma([t])
     rel = t / np.median(t)
     out = {"gpu": torch.cuda.get_device_name(0), "batch": args.batch_size,

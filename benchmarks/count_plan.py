@@ -1,9 +1,10 @@
-"""Counts for issue 47 item 1 (one plan per cell, judged once), the same way on any tree.
+"""Where backends are judged and named: one plan per cell, judged once, counted the same
+way on any tree.
 
-Run it from a checkout's root with that checkout first on PYTHONPATH, before and after:
+Run it from a checkout's root with the tree to count first on PYTHONPATH:
 
-    PYTHONPATH=/work/main python /work/wt-47a/scripts/count_plan.py /work/main
-    PYTHONPATH=$PWD python scripts/count_plan.py .
+    PYTHONPATH=$PWD python benchmarks/count_plan.py .
+    PYTHONPATH=OTHER_CHECKOUT python benchmarks/count_plan.py OTHER_CHECKOUT
 
 It prints:
 

@@ -1,12 +1,13 @@
 """Ratio table: the ddp-mpi allreduce (hvd_vs_ddp/backends/mpi_pg) against raw mpi4py Allreduce.
 
-Reads pytest-benchmark JSON files written by the collectives suite, each holding the
-ddp-mpi allreduce cell and the raw mpi4py bar (test_raw_mpi_allreduce) of ONE run, so
-that every ratio compares two measurements of the same job. Prints, per group of
+Reads results files written by the collectives suite (through the results format's own
+loader), each holding the ddp-mpi allreduce cell and the raw mpi4py bar
+(test_raw_mpi_allreduce) of ONE run, so that every ratio compares two measurements of the
+same job. Prints, per group of
 files, the median over runs (with min-max) of
   latency ratio  time_median(ddp-mpi) / time_median(raw)   at 4 B and 1 KiB
   busbw ratio    busbw(ddp-mpi) / busbw(raw)               at 256 KiB, 4 MiB, 64 MiB
-and the medians of the absolute figures. Torch-free (json only).
+and the medians of the absolute figures. Torch-free.
 
 Make the files (repo root, 2 ranks; as root also export OMPI_ALLOW_RUN_AS_ROOT=1
 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1), several runs per group, interleaved between groups:
@@ -15,16 +16,24 @@ OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1), several runs per group, interleaved between g
         --backends ddp-mpi --max-bytes 67108864 -q -p no:cacheprovider \\
         --benchmark-json /tmp/mpipg-after-1.json
 Then:
-    python scripts/mpi_pg_ratios.py before='/tmp/mpipg-before-*.json' \\
+    python benchmarks/mpi_pg_ratios.py before='/tmp/mpipg-before-*.json' \\
         after='/tmp/mpipg-after-*.json'
 """
 from __future__ import annotations
 
 import argparse
 import glob
-import json
 import statistics
 import sys
+from pathlib import Path
+
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+
+from hvd_vs_ddp.results_schema import (  # noqa: E402
+    CollectiveRecord,
+    CollectiveSize,
+    load_cell_results,
+)
 
 LATENCY_SIZES = (4, 1024)
 BANDWIDTH_SIZES = (256 * 1024, 4 * 2**20, 64 * 2**20)
@@ -37,20 +46,24 @@ def _human(nbytes: int) -> str:
     return f"{nbytes} B"
 
 
-def _rows(path: str) -> tuple[dict[int, dict], dict[int, dict]]:
-    """(ddp-mpi allreduce rows, raw mpi4py rows) by message size, from one JSON file."""
-    with open(path) as fh:
-        data = json.load(fh)
-    found: dict[str, dict[int, dict]] = {}
-    for bench in data.get("benchmarks", []):
-        info = bench.get("extra_info", {})
-        if info.get("op") == "allreduce" and info.get("backend") in ("ddp-mpi", "mpi4py-raw"):
-            found[info["backend"]] = {r["bytes"]: r for r in info["sizes"]}
+def _rows(path: str) -> tuple[dict[int, CollectiveSize], dict[int, CollectiveSize]]:
+    """(ddp-mpi allreduce rows, raw mpi4py rows) by message size, from one results file."""
+    found: dict[str, dict[int, CollectiveSize]] = {}
+    for bench in load_cell_results(Path(path)).benchmarks:
+        rec = bench.record
+        if isinstance(rec, CollectiveRecord) and rec.op == "allreduce" \
+                and rec.backend in ("ddp-mpi", "mpi4py-raw"):
+            found[rec.backend] = {s.bytes: s for s in rec.sizes}
     missing = {"ddp-mpi", "mpi4py-raw"} - set(found)
     if missing:
         raise SystemExit(f"{path}: no {' or '.join(sorted(missing))} allreduce cell; run the "
                          "suite with -k \"ddp-mpi and allreduce or raw_mpi\" under mpirun")
     return found["ddp-mpi"], found["mpi4py-raw"]
+
+
+def _median_time(size: CollectiveSize) -> float:
+    """The suite's recorded median time, else the median of the recorded times."""
+    return size.time_median if size.time_median is not None else statistics.median(size.times)
 
 
 def run_figures(path: str) -> dict[str, float]:
@@ -59,15 +72,15 @@ def run_figures(path: str) -> dict[str, float]:
     out: dict[str, float] = {}
     for size in LATENCY_SIZES:
         if size in pg and size in raw:
-            out[f"latency {_human(size)}: pg/raw time"] = (pg[size]["time_median"]
-                                                          / raw[size]["time_median"])
-            out[f"latency {_human(size)}: pg us"] = pg[size]["time_median"] * 1e6
-            out[f"latency {_human(size)}: raw us"] = raw[size]["time_median"] * 1e6
+            mine, bar = _median_time(pg[size]), _median_time(raw[size])
+            out[f"latency {_human(size)}: pg/raw time"] = mine / bar
+            out[f"latency {_human(size)}: pg us"] = mine * 1e6
+            out[f"latency {_human(size)}: raw us"] = bar * 1e6
     for size in BANDWIDTH_SIZES:
         if size in pg and size in raw:
-            out[f"busbw {_human(size)}: pg/raw"] = pg[size]["busbw_gbps"] / raw[size]["busbw_gbps"]
-            out[f"busbw {_human(size)}: pg GB/s"] = pg[size]["busbw_gbps"]
-            out[f"busbw {_human(size)}: raw GB/s"] = raw[size]["busbw_gbps"]
+            out[f"busbw {_human(size)}: pg/raw"] = pg[size].busbw_gbps / raw[size].busbw_gbps
+            out[f"busbw {_human(size)}: pg GB/s"] = pg[size].busbw_gbps
+            out[f"busbw {_human(size)}: raw GB/s"] = raw[size].busbw_gbps
     return out
 
 

@@ -9,7 +9,7 @@ two-level bootstrap, blocks taking the place of repetitions (so the interval cov
 the drift between blocks). The suites record the statistics in the timed rounds only if
 this stays within 3%.
 
-    torchrun --standalone --nproc-per-node 2 scripts/ddp_stats_overhead.py \
+    torchrun --standalone --nproc-per-node 2 benchmarks/ddp_stats_overhead.py \
         --workloads resnet50,gpt --pairs 6 --steps 4
 """
 from __future__ import annotations

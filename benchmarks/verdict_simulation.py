@@ -9,8 +9,8 @@ Prints one Markdown table per noise setting: the recorded series as recorded (a 
 2-core machine: repetition spread 10-160% in log terms), and the pooled shapes scaled to
 a repetition spread `--rep-sd` and a step spread `--step-sd`.
 
-    python scripts/verdict_simulation.py                       # 300 pairs per ratio
-    python scripts/verdict_simulation.py --trials 100 --resamples 500 --rep-sd 0.02
+    python benchmarks/verdict_simulation.py                       # 300 pairs per ratio
+    python benchmarks/verdict_simulation.py --trials 100 --resamples 500 --rep-sd 0.02
 """
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Every host-side wait in the suite's timed step, with its cost and whose it is.
 
-Issue 58's table: on a GPU, which calls in a timed round make the CPU wait for the device
+On a GPU: which calls in a timed round make the CPU wait for the device
 (stream, event and device synchronizations, blocking or pageable copies, a value read on
 the host), how often per step, how long, and whether the harness, the library or the
 model made them (the innermost frame of the call's Python stack that is ours, the
@@ -9,10 +9,10 @@ Trainer.run, the throughput suite's settings: cuDNN's autotuner on, the input mo
 profiled with torch.profiler (CPU activities, with Python stacks). Run it at one rank
 under the backend's launcher; rank 0 prints the table:
 
-    python scripts/host_waits.py --backend single --input device
-    torchrun --standalone --nproc-per-node 1 scripts/host_waits.py --backend ddp-nccl
-    horovodrun -np 1 -H localhost:1 --gloo python scripts/host_waits.py --backend horovod \
-        --input memory --pin-memory off        # the pageable copies the suite used to make
+    python benchmarks/host_waits.py --backend single --input device
+    torchrun --standalone --nproc-per-node 1 benchmarks/host_waits.py --backend ddp-nccl
+    horovodrun -np 1 -H localhost:1 --gloo python benchmarks/host_waits.py --backend horovod \
+        --input memory --pin-memory off        # pageable copies
 
 `--guard off` times the step without the sync guard (to show what it would refuse). On a
 machine without a GPU the table lists what torch's CPU side sees (no device waits).
