@@ -39,6 +39,7 @@ from hvd_vs_ddp.harness import (
     collective_pytest,
     horovod_timeline,
     option_parsing,
+    pace,
     profiling,
     startup,
     suite_run,
@@ -108,6 +109,10 @@ def pytest_configure(config: pytest.Config) -> None:
     plan = threads.decide(plugin.env.local_size, opts.threads,
                           threads.loader_workers(opts.knob_set), torch.cuda.is_available())
     threads.apply(plan)
+    # the process's pace, with its own threads, before any backend is set up
+    # (hvd_vs_ddp/harness/pace.py; the verdicts may take it out: run_model/pace.py)
+    pace_log = pace.PaceLog()
+    pace_log.run_pre()
     suite_run.store(config, SuiteRun(
         options=opts, plugin=plugin, plan=judged,
         results_json=json_path,  # autotune logs go beside it
@@ -117,7 +122,8 @@ def pytest_configure(config: pytest.Config) -> None:
         threads=dict(plan.as_dict(), ranks=plugin.coord.gather(torch.get_num_threads(),
                                                                 "threads per rank"),
                      bind_cores=opts.bind_cores,
-                     cores=plugin.coord.gather(cores, "cores per rank"))))
+                     cores=plugin.coord.gather(cores, "cores per rank")),
+        pace=pace_log))
 
 
 # Parameters through which a suite test names its backend (first element of a tuple).

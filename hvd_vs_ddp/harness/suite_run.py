@@ -23,6 +23,7 @@ from hvd_vs_ddp.harness.options import SuiteOptions
 if TYPE_CHECKING:
     from hvd_vs_ddp.harness.cell_plan import CellPlan
     from hvd_vs_ddp.harness.collective_pytest import CollectivePlugin
+    from hvd_vs_ddp.harness.pace import PaceLog
 
 
 @dataclass(frozen=True)
@@ -35,6 +36,7 @@ class SuiteRun:
     profile_at: tuple[Path, str] | None = None  # folder and stem of profiler traces
     threads: dict[str, Any] = field(default_factory=dict)
     plan: "CellPlan | None" = None         # the cell's plan: its verdicts (cell_plan.py)
+    pace: "PaceLog | None" = None          # this process's pace probes (harness/pace.py)
 
     @property
     def backends(self) -> tuple[str, ...]:

@@ -28,7 +28,7 @@ import statistics
 
 import pandas as pd
 
-from hvd_vs_ddp.run_model import verdicts
+from hvd_vs_ddp.run_model import pace, verdicts
 from hvd_vs_ddp.run_model.compile_pairs import EAGER, mode
 from hvd_vs_ddp.run_model.disturbed import load_judged_run
 from hvd_vs_ddp.run_model.frames import Data, build_frames
@@ -38,19 +38,27 @@ def aa_pairs(data: Data, margin: float = verdicts.DEFAULT_MARGIN) -> pd.DataFram
     """One row per throughput series with >= 4 repetitions: its odd rounds vs its even."""
     rows = []
     tp = data.throughput
+    thetas = pace.fit_thetas(tp)
     for _, r in (tp.iterrows() if not tp.empty else iter(())):
         reps = list(r["rep_samples"]) if isinstance(r.get("rep_samples"), list) else []
         if len(reps) < 4:  # each arm needs 2+ repetitions (1: a within-run interval only)
             continue
-        a, b = reps[0::2], reps[1::2]
-        ci = verdicts.interval(a, b, r.get("plan"))
+        a, b = pace.arm(r, slice(0, None, 2)), pace.arm(r, slice(1, None, 2))
+        read = pace.reading(a, b, thetas, r.get("plan"))  # the reading that counts
+        ci = read.ci
+        plain = verdicts.classify(read.unadjusted.lo, read.unadjusted.hi, margin)
         v = verdicts.judge(ci, margin, int(r["world_size"]), f"{r['series']} (A)",
                            f"{r['series']} (B)")
         rows.append({"run": r["run"], "case": r["case"], "series": r["series"],
                      "compile": mode(r),  # "eager", or the compile mode (compile axis)
-                     "world_size": int(r["world_size"]), "reps": f"{len(a)}+{len(b)}",
+                     "world_size": int(r["world_size"]),
+                     "reps": f"{len(a.reps)}+{len(b.reps)}",
                      "ratio": ci.ratio, "lo": ci.lo, "hi": ci.hi, "verdict": v.verdict,
-                     "false": v.verdict == verdicts.FASTER, "text": v.text()})
+                     "false": v.verdict == verdicts.FASTER, "text": v.text(),
+                     "reading": read.reading, "gate": read.gate.text,
+                     "unadj_lo": read.unadjusted.lo, "unadj_hi": read.unadjusted.hi,
+                     "unadj_verdict": plain,
+                     "unadj_false": plain == verdicts.FASTER})
     return pd.DataFrame(rows)
 
 
@@ -72,6 +80,10 @@ def summary(df: pd.DataFrame) -> list[str]:
     if df.empty:
         return ["no series with 4 or more repetitions: nothing to check"]
     out = [_rates("A/A pairs", df)]
+    if "reading" in df and (df["reading"] == pace.ADJUSTED).any():  # the same, as measured
+        plain = df.assign(verdict=df["unadj_verdict"], false=df["unadj_false"],
+                          lo=df["unadj_lo"], hi=df["unadj_hi"], reading=pace.UNADJUSTED)
+        out.append(_rates("  unadjusted reading", plain))
     compiled = df[df["compile"] != EAGER] if "compile" in df else df.iloc[:0]
     if not compiled.empty:  # the compile axis: its own line, eager's beside it
         out += [_rates("  eager", df[df["compile"] == EAGER]),
@@ -85,16 +97,21 @@ def _rates(what: str, df: pd.DataFrame) -> str:
         return f"{what}: none"
     eq = int((df["verdict"] == verdicts.EQUIVALENT).sum())
     width = statistics.median(df["hi"] / df["lo"])
+    adjusted = int((df["reading"] == pace.ADJUSTED).sum()) if "reading" in df else 0
     return (f"{what}: {n}; false 'faster': {k} ({k / n:.0%}; 95% upper bound "
             f"{upper_bound(k, n):.0%}); equivalent: {eq} ({eq / n:.0%}); inconclusive: "
-            f"{n - k - eq}; median interval width hi/lo {width:.3f}")
+            f"{n - k - eq}; median interval width hi/lo {width:.3f}; pace-adjusted: "
+            f"{adjusted} of {n}")
 
 
 def table(df: pd.DataFrame) -> list[str]:
-    out = ["| case | series | ranks | reps | ratio [95%] | verdict |", "|---|---|---|---|---|---|"]
+    out = ["| case | series | ranks | reps | ratio [95%] | verdict | reading | unadjusted |",
+           "|---|---|---|---|---|---|---|---|"]
     for _, r in df.iterrows():
         out.append(f"| {r['case']} | {r['series']} | {r['world_size']} | {r['reps']} | "
-                   f"{r['ratio']:.3f} [{r['lo']:.3f}-{r['hi']:.3f}] | {r['verdict']} |")
+                   f"{r['ratio']:.3f} [{r['lo']:.3f}-{r['hi']:.3f}] | {r['verdict']} | "
+                   f"{r.get('reading', pace.UNADJUSTED)} | [{r.get('unadj_lo', r['lo']):.3f}-"
+                   f"{r.get('unadj_hi', r['hi']):.3f}] {r.get('unadj_verdict', r['verdict'])} |")
     return out
 
 

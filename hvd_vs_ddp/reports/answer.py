@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from hvd_vs_ddp.backends.catalog import DDP, HOROVOD_LIB
-from hvd_vs_ddp.run_model import verdicts
+from hvd_vs_ddp.run_model import pace, verdicts
 from hvd_vs_ddp.run_model.frames import CASE_KEY, Data
 from hvd_vs_ddp.run_model.tuning_pairs import at_best
 
@@ -141,7 +141,8 @@ def variance_split(data: Data) -> list[dict[str, Any]]:
 def verdicts_doc(data: Data, cmp: pd.DataFrame, margin: float) -> dict[str, Any]:
     """The verdicts.json document (docs/verdicts-format.md)."""
     pairs = [{"run": r["run"], "case": r["case"], "world_size": int(r["world_size"]),
-              "input": r.get("input_mode", "memory"), **r["judged"].as_json()}
+              "input": r.get("input_mode", "memory"), **r["judged"].as_json(),
+              **({"pace": r["pace"]} if isinstance(r.get("pace"), dict) else {})}
              for _, r in cmp.iterrows()] if not cmp.empty else []
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "margin": margin,
             "level": 0.95, "runs": [{"name": r.name, "path": str(r.path),
@@ -153,6 +154,7 @@ def verdicts_doc(data: Data, cmp: pd.DataFrame, margin: float) -> dict[str, Any]
                        if getattr(r.manifest, "budget", None)},  # run --budget
             "each_at_its_best": at_best(data, margin),
             "variance_split": variance_split(data),
+            "pace": pace.kinds_table(data.throughput),
             "unreadable": [{"run": r.name, "cell": c.id, "reason": c.unreadable}
                            for r in data.runs for c in r.unreadable]}
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from hvd_vs_ddp.run_model import verdicts
 from hvd_vs_ddp.run_model.frames import Data
 
 DASH = "–"
@@ -113,8 +114,18 @@ def _pair_note(r) -> str:
     return ", ".join(x for x in (
         "1 rank: overhead" if r["scope"] == "overhead" else "",
         "indicative" if r["strength"] == "indicative" else "",
-        f"~{int(r['reps_needed'])} reps to settle" if not pd.isna(r["reps_needed"]) else "")
+        f"~{int(r['reps_needed'])} reps to settle" if not pd.isna(r["reps_needed"]) else "",
+        _resolves(r), "pace-adjusted" if r.get("reading") == "adjusted" else "")
         if x)
+
+
+def _resolves(r) -> str:
+    """An inconclusive pair's resolution: the smallest difference its spread detects."""
+    v = r.get("judged")
+    if r["verdict"] != "inconclusive" or not isinstance(v, verdicts.Verdict):
+        return ""
+    small = verdicts.detectable(v.ci, v.margin)
+    return f"detects >= {small:.0%}" if small is not None else ""
 
 
 def comparison_table(cmp: pd.DataFrame, margin: float) -> Table:
@@ -142,7 +153,11 @@ def comparison_table(cmp: pd.DataFrame, margin: float) -> Table:
                  "'1 rank: overhead': nothing is communicated at 1 rank, so the ratio is "
                  "framework overhead, not a communication result; 'indicative': one "
                  "repetition, a within-run interval; '~N reps to settle': the repetitions "
-                 "an inconclusive pair would need.")
+                 "an inconclusive pair would need; 'detects >= D%': the smallest difference "
+                 "an interval as wide as this pair's would have called 'faster'; "
+                 "'pace-adjusted': each process's measured pace was taken out of this "
+                 "pair's verdict (the section 'Where the variance comes from' says how; "
+                 "the unadjusted interval is in verdicts.json).")
 
 
 def tails_table(tl: pd.DataFrame) -> Table:

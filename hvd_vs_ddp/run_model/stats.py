@@ -62,6 +62,15 @@ Reps = Sequence[Sequence[float] | np.ndarray]  # per repetition: its per-step va
 
 
 @dataclass(frozen=True)
+class Shift:
+    """A log shift subtracted from every value of each repetition of one side (the pace
+    adjustment, hvd_vs_ddp/run_model/pace.py): `point` (R,) at the fitted coefficient,
+    `boot` (n, R) refitted in each bootstrap replicate."""
+    point: np.ndarray
+    boot: np.ndarray
+
+
+@dataclass(frozen=True)
 class RatioCI:
     ratio: float   # median(all num steps) / median(all den steps) as measured
     lo: float
@@ -70,6 +79,7 @@ class RatioCI:
     level: float = LEVEL
     resamples: int = N_RESAMPLES
     look: int | None = None  # sequential look (run --budget); None: a fixed design
+    adjusted: bool = False   # the pace-adjusted reading (run_model/pace.py)
 
     def contains(self, value: float) -> bool:
         return self.lo <= value <= self.hi
@@ -97,7 +107,10 @@ def _padded(reps: Reps) -> tuple[np.ndarray, np.ndarray]:
 def widened(reps: Reps) -> np.ndarray:
     """Log values with each repetition's offset from the pooled median widened by
     sqrt(R/(R-1)) (see the module docstring); R = 1: unchanged."""
-    logs, _ = _padded(reps)
+    return _widen(_padded(reps)[0])
+
+
+def _widen(logs: np.ndarray) -> np.ndarray:
     r = logs.shape[0]
     if r < 2:
         return logs
@@ -107,10 +120,15 @@ def widened(reps: Reps) -> np.ndarray:
 
 
 def boot_medians(reps: Reps, rng: np.random.Generator, n: int = N_RESAMPLES,
-                 correct: bool = True) -> np.ndarray:
-    """n two-level bootstrap replicates of the pooled median (log scale)."""
-    logs = widened(reps) if correct else _padded(reps)[0]
-    lens = _padded(reps)[1]
+                 correct: bool = True, shift: Shift | None = None) -> np.ndarray:
+    """n two-level bootstrap replicates of the pooled median (log scale); with `shift`,
+    of the values shifted per repetition (widened after the point shift, each replicate
+    then moved by its own refitted shift's difference from the point one)."""
+    logs, lens = _padded(reps)
+    if shift is not None:
+        logs = logs - np.asarray(shift.point, float)[:, None]
+        dev = np.asarray(shift.boot, float)[:n] - np.asarray(shift.point, float)[None, :]
+    logs = _widen(logs) if correct else logs
     r, width = logs.shape
     out = np.empty(n)
     chunk = max(1, 2_000_000 // (r * width))
@@ -119,6 +137,8 @@ def boot_medians(reps: Reps, rng: np.random.Generator, n: int = N_RESAMPLES,
         pick = rng.integers(0, r, size=(k, r))                        # repetitions
         steps = (rng.random((k, r, width)) * lens[pick][:, :, None]).astype(int)  # steps
         vals = logs[pick[:, :, None], steps]
+        if shift is not None:
+            vals = vals - np.take_along_axis(dev[start:start + k], pick, axis=1)[:, :, None]
         if (lens == width).all():  # no padding: the plain median is the same, and faster
             out[start:start + k] = np.median(vals.reshape(k, -1), axis=1)
             continue
@@ -127,32 +147,44 @@ def boot_medians(reps: Reps, rng: np.random.Generator, n: int = N_RESAMPLES,
     return out
 
 
+Shifts = tuple[Shift, Shift] | None  # (num's, den's): the pace-adjusted reading
+
+
 def ratio_ci(num: Reps, den: Reps, resamples: int = N_RESAMPLES, seed: int = SEED,
-             level: float = LEVEL, correct: bool = True) -> RatioCI:
+             level: float = LEVEL, correct: bool = True, shifts: Shifts = None) -> RatioCI:
     """Percentile interval of median(num)/median(den) from the two-level bootstrap.
     num and den are lists of repetitions (each a list of per-step values); a flat list of
-    numbers is taken as one repetition."""
+    numbers is taken as one repetition. `shifts`: each side's per-repetition log shifts
+    (the pace adjustment), the interval then of the adjusted reading."""
     num, den = _as_reps(num), _as_reps(den)
     if not 0 < level < 1:
         raise ValueError(f"level must be in (0, 1), got {level}")
-    logr = boot_log_ratios(num, den, resamples, seed, correct)
+    logr = boot_log_ratios(num, den, resamples, seed, correct, shifts)
     tail = (1 - level) / 2 * 100
     lo, hi = np.exp(np.percentile(logr, [tail, 100 - tail]))
-    return RatioCI(_pooled_ratio(num, den), float(lo), float(hi),
-                   min(len(num), len(den)), level, resamples)
+    return RatioCI(_pooled_ratio(num, den, shifts), float(lo), float(hi),
+                   min(len(num), len(den)), level, resamples, adjusted=shifts is not None)
 
 
 def boot_log_ratios(num: Reps, den: Reps, resamples: int = N_RESAMPLES, seed: int = SEED,
-                    correct: bool = True) -> np.ndarray:
+                    correct: bool = True, shifts: Shifts = None) -> np.ndarray:
     """The bootstrap replicates of log(median(num) / median(den))."""
     rng = np.random.default_rng(seed)
-    return boot_medians(num, rng, resamples, correct) - boot_medians(den, rng, resamples,
-                                                                     correct)
+    sn, sd = shifts if shifts is not None else (None, None)
+    return (boot_medians(num, rng, resamples, correct, sn)
+            - boot_medians(den, rng, resamples, correct, sd))
 
 
-def _pooled_ratio(num: list, den: list) -> float:
-    return float(median(np.concatenate([finite_values(r) for r in num])) / median(
-        np.concatenate([finite_values(r) for r in den])))
+def _pooled(reps: list, shift: Shift | None) -> float:
+    if shift is None:
+        return median(np.concatenate([finite_values(r) for r in reps]))
+    return median(np.concatenate([finite_values(r) * math.exp(-float(s))
+                                  for r, s in zip(reps, shift.point)]))
+
+
+def _pooled_ratio(num: list, den: list, shifts: Shifts = None) -> float:
+    sn, sd = shifts if shifts is not None else (None, None)
+    return float(_pooled(num, sn) / _pooled(den, sd))
 
 
 # -- sequential looks (run --budget; see the module docstring) -------------------------
@@ -181,21 +213,24 @@ def _z(level: float) -> float:
 
 def sequential_ci(num: Reps, den: Reps, planned: int, max_reps: int,
                   alpha: float = 1 - LEVEL, resamples: int = N_RESAMPLES, seed: int = SEED,
-                  correct: bool = True) -> RatioCI:
+                  correct: bool = True, shifts: Shifts = None) -> RatioCI:
     """The interval of a budgeted run's pair at its look: each side's first n repetitions
     (n the fewer, at most max_reps), level 1 - spent_alpha(look, K), the 95% percentile
     interval widened about the bootstrap median by the ratio of normal quantiles."""
     num, den = _as_reps(num), _as_reps(den)
     n = min(len(num), len(den), max(max_reps, planned))
     num, den = num[:n], den[:n]
+    if shifts is not None:  # each side's first n repetitions' shifts
+        shifts = tuple(Shift(s.point[:n], s.boot[:, :n]) for s in shifts)  # type: ignore[assignment]
     look = look_of(n, planned)
     level = 1 - spent_alpha(look, max_looks(planned, max_reps), alpha)
-    logr = boot_log_ratios(num, den, resamples, seed, correct)
+    logr = boot_log_ratios(num, den, resamples, seed, correct, shifts)
     mid = float(np.median(logr))
     lo95, hi95 = np.percentile(logr, [2.5, 97.5])
     wide = _z(level) / _z(LEVEL)
     lo, hi = math.exp(mid - (mid - lo95) * wide), math.exp(mid + (hi95 - mid) * wide)
-    return RatioCI(_pooled_ratio(num, den), lo, hi, n, level, resamples, look)
+    return RatioCI(_pooled_ratio(num, den, shifts), lo, hi, n, level, resamples, look,
+                   adjusted=shifts is not None)
 
 
 def _as_reps(x) -> list:

@@ -42,7 +42,7 @@ from hvd_vs_ddp.run_model.margin import (  # noqa: F401 (the words, shared with 
     check_margin,
     classify,
 )
-from hvd_vs_ddp.run_model.stats import LEVEL, RatioCI, ratio_ci, sequential_ci
+from hvd_vs_ddp.run_model.stats import LEVEL, RatioCI, Shifts, ratio_ci, sequential_ci
 
 OVERHEAD = "framework overhead without communication"
 MAX_REPS = 100  # beyond this the estimate says "more than 100"
@@ -61,15 +61,27 @@ def reps_needed(ci: RatioCI, m: float) -> int | None:
     return max(ci.reps + 1, math.ceil(ci.reps * (half / dist) ** 2))
 
 
-def interval(num, den, plan: dict | None = None) -> RatioCI:
+def interval(num, den, plan: dict | None = None, shifts: Shifts = None) -> RatioCI:
     """A pair's interval from each side's repetitions: the fixed design's 95% two-level
     bootstrap, or in a budgeted run (plan: its manifest's `budget`) the sequential
-    interval at the pair's look."""
+    interval at the pair's look; `shifts`: of the pace-adjusted reading
+    (hvd_vs_ddp/run_model/pace.py)."""
     if not isinstance(plan, dict) or not plan.get("planned"):
-        return ratio_ci(num, den)
+        return ratio_ci(num, den, shifts=shifts)
     return sequential_ci(num, den, int(plan["planned"]), int(plan["max_reps"]),
-                         float(plan.get("alpha", 1 - LEVEL)))
+                         float(plan.get("alpha", 1 - LEVEL)), shifts=shifts)
 
+
+
+def detectable(ci: RatioCI, m: float) -> float | None:
+    """The smallest difference (a fraction: 0.12 = 12%) this interval's spread would have
+    called "faster": a true ratio r is called so once its interval, as wide as this one
+    on the log scale, clears 1 + m, i.e. r > (1 + m) exp(half-width). None for a
+    within-run interval."""
+    if ci.within_run_only or ci.lo <= 0 or ci.hi <= 0:
+        return None
+    half = (math.log(ci.hi) - math.log(ci.lo)) / 2
+    return (1 + m) * math.exp(half) - 1
 
 
 def pct(r: float) -> str:
@@ -118,6 +130,8 @@ class Verdict:
             s = f"{OVERHEAD} (1 rank, not a communication result): {s}"
         if self.strength == "indicative":
             s += "; indicative only: one repetition, the interval is within-run only"
+        if self.ci.adjusted:
+            s += "; pace-adjusted"
         if self.ci.look is not None:  # a budgeted run: say what the verdict took
             s += (f"; after {self.ci.reps} repetitions (look {self.ci.look}, "
                   f"{self.ci.level:.2%} interval)")
@@ -127,6 +141,8 @@ class Verdict:
         return {"a": self.a, "b": self.b, "ratio": self.ci.ratio, "lo": self.ci.lo,
                 "hi": self.ci.hi, "level": self.ci.level, "repetitions": self.ci.reps,
                 "look": self.ci.look,
+                "reading": "adjusted" if self.ci.adjusted else "unadjusted",
+                "detectable": detectable(self.ci, self.margin),
                 "verdict": self.verdict, "faster": self.faster, "strength": self.strength,
                 "scope": self.scope, "repetitions_needed": self.reps_needed,
                 "text": self.text()}

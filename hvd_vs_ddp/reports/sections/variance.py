@@ -2,7 +2,9 @@
 repetitions, how much of a repetition mean's spread is between fresh processes and how
 much step to step (hvd_vs_ddp/run_model/variance.py, the same rows as verdicts.json's
 `variance_split`), and how many repetitions a side an A/A pair would need at that spread
-for "equivalent" at the report's margin (issue 60).
+for "equivalent" at the report's margin; then, per cell kind, how much of the spread
+between processes each process's measured pace explains (hvd_vs_ddp/run_model/pace.py,
+verdicts.json's `pace`) and which pairs' verdicts used the pace-adjusted reading.
 
     python -m hvd_vs_ddp.reports RUN_DIR      # the section is in the report it writes
 """
@@ -14,6 +16,7 @@ from hvd_vs_ddp.reports.answer import variance_split
 from hvd_vs_ddp.reports.context import ReportContext
 from hvd_vs_ddp.reports.render import Section
 from hvd_vs_ddp.reports.tables import Table
+from hvd_vs_ddp.run_model import pace
 from hvd_vs_ddp.run_model.variance import VarianceSplit, reps_for_equivalence
 
 TITLE = "Where the variance comes from"
@@ -49,8 +52,38 @@ def table(rows: list[dict], margin: float, many_runs: bool) -> Table:
                  "runs no library, this machine's own floor (docs/methodology.md).")
 
 
+def pace_table(kinds: list[dict], cmp: pd.DataFrame, many_runs: bool) -> Table:
+    out = []
+    for k in kinds:
+        label, ranks = k["kind"][0], k["kind"][1]
+        used = (cmp[(cmp["horovod"].str.startswith(label) | cmp["ddp"].str.startswith(label))
+                    & (cmp["world_size"] == ranks)] if not cmp.empty and "reading" in cmp
+                else cmp.iloc[:0])
+        out.append({**({"run": k.get("run", "")} if many_runs else {}), "kind": label,
+                    "ranks": ranks, "processes": k["points"], "series": k["series"],
+                    "rho": f"{k['rho']:+.2f}", "theta": f"{k['theta']:+.2f}",
+                    "between processes (sd)": f"{k['sd_before']:.1%}",
+                    "after the pace (sd)": f"{k['sd_after']:.1%}",
+                    "pairs adjusted": (f"{int((used['reading'] == 'adjusted').sum())} of "
+                                       f"{len(used)}")})
+    return Table("The pace probe, per cell kind", pd.DataFrame(out),
+                 "Every rank times the same fixed CPU work before its backend is set up and "
+                 "after the timed rounds; a repetition's pace is the mean over its ranks. "
+                 "rho: the correlation of that pace with the repetition's log samples/s, "
+                 "both centred per series; theta: the slope used to take the pace out; the "
+                 "sd of the log samples/s between processes before and after. A pair uses "
+                 "the adjusted reading only when the library does not move the probe: the "
+                 "95% interval of the probe's drift (after the rounds over before the "
+                 "backend), Horovod's over DDP's, within ±2%. Otherwise its verdict is the "
+                 "unadjusted one; verdicts.json keeps both readings of every pair.")
+
+
 def build(ctx: ReportContext) -> Section | None:
     rows = variance_split(ctx.data)
     if not rows:
         return None
-    return Section(TITLE, [table(rows, ctx.margin, ctx.multi)])
+    tables = [table(rows, ctx.margin, ctx.multi)]
+    kinds = pace.kinds_table(ctx.data.throughput)
+    if kinds:
+        tables.append(pace_table(kinds, ctx.cmp, ctx.multi))
+    return Section(TITLE, tables)

@@ -18,8 +18,12 @@ loader workers over the timed rounds, in cores, the mean over ranks) and input_p
 (every rank's own, its threads by group, the JPEG set). How the figure was taken (optional,
 absent before issue 58): step_timer ("wall": the round's wall time shared by its steps;
 "events": CUDA events around each step, read after the round), cudnn_benchmark (cuDNN's
-autotuner on or off). compute_only: the same per-rank step with no
-communication, run by `concurrent_ranks` processes at once (for exposed communication).
+autotuner on or off). pace_probe (both kinds, optional, absent on older runs): every
+rank's pace probe, a fixed piece of CPU work timed before the backend was set up and
+after the timed rounds, with the process's scheduling counters
+(hvd_vs_ddp/harness/pace.py; run_model/pace.py reads it). compute_only: the same
+per-rank step with no communication, run by `concurrent_ranks` processes at once (for
+exposed communication).
 
     rec = ThroughputRecord(backend="ddp-gloo", world_size=2, launcher="torchrun", ...)
     benchmark.extra_info.update(rec.to_dict())
@@ -146,11 +150,52 @@ def _input_pipeline(v: Any, name: str, finite: bool) -> None:
         listof(number(0))(r.get("data_wait_s", []), f"{where}.data_wait_s", finite)
 
 
+_PACE_COUNTERS = ("nonvoluntary_switches", "voluntary_switches", "run_delay_s", "steal_s",
+                  "anon_huge_mb")
+
+
+def _pace_probe(v: Any, name: str, finite: bool) -> None:
+    """{"unit", "pre_products", "post_products", "ranks": [{"pre": products/s before the
+    backend was set up, "post": [products/s after the timed rounds], "threads",
+    "process": {counter: number or null}}]} (hvd_vs_ddp/harness/pace.py)."""
+    mapping(v, name, finite)
+    text(v.get("unit", ""), f"{name}.unit", finite)
+    ranks = v.get("ranks", [])
+    listof(mapping, nonempty=True)(ranks, f"{name}.ranks", finite)
+    for i, r in enumerate(ranks):
+        where = f"{name}.ranks[{i}]"
+        number(0)(r.get("pre"), f"{where}.pre", finite)
+        listof(number(0), nonempty=True)(r.get("post"), f"{where}.post", finite)
+        mapping(r.get("process", {}), f"{where}.process", finite)
+        for key in _PACE_COUNTERS:
+            nullable(number())(r.get("process", {}).get(key), f"{where}.process.{key}", finite)
+
+
+def _wire(v: Any, name: str, finite: bool) -> None:
+    """{"iface", "rate_bps", "timed_steps", "grad_bytes", "ring_bytes", "tx_bytes_per_step"
+    (mean over ranks), "wire_over_ring", "ranks": [{"rank", "tx_bytes", "tx_bytes_per_step"}]}
+    (suites/test_throughput.py; hvd_vs_ddp/links/wire.py)."""
+    mapping(v, name, finite)
+    for key in ("rate_bps", "timed_steps", "grad_bytes", "ring_bytes"):
+        number(0)(v.get(key, 0), f"{name}.{key}", finite)
+    for key in ("tx_bytes_per_step", "wire_over_ring"):
+        nullable(number(0))(v.get(key), f"{name}.{key}", finite)
+    listof(mapping)(v.get("ranks", []), f"{name}.ranks", finite)
+
+
 def _equal_rows(step_times: list, rank_step_times: list | None, name: str) -> None:
     for i, row in enumerate(rank_step_times or []):
         if len(row) != len(step_times):
             raise Invalid(f"{name}[{i}]", f"has {len(row)} steps; expected {len(step_times)} "
                           "(one per timed step, like step_times)")
+
+
+LOOPBACK = "loopback"  # a cell's link when it names none (hvd_vs_ddp/links/rates.py)
+
+
+def _wire_value(wire: dict[str, Any] | None, key: str) -> float:
+    value = (wire or {}).get(key)
+    return float(value) if value is not None else np.nan
 
 
 @dataclass(kw_only=True)
@@ -194,6 +239,9 @@ class ThroughputRecord(BenchmarkRecord):
     input_pipeline: dict[str, Any] | None = opt(_input_pipeline)
     step_timer: str | None = opt(one_of(*STEP_TIMERS))
     cudnn_benchmark: bool | None = opt(flag)
+    link: str | None = opt(text)  # the rate between emulated hosts; absent: loopback
+    wire: dict[str, Any] | None = opt(_wire)  # what each rank's host sent on that link
+    pace_probe: dict[str, Any] | None = opt(_pace_probe)
 
     def consistency(self) -> None:
         if self.data_wait_s is not None and len(self.data_wait_s) != len(self.step_times):
@@ -243,6 +291,11 @@ class ThroughputRecord(BenchmarkRecord):
                  "input_pipeline": self.input_pipeline,
                  "step_timer": self.step_timer or "wall",
                  "cudnn_benchmark": self.cudnn_benchmark,
+                 "link": self.link or LOOPBACK, "wire": self.wire,
+                 "wire_bytes_per_step": _wire_value(self.wire, "tx_bytes_per_step"),
+                 "grad_bytes": _wire_value(self.wire, "grad_bytes"),
+                 "ring_bytes": _wire_value(self.wire, "ring_bytes"),
+                 "pace_probe": self.pace_probe,
                  **{key: (max(mem[key]) if mem.get(key) else np.nan) for key in HELD}}]
 
 
@@ -260,6 +313,7 @@ class ComputeOnlyRecord(BenchmarkRecord):
     rank_step_times: list[list[float]] | None = opt(listof(listof(number(0))))
     step_time_median: float | None = opt(number())
     input_mode: str | None = opt(one_of(*INPUT_MODES))
+    pace_probe: dict[str, Any] | None = opt(_pace_probe)
 
     def consistency(self) -> None:
         _equal_rows(self.step_times, self.rank_step_times, "rank_step_times")
@@ -270,4 +324,5 @@ class ComputeOnlyRecord(BenchmarkRecord):
                  "ranks": int(ranks), "per_rank_batch": int(self.per_rank_batch),
                  "input_mode": self.input_mode or "memory",
                  "steps": array(self.step_times),
-                 "step_median": summary.median(array(self.step_times))}]
+                 "step_median": summary.median(array(self.step_times)),
+                 "pace_probe": self.pace_probe}]
