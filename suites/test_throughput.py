@@ -48,6 +48,7 @@ from hvd_vs_ddp.harness.ddp_stats import DDPStats
 from hvd_vs_ddp.harness.host_cpu import HostCpu
 from hvd_vs_ddp.harness.knobs import SETS, by_name
 from hvd_vs_ddp.harness.monitor import Monitor
+from hvd_vs_ddp.links import rates, wire
 from hvd_vs_ddp.results_schema import ComputeOnlyRecord, HorovodTimelineRecord, ThroughputRecord
 from hvd_vs_ddp.workloads import compiling, feed, jpeg_set
 from hvd_vs_ddp.workloads.external import slug  # a workload spec as a test id
@@ -111,6 +112,8 @@ class Timed(NamedTuple):
     starts: list[float]              # each timed step's start, seconds since the epoch
     waits: list[float]               # each timed step's wait for its batches, seconds
     cpu: dict                        # host CPU over the timed rounds (harness/host_cpu.py)
+    tx_bytes: int | None = None      # bytes this rank's host sent on its emulated link
+    #                                  during the timed rounds (hvd_vs_ddp/links/wire.py)
 
 
 def _timed(benchmark, trainer, backend, suite, stats=None, watch=None) -> Timed:
@@ -122,10 +125,15 @@ def _timed(benchmark, trainer, backend, suite, stats=None, watch=None) -> Timed:
         watch.warmup_step(trainer)
     times: list[float] = []
     round_starts: list[float] = []
+    sent: list[int] = []  # per round, on an emulated link (else empty)
 
     def one_round() -> None:
         round_starts.append(time.time())
+        tx0 = wire.tx_bytes()
         times.extend(trainer.run(per_round))
+        tx1 = wire.tx_bytes()
+        if tx0 is not None and tx1 is not None:
+            sent.append(tx1 - tx0)
 
     start = stats.mark() if stats is not None else 0
     gpu = backend.device.index if backend.device.type == "cuda" else None
@@ -145,7 +153,8 @@ def _timed(benchmark, trainer, backend, suite, stats=None, watch=None) -> Timed:
     # steps follow each other inside a round: a step starts when the one before ends
     starts = [t0 + float(sum(times[r * per_round:r * per_round + i]))
               for r, t0 in enumerate(round_starts) for i in range(per_round)]
-    return Timed(times, mon.series, cuda_mb, window, starts, trainer.data_waits[first:], usage)
+    return Timed(times, mon.series, cuda_mb, window, starts, trainer.data_waits[first:], usage,
+                 sum(sent) if len(sent) == rounds else None)
 
 
 def _slowest(rank_times: list[list[float]], per_round: int):
@@ -199,6 +208,7 @@ def test_throughput(benchmark, suite, plugin, open_backend, make_workload, throu
         "rss": max(timed.series["rss_mb"], default=None),
         "ddp": stats.rank_summary(*window, backend.rank), "starts": timed.starts,
         "held": held_bytes(trainer.model, trainer.optimizer), "startup": startup.seconds(),
+        "tx": timed.tx_bytes,
         "compile": watch.rank_summary(), "waits": timed.waits, "cpu": timed.cpu,
         "per_gpu": [torch.cuda.max_memory_allocated(i) / 2**20 for i in per_gpu] or None})
     loss_check = loss_bound.check(knobs, workload, backend, losses,  # maths-changing sets
@@ -283,8 +293,33 @@ def _record_throughput(benchmark, suite, backend, workload, knobs, trainer, gath
                     "window": "after" if stats.deferred else "timed"}
                    if stats.active else None),
         profile_traces=traces, loss_check=loss_check, **(compiled or {}),
+        **_wire_fields(trainer, gathered, len(per_step)),
         **_input_fields(trainer, gathered),
     ).to_dict())
+
+
+def _wire_fields(trainer, gathered, steps: int) -> dict:
+    """The link this cell ran over (hvd_vs_ddp/links/; absent: loopback) and, across
+    emulated hosts, what each rank's host sent on it per timed step, beside the model's
+    gradient bytes and what a ring allreduce of them sends (docs/results-format.md)."""
+    link = wire.link()
+    if link is None:
+        return {}
+    grad = sum(p.numel() * p.element_size() for p in trainer.model.parameters()
+               if p.requires_grad)
+    n = len(gathered)
+    sent = [g["tx"] for g in gathered]
+    per_step = [t / steps if t is not None else None for t in sent]
+    known = [b for b in per_step if b is not None]
+    ring = rates.ring_allreduce_bytes(grad, n)
+    mean = float(np.mean(known)) if known else None
+    return {"link": link, "wire": {
+        "iface": wire.iface(), "rate_bps": rates.bits_per_s(link), "timed_steps": steps,
+        "grad_bytes": int(grad), "ring_bytes": ring,
+        "ranks": [{"rank": r, "tx_bytes": t, "tx_bytes_per_step": b}
+                  for r, (t, b) in enumerate(zip(sent, per_step))],
+        "tx_bytes_per_step": mean,
+        "wire_over_ring": (mean / ring) if mean is not None and ring else None}}
 
 
 def _input_fields(trainer, gathered) -> dict:

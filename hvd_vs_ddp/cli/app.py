@@ -156,9 +156,10 @@ def _add_doctor(sub) -> None:
 def _add_run(sub) -> None:
     run = sub.add_parser("run", help="run a comparison matrix into a fresh run directory")
     run.add_argument("--preset", type=argtypes.preset,
-                     help="quick (default), full, tune, compile, recovery or aa (the A/A "
-                     "check: each backend against itself); docs/running.md says what each "
-                     "runs")
+                     help="quick (default), full, tune, compile, recovery, aa (the A/A "
+                     "check: each backend against itself) or links (across emulated hosts at "
+                     "several link rates, as root: docs/links.md); docs/running.md says "
+                     "what each runs")
     run.add_argument("--backends", type=argtypes.backends,
                      help="comma-separated subset of the preset's backends")
     run.add_argument("--workloads", type=argtypes.workloads,
@@ -179,6 +180,13 @@ def _add_run(sub) -> None:
                      "folder: resnet50 trains on real images (throughput and convergence)")
     run.add_argument("--hosts", type=argtypes.given,
                      help="hosts for mpirun/horovodrun, e.g. h1:4,h2:4")
+    run.add_argument("--emulate-hosts", type=argtypes.emulated_hosts, metavar="2",
+                     help="run each 2-rank cell across 2 emulated hosts (network namespaces "
+                     "on this machine, one rank each; needs root) joined by a link of each "
+                     "--link-rate (docs/links.md)")
+    run.add_argument("--link-rate", type=argtypes.link_rates, help="with --emulate-hosts: "
+                     "comma-separated rates of the link between the hosts, an axis of the "
+                     "matrix; loopback is today's one-host cell, e.g. loopback,500mbit,1gbit")
     run.add_argument("--launchers", type=argtypes.launchers, help="comma-separated launchers "
                      "for world sizes above 1, e.g. torchrun,horovodrun-gloo (default: "
                      "every one that fits each backend)")

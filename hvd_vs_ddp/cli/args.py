@@ -153,6 +153,28 @@ def _inputs() -> list[str]:
 inputs = _known("input", _inputs)  # run --input memory,jpeg: the input-pipeline axis
 
 
+def _link_rates(text: str) -> tuple[str, ...]:
+    """run --link-rate loopback,0.5gbit -> ('loopback', '500mbit') (hvd_vs_ddp/links/)."""
+    from hvd_vs_ddp.links import rates
+
+    try:
+        return rates.parse_links(text)
+    except rates.LinkError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _emulated_hosts(text: str) -> int:
+    value = values.positive_int(text, example="2")
+    if value != 2:
+        raise ValueError(f"{value}: 2 hosts (one rank each, one veth pair between them); "
+                         "more are not built yet")
+    return value
+
+
+link_rates = _typed(_link_rates, "link_rates")            # run --link-rate
+emulated_hosts = _typed(_emulated_hosts, "emulated_hosts", number=True)  # --emulate-hosts
+
+
 def _workloads(text: str) -> tuple[str, ...]:
     """Workload names or specs (hvd_vs_ddp/workloads/external.py), each resolved (its
     module imported) and in its canonical form (a file's path made absolute)."""

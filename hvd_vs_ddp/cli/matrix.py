@@ -29,10 +29,17 @@ suite only, with `--input MODE`, and its id ends "-MODE" (the default's cells ke
 ids, their other suites and their timeline twins; without the default those keep only the
 suites that do not time steps).
 
+The link is an axis too (`run --emulate-hosts 2 --link-rate loopback,1gbit`,
+Preset.links; hvd_vs_ddp/links/): each throughput cell of a distributed backend at 2
+ranks under a launcher that crosses hosts (LINK_LAUNCHERS) is run once per link, loopback
+being the cell as it is and a rate the same cell across two emulated hosts, throughput
+only, its id ending "-link<rate>" (`with_links`).
+
     python -m hvd_vs_ddp.cli.matrix quick      # lists the cells of a preset
 """
 from __future__ import annotations
 
+import dataclasses
 import glob
 import re
 import sys
@@ -55,6 +62,7 @@ from hvd_vs_ddp.harness.cell_verdict import (  # noqa: F401 (gpu_refusal: the ru
 )
 from hvd_vs_ddp.harness.knobs import SETS, KnobSet, by_name
 from hvd_vs_ddp.harness.options import SuiteOptions
+from hvd_vs_ddp.links.rates import LOOPBACK, emulated
 
 BASELINES = tuple(catalog.names(distributed=False))  # one process: world size 1 only
 
@@ -146,7 +154,8 @@ def _layout(preset: Preset, backends: list[str] | None, world_sizes: list[int] |
     one library's own (a refusal of those is not a reason to refuse a backend asked for
     by name)."""
     for cell, per_library in _structure(preset, backends, world_sizes, gpus):
-        yield from ((c, per_library) for c in with_inputs([cell], preset.inputs))
+        yield from ((c, per_library) for c in with_links(with_inputs([cell], preset.inputs),
+                                                         preset.links))
 
 
 def _structure(preset: Preset, backends: list[str] | None, world_sizes: list[int] | None,
@@ -226,6 +235,41 @@ def with_inputs(cells: list[Cell], inputs: tuple[str, ...]) -> list[Cell]:
         if DEFAULT_INPUT not in inputs and rest:  # what does not time steps still runs once
             out.append(Cell(cell.backend, cell.launcher, cell.world_size, rest,
                             cell.pytest_args, cell.knob_set, cell.workload))
+    return out
+
+
+# Launchers whose cells cross emulated hosts (hvd_vs_ddp/cli/link_launch.py starts them):
+# one torchrun per host; horovodrun and mpirun on the first host, reaching the other
+# through an ssh stand-in.
+LINK_LAUNCHERS = ("torchrun", "horovodrun-gloo", "horovodrun-mpi", "mpirun")
+EMULATED_HOSTS = 2  # one rank per host; one veth pair joins two
+
+
+def with_links(cells: list[Cell], links: tuple[str, ...]) -> list[Cell]:
+    """Each timed cell of a distributed backend at 2 ranks once per link (issue 66):
+    loopback is the cell as it is; a rate is the same cell, its throughput suite only,
+    across two emulated hosts joined by a link of that rate (`-link<rate>` ends its id).
+    Its compute-only reference, timeline twin and untimed suites stay on one host (the
+    compute of a step does not depend on the link)."""
+    if not [k for k in links if emulated(k)]:
+        return cells
+    out: list[Cell] = []
+    for cell in cells:
+        spread = (cell.world_size == EMULATED_HOSTS and "throughput" in cell.suites
+                  and "timeline" not in cell.suites and cell.launcher in LINK_LAUNCHERS
+                  and cell.backend not in (COMPUTE_ONLY, *BASELINES)
+                  and catalog.get(cell.backend).distributed)
+        if not spread:
+            out.append(cell)
+            continue
+        for link in links:
+            if not emulated(link):
+                out.append(cell)
+            else:
+                out.append(dataclasses.replace(cell, suites=("throughput",), link=link))
+        if LOOPBACK not in links and [s for s in cell.suites if s != "throughput"]:
+            out.append(dataclasses.replace(  # what does not time steps still runs once
+                cell, suites=tuple(s for s in cell.suites if s != "throughput")))
     return out
 
 

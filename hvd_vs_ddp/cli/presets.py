@@ -44,6 +44,9 @@ class Preset:
     without_launchers: tuple[str, ...] = ()  # launcher rows this preset leaves out
     launchers: tuple[str, ...] = ()  # only these launchers (default: every fitting one)
     inputs: tuple[str, ...] = (DEFAULT_INPUT,)  # input modes of the timed cells (run --input)
+    # the links between emulated hosts of its 2-rank cells (run --emulate-hosts 2
+    # --link-rate; hvd_vs_ddp/links/): () or ("loopback",) only, today's one host
+    links: tuple[str, ...] = ()
 
 
 TIMELINE_ROUNDS = 3  # rounds of an instrumented timeline cell (at most the preset's)
@@ -89,6 +92,17 @@ PRESETS = {
                  ("throughput",), options=SuiteOptions(rounds=5, steps_per_round=2,
                                                        warmup_steps=2, ddp_sample_rate=0),
                  repeat=6, timeline=False, without_launchers=("spawn",)),
+    # Across two emulated hosts over a link of each rate (docs/links.md; needs root): both
+    # libraries at defaults, 2 ranks, one per host; loopback is today's one-host cell and
+    # the compute-only reference says how much of each step the link exposes. resnet50's
+    # ~95 MB of gradients: 0.76 s of wire a step at 1 Gbit/s, 0.19 s at 4 Gbit/s.
+    "links": Preset("links", ("ddp-gloo", "horovod"), (2,), ("resnet50", "gpt"),
+                    ("throughput", "compute"),
+                    options=SuiteOptions(rounds=3, steps_per_round=2, warmup_steps=1,
+                                         ddp_sample_rate=0),
+                    repeat=2, all_at_one=False, timeline=False,
+                    launchers=("torchrun", "horovodrun-gloo"),
+                    links=("loopback", "500mbit", "1gbit", "4gbit")),
     # A worker SIGKILLed mid-training under each elastic path (hvd_vs_ddp/recovery/):
     # Horovod Elastic against torchrun's elastic agent, at 2 and 3 ranks.
     "recovery": Preset("recovery", ("horovod", "ddp-gloo"), (2, 3), ("mlp",), ("recovery",),

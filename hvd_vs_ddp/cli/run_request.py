@@ -44,7 +44,8 @@ from hvd_vs_ddp.harness.cell_verdict import MISSING, Verdict
 RANKS_PER_CORE_LIMIT = 4
 # What a resumed run keeps from its manifest: giving any of these with --resume is refused.
 RESUME_KEEPS = ("preset", "backends", "workloads", "world_sizes", "name", "suite_args",
-                "data_dir", "order_seed", "profile", "launchers", "suites", "input")
+                "data_dir", "order_seed", "profile", "launchers", "suites", "input",
+                "emulate_hosts", "link_rate")
 
 
 class RunRequestError(InputError):
@@ -100,6 +101,7 @@ def _resumed(args: Any) -> RunRequest:
         raise RunRequestError(f"--repeat {args.repeat}: {run_dir} was run with --repeat "
                               f"{manifest.repeat or 1}; a resumed run keeps its repetitions")
     cells = tuple(Cell.from_dict(c.to_dict()) for c in manifest.cells)
+    _check_emulation(cells)  # its emulated hosts must still be possible here
     preset = _sized(presets.PRESETS[manifest.preset], manifest_sizes(manifest))
     try:  # the run's workloads must still resolve and build (a spec file moved?)
         from hvd_vs_ddp.harness import option_parsing
@@ -132,12 +134,14 @@ def _fresh(args: Any) -> RunRequest:
         preset = _only_suites(preset, args.suites)
     if getattr(args, "input", None):  # the input-pipeline axis (matrix.with_inputs)
         preset = dataclasses.replace(preset, inputs=args.input)
+    preset = _linked(preset, args)  # run --emulate-hosts 2 --link-rate (hvd_vs_ddp/links/)
     preset = _sized(preset, args.world_sizes or preset.world_sizes)
     _check_runs_dir(args.runs_dir)
     _check_host_capacity(args.world_sizes, args.hosts)
     extra, opts = _suite_extra(args, preset)
     cells, verdicts = _cells(args, preset, extra)
     matrix.check_recovery(cells, opts)  # each recovery cell's plan (hvd_vs_ddp/recovery/)
+    _check_linked(preset, cells)
     _check_hosts(args.hosts, args.world_sizes or preset.world_sizes)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
     name = matrix.check_name(args.name or f"{stamp}-{preset.name}")
@@ -180,6 +184,53 @@ def _plans(cells: tuple[Cell, ...], verdicts: Mapping[str, Verdict], preset: Pre
     return {c.id: cell_command.plan(
                 c, cell_command.cell_options(c, preset, chosen, run_dir=where),
                 hosts, time_limit, verdict=verdicts[c.id]) for c in cells}
+
+
+def _linked(preset: Preset, args: Any) -> Preset:
+    """The preset with the links of --link-rate (matrix.with_links); emulated hosts need
+    both options, no --hosts, and root with iproute2 (one line otherwise, before any
+    cell starts)."""
+    from hvd_vs_ddp.links import rates
+
+    n, links = getattr(args, "emulate_hosts", None), getattr(args, "link_rate", None)
+    if links and not n:
+        raise RunRequestError(f"--link-rate {','.join(links)}: the link joins emulated hosts; "
+                              "add --emulate-hosts 2")
+    if n and not (links or preset.links):
+        raise RunRequestError(f"--emulate-hosts {n}: name the link's rates, e.g. "
+                              "--link-rate loopback,1gbit")
+    if links:
+        preset = dataclasses.replace(preset, links=links)
+    if any(rates.emulated(k) for k in preset.links):
+        if args.hosts:
+            raise RunRequestError(f"--hosts {args.hosts}: the emulated hosts of "
+                                  "--emulate-hosts or the --preset links are this machine's; "
+                                  "give one or the other")
+        from hvd_vs_ddp.links import hosts
+
+        hosts.check()  # root, ip, tc, unshare: one line, before anything else is judged
+    return preset
+
+
+def _check_emulation(cells: tuple[Cell, ...]) -> None:
+    """Cells across emulated hosts can run here (root, ip, tc, unshare) or one line."""
+    from hvd_vs_ddp.links import hosts, rates
+
+    if any(rates.emulated(c.link) for c in cells):
+        hosts.check()
+
+
+def _check_linked(preset: Preset, cells: tuple[Cell, ...]) -> None:
+    """A run asked for emulated links gets at least one cell across them (one line
+    otherwise)."""
+    from hvd_vs_ddp.links import rates
+
+    asked = [k for k in preset.links if rates.emulated(k)]
+    if asked and not any(rates.emulated(c.link) for c in cells):
+        raise RunRequestError(
+            f"--link-rate {','.join(preset.links)}: no cell crosses the emulated hosts (they "
+            f"take a distributed backend at {matrix.EMULATED_HOSTS} ranks under "
+            f"{', '.join(matrix.LINK_LAUNCHERS)}, timing its throughput)")
 
 
 def _only_suites(preset: Preset, chosen: tuple[str, ...]) -> Preset:

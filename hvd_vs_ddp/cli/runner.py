@@ -40,6 +40,12 @@ manifest), so that drift of the machine hits every backend alike.
     hvd-vs-ddp run --preset quick --repeat 3 --order-seed 7
     hvd-vs-ddp run --resume runs/2026...-quick
 
+Emulated hosts (`--emulate-hosts 2 --link-rate ...`, docs/links.md): a cell whose link
+is a rate runs across two network namespaces made for it (hvd_vs_ddp/links/hosts.py)
+and removed when it ends, times out or is interrupted; its command comes from
+hvd_vs_ddp/cli/link_launch.py. Every run's start removes the emulated hosts a killed run
+left (their owner, named in them, is dead), never a live run's.
+
 Budget (`--budget MINUTES`, hvd_vs_ddp/cli/budget.py): after the planned repetitions,
 interleaved repetitions are added to the pairs whose verdicts are still inconclusive
 until every pair is settled or the budget (wall clock, the whole run) is spent.
@@ -72,6 +78,8 @@ from hvd_vs_ddp.common.log import log
 from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.harness import cell_plan, versions
 from hvd_vs_ddp.harness.cell_plan import CellPlan
+from hvd_vs_ddp.links import hosts as emulated_hosts
+from hvd_vs_ddp.links.rates import emulated
 from hvd_vs_ddp.results_schema import FORMAT as RUN_MANIFEST
 from hvd_vs_ddp.results_schema import (
     CellEntry,
@@ -153,6 +161,7 @@ class Runner:
         self.manifest_path = self.folder.manifest
         self.current: subprocess.Popen | None = None
         self.marker: str | None = None  # HVD_VS_DDP_CELL of the cell in flight
+        self.link_hosts: emulated_hosts.EmulatedHosts | None = None  # the cell's, if any
         self.lock = RunLock(run_dir)  # one runner per run (hvd_vs_ddp/cli/run_lock.py)
         self.resuming = self.manifest_path.exists()
         self.notes: list[str] = []  # what loading the manifest noted (e.g. edited)
@@ -217,6 +226,8 @@ class Runner:
     def _run(self, progress) -> Manifest:
         fresh = self.folder.make()  # the folder, cells/ and logs/
         self.lock.claim()
+        for name in emulated_hosts.sweep_if_possible():  # a killed run's hosts (links/)
+            log.info(f"removed emulated host {name} (its run is gone)")
         if self.resuming:  # no status trusted: damaged files are re-run (resume_check)
             for line in [*self.notes, *resume_check.repair(self.run_dir, self.manifest)]:
                 log.info(f"resume: {line}")
@@ -295,6 +306,13 @@ class Runner:
                 except subprocess.TimeoutExpired:
                     continue
         self._end_leftovers()
+        self._close_hosts()
+
+    def _close_hosts(self) -> None:
+        """Remove the cell's emulated hosts, with every process left inside them."""
+        made, self.link_hosts = self.link_hosts, None
+        if made is not None:
+            made.close()
 
     def _end_leftovers(self) -> None:
         if self.marker is None:
@@ -343,10 +361,14 @@ class Runner:
         env[CELL_MARKER] = self.marker
         # mpirun across --hosts exports the cell's variables to remote ranks (-x)
         try:
-            cmd = launchers.command(launcher, nprocs, argv, hosts=self.hosts, environ=env)
-        except launchers.LauncherUnavailable as exc:  # gone since the request judged it
-            rep.status, rep.error, rep.seconds = "failed", f"{stem}: {exc}", 0.0
-            self.marker = None
+            if emulated(cell.link):  # one rank per emulated host (hvd_vs_ddp/links/)
+                cmd = self._across_hosts(cell, launcher, nprocs, argv, env)
+            else:
+                cmd = launchers.command(launcher, nprocs, argv, hosts=self.hosts, environ=env)
+        except (launchers.LauncherUnavailable, RuntimeError) as exc:  # gone since judged,
+            rep.status, rep.error, rep.seconds = "failed", f"{stem}: {exc}", 0.0  # or no
+            self.marker = None  # namespaces could be made
+            self._close_hosts()
             return
         start = time.monotonic()
         meter = cpu_load.Meter()
@@ -365,6 +387,7 @@ class Runner:
             returncode = self.current.returncode
             self.current = None
         self._end_leftovers()
+        self._close_hosts()
         self.marker = None
         rep.foreign_load = meter.stop()
         seconds = round(time.monotonic() - start, 1)
@@ -377,6 +400,16 @@ class Runner:
             text, returncode, timed_out, self.limit, cell.launcher)
         # what this repetition wrote, as it lies now that its processes have ended
         rep.files = integrity.record(self.run_dir, stem, integrity.stems(self.manifest))
+
+    def _across_hosts(self, cell: Cell, launcher: str, nprocs: int, argv: list[str],
+                      env: dict[str, str]) -> list[str]:
+        """Make the cell's emulated hosts (removed when it ends, is timed out or
+        interrupted: _close_hosts) and its command across them."""
+        from hvd_vs_ddp.cli import link_launch
+
+        assert cell.link is not None
+        self.link_hosts = emulated_hosts.EmulatedHosts(cell.link).create()
+        return link_launch.command(launcher, nprocs, argv, self.link_hosts, env)
 
 
 class Progress:

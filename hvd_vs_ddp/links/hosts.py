@@ -128,6 +128,13 @@ def sweep() -> list[str]:
     return gone
 
 
+def sweep_if_possible() -> list[str]:
+    """`sweep()` where this process could have made hosts (root, ip); else nothing."""
+    if not sys.platform.startswith("linux") or os.geteuid() != 0 or not shutil.which("ip"):
+        return []
+    return sweep()
+
+
 @dataclass(frozen=True)
 class Host:
     hostname: str

@@ -27,13 +27,37 @@ def _sizes(run) -> list[int]:
                    if getattr(getattr(c, "entry", None), "world_size", None)})
 
 
+def _emulated(run) -> str | None:
+    """The links of the run's cells across emulated hosts (run --link-rate), if any."""
+    rates = sorted({e.link for c in run.cells if (e := getattr(c, "entry", None)) is not None
+                    and getattr(e, "link", None)}, key=_rate_order)
+    if not rates:
+        return None
+    return (f"the -link<rate> cells: one rank on each of 2 emulated hosts (network namespaces "
+            f"of this machine) joined by a veth link shaped to {', '.join(rates)} in both "
+            "directions (only the rate is emulated, no delay: docs/links.md); the others "
+            "on one host (loopback and shared memory, no network)")
+
+
+def _rate_order(rate: str) -> float:
+    units = {"kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+    for unit, scale in units.items():
+        if rate.endswith(unit):
+            try:
+                return float(rate[:-len(unit)]) * scale
+            except ValueError:
+                break
+    return float("inf")
+
+
 def _link(run) -> str:
     """Where the ranks ran: the run's --hosts (its manifest) reach only the cells whose
-    launcher takes hosts; torchrun and spawn cells ran on one host all the same."""
+    launcher takes hosts; torchrun and spawn cells ran on one host all the same; cells
+    across emulated hosts say their link's rate."""
     hosts = getattr(getattr(run, "manifest", None), "hosts", None)
     one = "all ranks on one host (loopback and shared memory, no network)"
     if not hosts:
-        return one
+        return _emulated(run) or one
     launchers = {getattr(getattr(c, "entry", None), "launcher", None) for c in run.cells
                  if (getattr(getattr(c, "entry", None), "world_size", 1) or 1) > 1}
     spread = sorted(la for la in launchers if la and la not in ONE_HOST_LAUNCHERS)

@@ -117,6 +117,7 @@ class CellEntry(RunStatus, _CellId):  # fields: the cell, its status, its repeti
     repeats: list[Repetition] | None = opt(listof(instance(Repetition)), nested=Repetition)
     workload: str | None = opt(text)  # the one workload this cell runs (Horovod autotune)
     input: str | None = opt(text)  # its input mode (run --input); absent: "memory" (before modes)
+    link: str | None = opt(text)  # a rate between emulated hosts (--link-rate); absent: loopback
 
     def consistency(self) -> None:
         reps = [r.rep for r in self.repeats or []]
@@ -128,13 +129,13 @@ class CellEntry(RunStatus, _CellId):  # fields: the cell, its status, its repeti
     def pending(cls, id: str, backend: str, launcher: str, world_size: int,
                 suites: Iterable[str], pytest_args: Iterable[str] = (),
                 knob_set: str = "default", workload: str | None = None,
-                input: str | None = None) -> "CellEntry":
+                input: str | None = None, link: str | None = None) -> "CellEntry":
         """A cell not run yet, from cli.cell.Cell.as_dict() (tuples become lists); its
         input mode is always written (an entry without one is from before input modes were
         named, when every cell read "memory")."""
         return cls(id=id, backend=backend, launcher=launcher, world_size=world_size,
                    suites=list(suites), pytest_args=list(pytest_args), knob_set=knob_set,
-                   workload=workload, input=input)
+                   workload=workload, input=input, link=link)
 
 
 @dataclass(kw_only=True)

@@ -34,8 +34,9 @@ from hvd_vs_ddp.run_model.load import Cell, Run
 
 # Cells that measure the same thing (Horovod vs DDP is compared inside one group).
 # input_mode: the input pipeline ("memory", "jpeg"; hvd_vs_ddp/workloads/jpeg_set.py).
+# link: "loopback" (one host) or the rate between emulated hosts (hvd_vs_ddp/links/).
 CASE_KEY = ["run", "workload", "workload_params", "per_rank_batch", "knob_set", "knobs",
-            "input_mode"]
+            "input_mode", "link"]
 
 
 @dataclass
@@ -108,6 +109,8 @@ def _case_labels(df: pd.DataFrame) -> pd.Series:
             s += f", b{r['per_rank_batch']}/rank"
         if npar > 1:
             s += f" {r['workload_params']}"
+        link = r.get("link")
+        s += f" [link {link}]" if isinstance(link, str) and link != "loopback" else ""
         out.append(s)
     return pd.Series(out, index=df.index, dtype=object)
 

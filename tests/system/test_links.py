@@ -164,3 +164,126 @@ def test_without_root_the_check_refuses_in_one_line(tmp_path):
     assert out.returncode != 0
     assert "LinkError: --emulate-hosts makes network namespaces" in out.stderr, out.stderr
     assert set(hosts.namespaces()) == before
+
+
+# -- the run axis: hvd-vs-ddp run --emulate-hosts 2 --link-rate ... ----------------
+def _hvd(*args: str) -> list[str]:
+    return [sys.executable, "-m", "hvd_vs_ddp.cli", *args]
+
+
+LINKED = ("run", "--preset", "quick", "--backends", "ddp-gloo", "--world-sizes", "2",
+          "--suites", "throughput", "--workloads", "mlp", "--repeat", "1",
+          "--emulate-hosts", "2", "--link-rate", "100mbit")
+
+
+def _owned_by(pid: int) -> list[str]:
+    return [n for n in hosts.namespaces() if n.startswith(f"{hosts.PREFIX}-{pid}-")]
+
+
+def test_a_run_killed_mid_cell_leaves_no_namespace_nor_process_once_the_next_starts(
+        tmp_path):
+    """SIGKILL the runner while its cell's ranks train across the emulated hosts: its
+    namespaces and ranks outlive it (nothing could clean up), and the next run's start
+    removes them all (the owner named in them is dead)."""
+    from hvd_vs_ddp.cli.run_lock import CELL_MARKER, marker_root
+    from hvd_vs_ddp.common import processes
+
+    runs = tmp_path / "runs"
+    first = subprocess.Popen(_hvd(*LINKED, "--runs-dir", str(runs), "--name", "killed",
+                                  "--suite-args", "--rounds 400"),
+                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    mine = marker_root(runs / "killed")
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:  # until both hosts hold a rank of the cell
+            names = _owned_by(first.pid)
+            if len(names) == 2 and all(_pids(n) for n in names) and len(
+                    processes.marked(CELL_MARKER, mine, prefix=True)) >= 2:
+                break
+            assert first.poll() is None, "the run ended before its cell was under way"
+            time.sleep(0.5)
+        else:
+            pytest.fail("the cell's ranks never started across the emulated hosts")
+        time.sleep(3)  # mid-cell
+        first.kill()  # SIGKILL: no handler runs
+        first.wait(timeout=30)
+        assert len(_owned_by(first.pid)) == 2  # left behind, until a run starts
+        second = subprocess.run(_hvd("run", "--preset", "quick", "--backends", "single",
+                                     "--world-sizes", "1", "--suites", "throughput",
+                                     "--workloads", "mlp", "--repeat", "1", "--runs-dir",
+                                     str(runs), "--name", "next", "--suite-args",
+                                     "--rounds 1 --steps-per-round 1"),
+                                cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert "removed emulated host" in second.stderr, second.stderr[-3000:]
+        assert _owned_by(first.pid) == []
+        deadline = time.monotonic() + 30  # the fanout outside the hosts ends with its ranks
+        while time.monotonic() < deadline and processes.marked(CELL_MARKER, mine, prefix=True):
+            time.sleep(0.5)
+        left = processes.described(processes.marked(CELL_MARKER, mine, prefix=True))
+        assert not left, f"processes of the killed run left: {left}"
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+        for n in _owned_by(first.pid):
+            hosts.remove(n)
+        processes.end_marked(CELL_MARKER, mine, prefix=True)
+
+
+def test_run_without_root_is_refused_in_one_line_before_anything_starts(tmp_path):
+    """`hvd-vs-ddp run --emulate-hosts 2` as nobody: one line, exit 2, nothing written,
+    no namespace made."""
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv not found (util-linux)")
+    runs = tmp_path / "runs"
+    tmp_path.chmod(0o777)
+    before = set(hosts.namespaces())
+    out = subprocess.run([setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups",
+                          *_hvd(*LINKED, "--runs-dir", str(runs))], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "HOME": str(tmp_path)})
+    if "Permission denied" in out.stderr and "hvd-vs-ddp: error" not in out.stderr:
+        pytest.skip(f"nobody cannot read the checkout here: {out.stderr.strip()[-200:]}")
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hvd-vs-ddp: error: --emulate-hosts "
+                                                   "makes network namespaces"), out.stderr
+    assert "needs root" in lines[0]
+    assert not runs.exists()
+    assert set(hosts.namespaces()) == before
+
+
+def test_each_launcher_crosses_the_link_and_its_cells_record_it(tmp_path):
+    """One cell per launcher across two hosts at 100 Mbit/s (torchrun: one per host;
+    horovodrun with either controller and mpirun: through the ssh stand-in): each passes,
+    its manifest entry and results name the link, and each rank's host sent about a ring
+    allreduce's bytes per timed step (bytes are counted, not timed: headers and
+    acknowledgements add a few percent; nothing here measures a speed)."""
+    import json
+
+    from hvd_vs_ddp.backends import launchers
+
+    backends = ["ddp-gloo", "ddp-mpi"] + (["horovod"] if launchers.available(
+        "horovodrun-gloo") else [])
+    runs = tmp_path / "runs"
+    out = subprocess.run(_hvd(*[a if a != "ddp-gloo" else ",".join(backends) for a in LINKED],
+                              "--runs-dir", str(runs), "--name", "linked", "--suite-args",
+                              "--rounds 2 --steps-per-round 2"),
+                         cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-4000:]
+    manifest = json.loads((runs / "linked" / "manifest.json").read_text())
+    linked = [c for c in manifest["cells"] if c.get("link")]
+    assert {c["launcher"] for c in linked} >= {"torchrun", "mpirun"}
+    for cell in linked:
+        assert cell["link"] == "100mbit" and cell["id"].endswith("-link100mbit")
+        doc = json.loads((runs / "linked" / cell["results"]).read_text())
+        for b in doc["benchmarks"]:
+            info = b["extra_info"]
+            assert info["link"] == "100mbit", cell["id"]
+            wire = info["wire"]
+            assert wire["iface"] == hosts.IFACE and wire["timed_steps"] == 4
+            assert len(wire["ranks"]) == 2
+            assert 0.9 <= wire["wire_over_ring"] <= 1.3, (cell["id"], wire)
+    assert hosts.namespaces() == [n for n in hosts.namespaces() if hosts.owner_alive(n)]

@@ -36,7 +36,7 @@ def test_link_rates_parse_to_one_canonical_name(text, canonical):
 def test_bad_link_rates_are_one_line(bad, says):
     with pytest.raises(InputError, match=says) as exc:
         rates.parse_links(bad)
-    assert "\n" not in str(exc.value) and str(exc.value).startswith("--link-rate")
+    assert "\n" not in str(exc.value)
 
 
 def test_a_rate_has_one_name_and_its_bits():
