@@ -10,7 +10,8 @@
   installed (skipped with the reason otherwise; hvd-vs-ddp never requires it).
 
 Kept small for CI: `-k` selects the external workload's tests only, one round of one
-step, a few convergence steps, one repetition.
+step, a few convergence steps, one repetition. The external workload module's run (the
+first point) is in the extended tier: test_external_workload_extended.py.
 
     python -m pytest tests/system/test_external_workload.py -q
 """
@@ -25,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from hvd_vs_ddp.workloads.external import slug
-from tests.launch import ROOT, horovod_available
+from tests.launch import ROOT
 
 SPEC = "tests/external/bench_workload.py:make_workload"
 SMALL = "--rounds 1 --steps-per-round 1 --warmup-steps 0 --convergence-steps 4 " \
@@ -51,40 +52,6 @@ def records(run: Path) -> list[dict]:
 
 def _explain(proc: subprocess.CompletedProcess) -> str:
     return f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}"
-
-
-@pytest.mark.multiproc
-@pytest.mark.extended  # the tiers: tests/system/conftest.py
-def test_an_external_workload_runs_at_1_and_2_ranks_and_is_reported(tmp_path):
-    ok, why = horovod_available()
-    if not ok:
-        pytest.skip(f"horovod: {why}")
-    spec = str((ROOT / SPEC.split(":")[0]).resolve()) + ":make_workload"
-    proc = cli("run", "--runs-dir", str(tmp_path / "runs"), "--name", "ext", "--preset",
-               "quick", "--backends", "ddp-gloo,horovod", "--world-sizes", "1,2",
-               "--launchers", "torchrun,horovodrun-gloo", "--workloads", SPEC, "--repeat",
-               "1", "--suites", "throughput,compute,convergence",  # not the timeline twin
-               "--suite-args", f"-k {slug(spec)} {SMALL}")
-    assert proc.returncode == 0, _explain(proc)
-    run = tmp_path / "runs" / "ext"
-    manifest = json.loads((run / "manifest.json").read_text())
-    assert manifest["workloads"] == [spec]  # canonical: the file made absolute
-    launched = {(c["backend"], c["launcher"], c["world_size"]) for c in manifest["cells"]}
-    assert {("ddp-gloo", "single", 1), ("horovod", "single", 1),
-            ("ddp-gloo", "torchrun", 2), ("horovod", "horovodrun-gloo", 2)} <= launched
-    recs = records(run)
-    assert recs and all(r["workload"] == spec for r in recs if "workload" in r)
-    conv = {(r["backend"], r["world_size"]): r for r in recs if r["kind"] == "convergence"}
-    assert set(conv) == {("ddp-gloo", 1), ("horovod", 1), ("ddp-gloo", 2), ("horovod", 2)}
-    for r in conv.values():  # trained like one process on the same global batches
-        assert len(r["losses"]) == 4 and r["max_rel_dev"] <= r["tolerance"], r
-    thr = {(r["backend"], r["world_size"]) for r in recs if r["kind"] == "throughput"}
-    assert {("ddp-gloo", 2), ("horovod", 2)} <= thr
-    out = tmp_path / "out" / "report.html"
-    rep = cli("report", str(run), "-o", str(out))
-    assert rep.returncode == 0, _explain(rep)
-    md = out.with_suffix(".md").read_text()
-    assert spec in md and "ddp-gloo" in md and "horovod" in md
 
 
 def _one_cell(tmp_path: Path, workload: str, params: list[str]) -> Path:
