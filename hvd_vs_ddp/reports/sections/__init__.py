@@ -23,6 +23,7 @@ from hvd_vs_ddp.reports.sections import (
     failed_cells,
     horovod_vs_ddp,
     host_input,
+    links,
     metadata,
     notes,
     projection,
@@ -44,6 +45,7 @@ ORDER = (
     host_input,         # runs with --input jpeg
     step_times,
     communication,
+    links,              # runs across emulated hosts: step and bytes against the link rate
     why,                # where the step goes (package)
     convergence,
     recovery,           # recovery trials
