@@ -4,12 +4,13 @@ The rank scripts in tests/ranks/ compare against numpy / a single-process model 
 exit 1 on any mismatch, printing the failed case. One `mpirun` per world size and
 progress mode runs both scripts one after the other (tests/ranks/mpi_pg_parts.py, each
 with a process group of its own); each test judges its own script's `PART` line, and
-the output is shown on failure. Skipped when mpirun or mpi4py is missing. Every
-progress mode runs (default "inline", "thread", "nonblocking", "sync"). About 40 s in
-all on 2 cores.
+the output is shown on failure. Skipped when mpirun or mpi4py is missing. Here the
+default progress mode ("inline") at 2 ranks; 3 ranks and the other progress modes
+("thread", "nonblocking", "sync") are in the extended tier, test_mpi_pg_extended.py.
+About 40 s in all on 2 cores.
 
 Run from the repo root:
-    python -m pytest tests/system/test_mpi_pg.py -v
+    python -m pytest tests/system/test_mpi_pg.py tests/system/test_mpi_pg_extended.py -v
 Layout (static, < 1 s): python -m pytest tests/unit/test_mpi_pg_layout.py
 Bandwidth (not a test): mpirun -np 2 python tests/ranks/mpi_pg_bandwidth.py
 DDP overlap (not a test): mpirun -np 2 python tests/ranks/mpi_pg_overlap.py
@@ -111,27 +112,14 @@ def launches():
     return get
 
 
-# The default progress mode runs in the README's test command; the other three (a launch
-# each, ~15 s) run with the `extended` tests (tests/system/conftest.py: the tiers).
-EXTENDED = pytest.mark.extended
-
-
-@pytest.mark.parametrize("np_,part,progress", [
-    (2, "collectives", None),
-    # 3 ranks on 2 cores, reversed: the extended tier (.ci/run runs it after the test command)
-    pytest.param(3, "collectives:--reverse-ranks", None, marks=EXTENDED),
-    pytest.param(2, "collectives", "thread", marks=EXTENDED),
-    pytest.param(2, "collectives", "nonblocking", marks=EXTENDED),
-    pytest.param(2, "collectives", "sync", marks=EXTENDED),
-], ids=["np2-inline", "np3-reversed-ranks-inline", "np2-thread", "np2-nonblocking",
-        "np2-sync"])
+# The default progress mode at 2 ranks runs in the README's test command; 3 ranks (on 2
+# cores, reversed) and the other three progress modes (a launch each, ~15 s) run with the
+# `extended` tests: test_mpi_pg_extended.py (tests/system/conftest.py: the tiers).
+@pytest.mark.parametrize("np_,part,progress", [(2, "collectives", None)], ids=["np2-inline"])
 def test_collectives_match_numpy(launches, np_, part, progress):
     launches(np_, progress).part(part)
 
 
-@pytest.mark.parametrize("np_,progress", [(2, None), pytest.param(3, None, marks=EXTENDED),
-                                          pytest.param(2, "thread", marks=EXTENDED),
-                                          pytest.param(2, "nonblocking", marks=EXTENDED)],
-                         ids=["np2-inline", "np3-inline", "np2-thread", "np2-nonblocking"])
+@pytest.mark.parametrize("np_,progress", [(2, None)], ids=["np2-inline"])
 def test_ddp_matches_single_process(launches, np_, progress):
     launches(np_, progress).part("ddp")
