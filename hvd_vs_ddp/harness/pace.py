@@ -29,6 +29,7 @@ figures (the throughput record's `pace_probe`, docs/results-format.md).
     from hvd_vs_ddp.harness import pace
     pace.probe(pace.PRE_PRODUCTS)      # products per second in this process now
     python -m hvd_vs_ddp.harness.pace  # one pre probe, the post probes, the counters
+    python -m hvd_vs_ddp.harness.pace --json   # one pre probe as JSON (doctor --pace)
 """
 from __future__ import annotations
 
@@ -139,6 +140,14 @@ def record(ranks: list[dict[str, Any]]) -> dict[str, Any] | None:
 
 
 if __name__ == "__main__":
+    import json
+    import sys
+
+    if "--json" in sys.argv[1:]:  # one fresh process's figures (cli/pace_spread.py)
+        log = PaceLog()
+        log.run_pre()
+        print(json.dumps({"pre": log.pre, "threads": log.threads}))
+        raise SystemExit(0)
     log = PaceLog()
     before = counters()
     print(f"pre: {log.run_pre():.1f} {UNIT} ({log.threads} threads)")

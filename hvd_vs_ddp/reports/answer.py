@@ -125,17 +125,28 @@ def where_it_holds(data: Data) -> list[str]:
 
 def variance_split(data: Data) -> list[dict[str, Any]]:
     """Per throughput cell with 2+ repetitions: how much of its repetition mean's variance
-    is between repetitions and how much step to step (hvd_vs_ddp/run_model/variance.py)."""
-    from hvd_vs_ddp.run_model.variance import split
+    is between repetitions and how much step to step (hvd_vs_ddp/run_model/variance.py),
+    and the timed steps per process that would buy the most precision per second
+    (`steps_that_pay`: a process's cost before its first timed step is its start-up, the
+    pace probe and its warm-up steps)."""
+    from hvd_vs_ddp.run_model.variance import split, steps_that_pay
     tp = data.throughput
     out = []
     for _, r in (tp.iterrows() if not tp.empty else []):
         reps = r.get("rep_samples")
         v = split(reps) if isinstance(reps, list) else None
         if v is not None:
+            step = float(r["step_median"])
+            start = float(r["startup_s"]) if pd.notna(r.get("startup_s")) else 0.0
+            process = start + PROBE_S + step * float(r.get("warmup_steps") or 0)
             out.append({"run": r["run"], "case": r["case"], "world_size": int(r["world_size"]),
-                        "series": r["series"], "library": r["library"], **v.as_json()})
+                        "series": r["series"], "library": r["library"], **v.as_json(),
+                        "steps_that_pay": (steps_that_pay(v, process, step)
+                                           if step > 0 else None)})
     return out
+
+
+PROBE_S = 1.0  # the pace probe before the backend (hvd_vs_ddp/harness/pace.py), about
 
 
 def verdicts_doc(data: Data, cmp: pd.DataFrame, margin: float) -> dict[str, Any]:

@@ -63,6 +63,22 @@ def reps_for_equivalence(sd: float, margin: float = 0.05, z: float = 1.96) -> in
     return max(2, math.ceil(math.pi * (sd * (z + 0.674) / math.log1p(margin)) ** 2))
 
 
+def steps_that_pay(v: VarianceSplit, process_s: float, step_s: float,
+                   cap: int = 1000) -> int:
+    """Timed steps per process that buy the most precision per second (Kalibera & Jones,
+    "Rigorous benchmarking in reasonable time", ISMM 2013, two levels): with a process
+    costing `process_s` before its first timed step (start-up, warm-up) and a step
+    `step_s`, the variance of the mean over p processes of n steps is (between^2 + within^2
+    / n) / p at a cost p (process_s + n step_s), least at n = sqrt((process_s / step_s)
+    (within^2 / between^2)). At least 1; `cap` where the processes do not differ at all."""
+    if step_s <= 0 or process_s < 0:
+        raise ValueError("step_s must be > 0 and process_s >= 0")
+    if v.between_sd <= 0:
+        return cap
+    n = math.sqrt((process_s / step_s) * (v.within_sd / v.between_sd) ** 2)
+    return int(min(cap, max(1, round(n))))
+
+
 def split(reps: Sequence[Sequence[float]]) -> VarianceSplit | None:
     """The variance split of one cell's repetitions (each a sequence of per-step
     samples/s); None with fewer than 2 repetitions or fewer than 2 steps in one."""

@@ -43,3 +43,21 @@ def test_verdicts_json_splits_every_repeated_cell():
     for r in rows:
         assert r["repetitions"] == 6 and 0 <= r["between_share"] <= 1
         assert r["between_sd"] >= 0 and r["within_sd"] > 0
+
+
+def test_steps_that_pay_follow_kalibera_and_jones():
+    """n* = sqrt((process cost / step cost) (within^2 / between^2)): processes that differ
+    a lot ask for few steps each, costly processes for many; checked against a brute
+    search of the cost-variance product over n."""
+    from hvd_vs_ddp.run_model.variance import VarianceSplit, steps_that_pay
+
+    def product(v, n, c1, c2):  # variance of the mean x cost, for a fixed budget
+        return (v.between_sd ** 2 + v.within_sd ** 2 / n) * (c1 + n * c2)
+
+    for between, within, c1, c2 in [(0.10, 0.05, 20.0, 0.2), (0.01, 0.08, 20.0, 0.2),
+                                    (0.05, 0.05, 2.0, 1.0), (0.2, 0.02, 30.0, 0.5)]:
+        v = VarianceSplit(3, 10, between, within, 0.5)
+        n = steps_that_pay(v, c1, c2)
+        best = min(range(1, 5000), key=lambda k: product(v, k, c1, c2))
+        assert abs(n - best) <= 1, (between, within, c1, c2, n, best)
+    assert steps_that_pay(VarianceSplit(3, 10, 0.0, 0.05, 0.0), 20, 0.2) == 1000

@@ -38,7 +38,9 @@ def table(rows: list[dict], margin: float, many_runs: bool) -> Table:
                     "step to step (sd)": f"{v.within_sd:.1%}",
                     "between share": f"{v.between_share:.0%}",
                     "reps for A/A 'equivalent'": _count(
-                        reps_for_equivalence(v.repetition_sd, margin))})
+                        reps_for_equivalence(v.repetition_sd, margin)),
+                    "steps that pay": (f"{r['steps_that_pay']}" if r.get("steps_that_pay")
+                                       else "")})
     return Table("Between repetitions and step to step, per series", pd.DataFrame(out),
                  "A repetition's mean samples/s varies by what differs from one fresh "
                  "process to the next (between reps: start-up, placement, the host's own "
@@ -47,7 +49,11 @@ def table(rows: list[dict], margin: float, many_runs: bool) -> Table:
                  "of a repetition mean's variance; where it is high, more repetitions, not "
                  "more steps, narrow the intervals. Reps for A/A 'equivalent': repetitions "
                  "a side at which two runs of this same series have an even chance to be "
-                 f"shown equivalent within ±{margin * 100:g}% (one look at 95%). "
+                 f"shown equivalent within ±{margin * 100:g}% (one look at 95%). Steps "
+                 "that pay: the timed steps per process that buy the most precision per "
+                 "second given what a process costs before its first timed step (Kalibera "
+                 "& Jones 2013); far above the steps run, longer processes pay; near 1, "
+                 "more processes do. "
                  "`python scripts/noise_floor.py RUN_DIR` sets these beside a process that "
                  "runs no library, this machine's own floor (docs/methodology.md).")
 

@@ -264,6 +264,7 @@ class ThroughputRecord(BenchmarkRecord):
                  "knob_set": self.knob_set or "default", "knobs": as_json(self.knobs),
                  "knobs_dict": self.knobs, "per_rank_batch": int(self.per_rank_batch),
                  "global_batch": int(self.global_batch), "samples": sps, "steps": steps,
+                 "warmup_steps": int(self.warmup_steps or 0),
                  "sps_median": summary.median(sps), "sps_q25": q25, "sps_q75": q75,
                  "step_median": summary.median(steps), "step_q25": s25, "step_q75": s75,
                  "n_steps": int(sps.size), "max_rss_mb": max(rss) if rss else np.nan,
