@@ -12,6 +12,12 @@ Limits: only this host (ranks on other hosts are not seen); a descendant that wa
 never waited for (an orphan) counts as foreign; kernel threads count as foreign
 (about 0.03 cores on an idle machine here). Linux only.
 
+A job whose ranks talk over a network link on this host (cells across emulated hosts,
+hvd_vs_ddp/links/) makes the kernel do its TCP work in interrupt context (irq, softirq:
+ksoftirqd included), which no process's rusage is charged with: `Meter(irq=False)`
+leaves the host's irq and softirq time out of the busy seconds, so that a cell's own
+link does not count as foreign load (nor, then, would another job's network traffic).
+
     meter = Meter(); meter.start(); run_job(); foreign_cores = meter.stop()
     python -m hvd_vs_ddp.common.cpu_load 5     # the foreign load over 5 s (nothing of ours runs)
 """
@@ -25,16 +31,17 @@ import time
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def host_busy_seconds() -> float | None:
-    """CPU seconds the host spent not idle since boot, all CPUs; None off Linux."""
+def host_busy_seconds(irq: bool = True) -> float | None:
+    """CPU seconds the host spent not idle since boot, all CPUs (`irq=False`: without the
+    time in hard and soft interrupts); None off Linux."""
     try:
         with open("/proc/stat") as fh:
             fields = fh.readline().split()
     except OSError:
         return None
     # cpu user nice system idle iowait irq softirq steal guest guest_nice
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[1:9])
-    return (user + nice + system + irq + softirq + steal) / _TICK
+    user, nice, system, _idle, _iowait, irq_, softirq, steal = (int(x) for x in fields[1:9])
+    return (user + nice + system + steal + ((irq_ + softirq) if irq else 0)) / _TICK
 
 
 def own_seconds() -> float:
@@ -45,12 +52,16 @@ def own_seconds() -> float:
 
 
 class Meter:
+    def __init__(self, irq: bool = True) -> None:
+        self.irq = irq  # False: interrupt time is not foreign (a job on a local link)
+
     def start(self) -> None:
-        self.busy0, self.own0, self.t0 = host_busy_seconds(), own_seconds(), time.monotonic()
+        self.busy0, self.own0, self.t0 = (host_busy_seconds(self.irq), own_seconds(),
+                                          time.monotonic())
 
     def stop(self) -> float | None:
         """Foreign load in cores since start() (>= 0), or None where it cannot be told."""
-        busy, wall = host_busy_seconds(), time.monotonic() - self.t0
+        busy, wall = host_busy_seconds(self.irq), time.monotonic() - self.t0
         if busy is None or self.busy0 is None or wall <= 0:
             return None
         foreign = (busy - self.busy0) - (own_seconds() - self.own0)
