@@ -53,7 +53,8 @@ ONE_WORKER = frozenset({*(r.split()[0] + ".py" for j in all_jobs() for r in j.re
 # file's tests go to one worker, or the fixture runs once on each (the mutation job ran
 # twice). The shared jobs' readers are on one worker anyway.
 WHOLE_FILE = frozenset({"test_install.py", "test_mpi_pg.py", "test_mpi_pg_extended.py",
-                        "test_mutations.py", "test_recovery.py", "test_slurm.py"})
+                        "test_mutations.py", "test_recovery.py", "test_recovery_extended.py",
+                        "test_slurm.py"})
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,8 @@ both agents: 2), and the final loss and weights equal the in-process reference o
 plan bitwise where the steps were replayed at the same world size (torchrun) and within
 the stated tolerance where the world shrank (Horovod) or the quorum changed (torchft,
 which loses no committed step: it drops the step in flight). Every bound is the plan's
-own (steps, commits), never a measured speed.
+own (steps, commits), never a measured speed. torchrun with torch.distributed.checkpoint
+and torchft are in the extended tier: test_recovery_extended.py.
 
     python -m pytest tests/system/test_recovery.py -q
 """
@@ -75,13 +76,11 @@ class LateTail(Tail):
 
 # One path per library in the README's test command (Horovod Elastic; torchrun's elastic
 # agents with torch.save, read late); torchrun with torch.distributed.checkpoint and
-# torchft (20-35 s each) run with the `extended` tests (tests/system/conftest.py: the tiers).
+# torchft (20-35 s each) run with the `extended` tests: test_recovery_extended.py
+# (tests/system/conftest.py: the tiers).
 @pytest.mark.parametrize("path, checkpoint, backend, driver_reads", [
     ("horovod-elastic", "memory", "horovod", "promptly"),
     ("torchrun-elastic", "torch-save", "ddp-gloo", "late"),
-    pytest.param("torchrun-elastic", "dcp", "ddp-gloo", "promptly",
-                 marks=pytest.mark.extended),
-    pytest.param("torchft", "live", "ddp-gloo", "promptly", marks=pytest.mark.extended),
 ])
 def test_killed_worker_recovers(tmp_path, monkeypatch, reference, path, checkpoint, backend,
                                 driver_reads):
@@ -91,6 +90,14 @@ def test_killed_worker_recovers(tmp_path, monkeypatch, reference, path, checkpoi
     step 10's line): the victim host's workers hold there until the kill
     (hvd_vs_ddp/recovery/events.py hold_for_the_kill); without the hold it fails, no
     worker killed."""
+    killed_worker_recovers(tmp_path, monkeypatch, reference, path, checkpoint, backend,
+                           driver_reads)
+
+
+def killed_worker_recovers(tmp_path, monkeypatch, reference, path: str, checkpoint: str,
+                           backend: str, driver_reads: str) -> None:
+    """A trial of `path` with a worker killed after the kill step, judged against the
+    uninterrupted run (`reference`): what the module's docstring says."""
     for avail in (launchers.available(PATHS[path].launcher), PATHS[path].available()):
         if not avail:
             pytest.skip(f"{path}: {avail.reason}")
