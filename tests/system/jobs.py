@@ -108,12 +108,13 @@ def _suite_job(launcher: str, ranks: int) -> Job:
     # The mission's `horovodrun -np 4 pytest suites/` as typed: with whatever pytest
     # plugins the environment installed; the other jobs load pytest-benchmark alone.
     args = TINY_SIZES if (launcher, ranks) == MISSION else TINY_SUITE_ARGS
+    tier = "" if ranks <= 2 else "_extended"  # the 4-rank job: the extended tier's files
     return Job(f"suites-{launcher}-np{ranks}", launcher, ranks,
                ("-m", "pytest", "suites/", *args, *gpt, *slow, *TTA_LIBRARIES,
                 "--benchmark-json", "{out}/results.json"),
                timeout=2400 if slow else 900, unset=("OMP_NUM_THREADS",),
                needs_horovod=launcher.startswith("horovodrun"),
-               readers=("test_suites_launchers", "test_threads (auto threads)",
+               readers=(f"test_suites_launchers{tier}", f"test_threads{tier} (auto threads)",
                         "test_why_instrumentation (DDP statistics, torchrun)"))
 
 

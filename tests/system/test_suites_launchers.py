@@ -6,6 +6,7 @@ wrote one JSON with every kind of result, the backends the launcher can start
 actually ran (were not skipped), every convergence result passed the weight check,
 and the sharded backends hold what their sharding promises. The jobs are shared
 (tests/system/jobs.py SUITES): test_threads and test_why_instrumentation read them too.
+The 4-rank job is in the extended tier: test_suites_launchers_extended.py.
 """
 from __future__ import annotations
 
@@ -30,14 +31,22 @@ CASES = [
 
 
 # scripts/test.sh --quick runs one launch per launcher: all but the 4-rank job. The 4-rank
-# job (4 ranks oversubscribing 2 cores, about a minute) is in the extended tier, which
-# .ci/run runs after the test command: the core tier keeps every launcher at 2 ranks.
-QUICK = [pytest.param(*c, marks=[pytest.mark.quick] if c[1] <= 2 else [pytest.mark.extended],
-                      id=f"{c[0]}-np{c[1]}") for c in CASES]
+# job (4 ranks oversubscribing 2 cores, about a minute) is in the extended tier
+# (test_suites_launchers_extended.py), which .ci/run runs after the test command: the core
+# tier keeps every launcher at 2 ranks.
+def cases(extended: bool) -> list:
+    """CASES as parameters: over 2 ranks (extended) or not (core, and quick)."""
+    return [pytest.param(*c, marks=() if extended else pytest.mark.quick, id=f"{c[0]}-np{c[1]}")
+            for c in CASES if (c[1] > 2) == extended]
 
 
-@pytest.mark.parametrize("launcher, ranks, expected", QUICK)
+@pytest.mark.parametrize("launcher, ranks, expected", cases(extended=False))
 def test_suites_under_launcher(jobs, launcher, ranks, expected):
+    suites_pass_under_launcher(jobs, launcher, ranks, expected)
+
+
+def suites_pass_under_launcher(jobs, launcher: str, ranks: int, expected: set[str]) -> None:
+    """The suites' shared job under `launcher` at `ranks`: what the module's docstring says."""
     ran = jobs.get(SUITES[launcher, ranks])  # shared with test_threads, test_why_...
     proc = ran.proc
     assert proc.returncode == 0, explain(proc)

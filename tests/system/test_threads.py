@@ -6,7 +6,8 @@ ranks on 2 cores: 11x slower). Each case reads every rank's actual
 torch.get_num_threads() from the results of a real job (shared, tests/system/jobs.py):
 the suites under every launcher with OMP_NUM_THREADS unset in the launcher's environment
 (auto threads), and two jobs given --threads 2 (torchrun's, which sets
-OMP_NUM_THREADS=1 itself, and horovodrun --gloo's).
+OMP_NUM_THREADS=1 itself, and horovodrun --gloo's). The 4-rank job's case is in the
+extended tier: test_threads_extended.py.
 
     python -m pytest tests/system/test_threads.py -q
 """
@@ -30,12 +31,21 @@ def _threads(ran) -> dict:
     return ran.results()["machine_info"]["hvd_vs_ddp"]["threads"]
 
 
-@pytest.mark.parametrize("launcher,n", [  # quick: the jobs test_suites_launchers' quick runs
-    # (its 4-rank job is in the extended tier there, and so here)
-    pytest.param(la, n, marks=[pytest.mark.quick] if n <= 2 else [pytest.mark.extended],
-                 id=f"{la}-np{n}")
-    for la, n in CASES])
+def cases(extended: bool) -> list:
+    """CASES as parameters: over 2 ranks (extended, as test_suites_launchers' 4-rank job
+    is) or not (quick: the jobs test_suites_launchers' quick runs launch)."""
+    return [pytest.param(la, n, marks=() if extended else pytest.mark.quick, id=f"{la}-np{n}")
+            for la, n in CASES if (n > 2) == extended]
+
+
+@pytest.mark.parametrize("launcher,n", cases(extended=False))
 def test_auto_threads_are_cores_over_local_ranks(jobs, launcher, n):
+    auto_threads_are_cores_over_local_ranks(jobs, launcher, n)
+
+
+def auto_threads_are_cores_over_local_ranks(jobs, launcher: str, n: int) -> None:
+    """Every rank of the suites' job under `launcher` at `n` ranks ran node cores / n
+    threads (at least 1), decided by the suites themselves."""
     plan = _threads(jobs.get(SUITES[launcher, n]))
     want = max(1, node_cores() // n)
     assert plan["source"] == "auto" and plan["local_ranks"] == n
