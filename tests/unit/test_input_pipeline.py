@@ -137,9 +137,17 @@ def test_host_cpu_of_a_window_of_milliseconds_is_not_zero():
     for _ in range(5):  # read in ticks, five 2 ms windows were all nonzero ~1 time in 3000
         cpu = HostCpu()
         cpu.start()
-        _spin(0.002)
+        _spin_cpu(0.002)  # 2 ms of this thread's CPU, however long a busy host makes it
         windows.append(cpu.stop()["host_cpu_cores"])
     assert all(cores > 0 for cores in windows), windows
+
+
+def _spin_cpu(seconds: float) -> None:
+    """Use `seconds` of this thread's CPU (a known input: preemption on a loaded host
+    stretches the wall time, never the CPU used)."""
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
 
 
 def test_host_cpu_tells_main_thread_other_threads_and_loader_workers_apart():
