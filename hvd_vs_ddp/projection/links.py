@@ -1,0 +1,207 @@
+"""The projection held to a link of a set rate (issue 66 item 4): fit on a run's loopback
+cells, predict its cells across emulated hosts, and say how far each prediction lies
+from what was measured.
+
+A CPU target over a TCP link of a given rate, a mode of its own: nothing here adds a
+CPU-to-GPU distance. Per run, workload and library series at 2 ranks, from the loopback
+cell (step L) and the compute-only cell (the same per-rank step with no communication,
+2 processes at once: C), a cell across a link of rate R is predicted as
+
+    wire  = ring bytes x 8 / (R x f)        ring bytes: the model's gradient bytes x
+                                            2(n-1)/n (the cell's own record); f: the share
+                                            of the rate TCP reaches on the veth, measured
+                                            (hvd_vs_ddp/links/sweep.py; docs/links.md)
+    O     = max(0, L - C)                   the library's own cost on loopback
+    high  = C + O + wire                    the link's time adds to the step whole
+    low   = C + O + max(0, wire - B)        the link hides behind backward (B = 2/3 C,
+                                            backward's usual share of a step), as both
+                                            libraries overlap it with backward
+    point = (low + high) / 2
+
+and the Horovod/DDP ratio (samples/s, > 1: Horovod faster) as DDP's step over
+Horovod's, its band from the two sides' bands. Each cell's measured median step and each
+pair's measured ratio (with its 95% interval, the run model's) are held against them:
+the step's relative error and whether the measured ratio lies in the band.
+
+    python -m hvd_vs_ddp.projection.links RUN_DIR [--efficiency 0.955] [--sweep S.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from hvd_vs_ddp.links import rates
+from hvd_vs_ddp.run_model.frames import Data
+
+# TCP's share of the rate on this machine's veth, 100 Mbit/s to 8 Gbit/s: 0.952-0.958
+# (python -m hvd_vs_ddp.links.sweep, 2026-12-06; docs/links.md)
+MEASURED_EFFICIENCY = 0.955
+BACKWARD_SHARE = 2 / 3  # backward's part of a training step's compute (about twice forward)
+LOOPBACK = rates.LOOPBACK
+
+
+@dataclass(frozen=True)
+class Predicted:
+    low: float
+    point: float
+    high: float
+
+
+def predict(loopback_s: float, compute_s: float, ring_bytes: float, link: str,
+            efficiency: float = MEASURED_EFFICIENCY) -> Predicted:
+    """A step across `link` from the loopback step and the compute-only step (see the
+    module docstring)."""
+    wire = rates.transfer_seconds(ring_bytes, link, efficiency)
+    own = max(0.0, loopback_s - compute_s)
+    high = compute_s + own + wire
+    low = compute_s + own + max(0.0, wire - BACKWARD_SHARE * compute_s)
+    return Predicted(low, (low + high) / 2, high)
+
+
+def _base(case: str, link: str) -> str:
+    return case.replace(f" [link {link}]", "")
+
+
+def _compute_s(data: Data, r: pd.Series) -> float:
+    co = data.compute_only
+    if co.empty:
+        return np.nan
+    same = co[(co["run"] == r["run"]) & (co["workload"] == r["workload"])
+              & (co["per_rank_batch"] == r["per_rank_batch"])
+              & (co["input_mode"] == r["input_mode"])]
+    concurrent = same[same["ranks"] == r["world_size"]]
+    pick = concurrent if not concurrent.empty else same
+    return float(np.median(np.concatenate(list(pick["steps"])))) if not pick.empty else np.nan
+
+
+def cells(data: Data, efficiency: float = MEASURED_EFFICIENCY) -> pd.DataFrame:
+    """Every cell across a link with its prediction from the same run's loopback cells."""
+    tp = data.throughput
+    if tp.empty or "link" not in tp:
+        return pd.DataFrame()
+    tp = tp[tp["world_size"] > 1]
+    rows = []
+    for _, r in tp[tp["link"].fillna(LOOPBACK) != LOOPBACK].iterrows():
+        link = r["link"]
+        base = _base(r["case"], link)
+        loop = tp[(tp["run"] == r["run"]) & (tp["case"] == base) & (tp["series"] == r["series"])
+                  & (tp["world_size"] == r["world_size"])]
+        wire = r["wire"] if isinstance(r.get("wire"), dict) else {}
+        ring = wire.get("ring_bytes")
+        compute = _compute_s(data, r)
+        if loop.empty or ring is None or np.isnan(compute):
+            continue
+        p = predict(float(loop["step_median"].iloc[0]), compute, float(ring), link, efficiency)
+        measured = float(r["step_median"])
+        rows.append({"run": r["run"], "workload": base, "series": r["series"],
+                     "library": r["library"], "link": link,
+                     "rate_bps": rates.bits_per_s(link), "world_size": int(r["world_size"]),
+                     "loopback_s": float(loop["step_median"].iloc[0]), "compute_s": compute,
+                     "wire_s": rates.transfer_seconds(float(ring), link, efficiency),
+                     "low_s": p.low, "point_s": p.point, "high_s": p.high,
+                     "measured_s": measured, "error": p.point / measured - 1,
+                     "within": p.low <= measured <= p.high})
+    out = pd.DataFrame(rows)
+    return out.sort_values(["run", "workload", "rate_bps", "series"]).reset_index(drop=True) \
+        if not out.empty else out
+
+
+def pairs(pred: pd.DataFrame, cmp: pd.DataFrame) -> pd.DataFrame:
+    """Per Horovod/DDP pair across a link: the predicted ratio's band against the
+    measured ratio and its interval (the run model's pairs, `cmp`)."""
+    if pred.empty or cmp.empty:
+        return pd.DataFrame()
+    rows = []
+    case = pred["workload"] + " [link " + pred["link"] + "]"
+    for _, c in cmp.iterrows():
+        found = pred[(pred["run"] == c["run"]) & (case == c["case"])
+                     & pred["series"].isin([c["horovod"], c["ddp"]])]
+        h = found[found["series"] == c["horovod"]]
+        d = found[found["series"] == c["ddp"]]
+        if h.empty or d.empty:
+            continue
+        h, d = h.iloc[0], d.iloc[0]
+        lo, point, hi = d["low_s"] / h["high_s"], d["point_s"] / h["point_s"], \
+            d["high_s"] / h["low_s"]
+        rows.append({"run": c["run"], "workload": h["workload"], "link": h["link"],
+                     "rate_bps": h["rate_bps"], "horovod": c["horovod"], "ddp": c["ddp"],
+                     "predicted": point, "predicted_lo": lo, "predicted_hi": hi,
+                     "measured": c["ratio"], "measured_lo": c["lo"], "measured_hi": c["hi"],
+                     "held": lo <= c["ratio"] <= hi})
+    out = pd.DataFrame(rows)
+    return out.sort_values(["run", "workload", "rate_bps"]).reset_index(drop=True) \
+        if not out.empty else out
+
+
+def efficiency_from_sweep(path: str) -> float:
+    """The median share of the rate reached over a sweep's shaped settings below 10
+    Gbit/s (above it the CPU, not the filter, sets the pace here: docs/links.md)."""
+    rows = json.loads(Path(path).read_text())
+    shares = [r["fraction"] for r in rows if r.get("fraction") is not None
+              and r.get("rate_bps") and r["rate_bps"] < 10e9]
+    if not shares:
+        raise ValueError(f"{path}: no shaped setting below 10gbit in the sweep")
+    return float(np.median(shares))
+
+
+def text(pred: pd.DataFrame, held: pd.DataFrame) -> str:
+    out = []
+    if pred.empty:
+        return "no cell across a link with a loopback and a compute-only cell to fit on"
+    out.append(f"{'workload':10s} {'link':9s} {'library':16s} {'loopback':>9s} "
+               f"{'compute':>8s} {'wire':>7s} {'predicted [band]':>26s} {'measured':>9s} "
+               f"{'error':>7s}")
+    for _, r in pred.iterrows():
+        out.append(f"{r['workload']:10s} {r['link']:9s} {r['series']:16s} "
+                   f"{r['loopback_s'] * 1e3:7.0f}ms {r['compute_s'] * 1e3:6.0f}ms "
+                   f"{r['wire_s'] * 1e3:5.0f}ms {r['point_s'] * 1e3:7.0f}ms "
+                   f"[{r['low_s'] * 1e3:6.0f}-{r['high_s'] * 1e3:6.0f}] "
+                   f"{r['measured_s'] * 1e3:7.0f}ms {r['error']:+7.1%}")
+    if not held.empty:
+        out.append("")
+        out.append(f"{'workload':10s} {'link':9s} {'pair':34s} {'predicted [band]':>24s} "
+                   f"{'measured [95%]':>24s} held")
+        for _, r in held.iterrows():
+            out.append(f"{r['workload']:10s} {r['link']:9s} "
+                       f"{r['horovod'] + ' / ' + r['ddp']:34s} {r['predicted']:6.3f} "
+                       f"[{r['predicted_lo']:.3f}-{r['predicted_hi']:.3f}]     "
+                       f"{r['measured']:6.3f} [{r['measured_lo']:.3f}-{r['measured_hi']:.3f}] "
+                       f"{'yes' if r['held'] else 'no'}")
+        out.append(f"held: {int(held['held'].sum())} of {len(held)} pairs; step error "
+                   "per rate (median |error|): " + ", ".join(
+                       f"{k} {pred[pred['link'] == k]['error'].abs().median():.0%}"
+                       for k in dict.fromkeys(pred["link"])))
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from hvd_vs_ddp.run_model.disturbed import load_judged_run
+    from hvd_vs_ddp.run_model.frames import build_frames
+    from hvd_vs_ddp.run_model.pairs import hvd_vs_ddp
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("runs", nargs="+")
+    ap.add_argument("--efficiency", type=float, default=None,
+                    help=f"TCP's share of the rate (default {MEASURED_EFFICIENCY}, measured)")
+    ap.add_argument("--sweep", help="a sweep's JSON (python -m hvd_vs_ddp.links.sweep "
+                    "--json): its measured share instead")
+    ap.add_argument("--keep-disturbed", action="store_true")
+    args = ap.parse_args(argv)
+    eff = args.efficiency or (efficiency_from_sweep(args.sweep) if args.sweep
+                              else MEASURED_EFFICIENCY)
+    data = build_frames([load_judged_run(Path(p), keep=args.keep_disturbed)
+                         for p in args.runs])
+    pred = cells(data, eff)
+    print(f"TCP's share of the rate: {eff:.3f}")
+    print(text(pred, pairs(pred, hvd_vs_ddp(data.throughput))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
