@@ -287,3 +287,41 @@ def test_each_launcher_crosses_the_link_and_its_cells_record_it(tmp_path):
             assert len(wire["ranks"]) == 2
             assert 0.9 <= wire["wire_over_ring"] <= 1.3, (cell["id"], wire)
     assert hosts.namespaces() == [n for n in hosts.namespaces() if hosts.owner_alive(n)]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+def test_an_interrupted_run_removes_its_hosts_at_once(tmp_path, sig):
+    """SIGTERM or SIGINT while the cell's ranks train across the hosts: the run ends the
+    cell (128 + the signal) and removes its namespaces itself, no sweep needed."""
+    from hvd_vs_ddp.cli.run_lock import CELL_MARKER, marker_root
+    from hvd_vs_ddp.common import processes
+
+    runs = tmp_path / "runs"
+    run = subprocess.Popen(_hvd(*LINKED, "--runs-dir", str(runs), "--name", "stopped",
+                                "--suite-args", "--rounds 400"),
+                           cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                           text=True)
+    mine = marker_root(runs / "stopped")
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            names = _owned_by(run.pid)
+            if len(names) == 2 and all(_pids(n) for n in names):
+                break
+            assert run.poll() is None, "the run ended before its cell was under way"
+            time.sleep(0.5)
+        else:
+            pytest.fail("the cell never started across the emulated hosts")
+        time.sleep(2)
+        run.send_signal(sig)
+        _, err = run.communicate(timeout=120)
+        assert run.returncode == 128 + sig, err[-3000:]
+        assert _owned_by(run.pid) == [], err[-3000:]
+        assert not processes.described(processes.marked(CELL_MARKER, mine, prefix=True))
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        for n in _owned_by(run.pid):
+            hosts.remove(n)
+        processes.end_marked(CELL_MARKER, mine, prefix=True)
