@@ -5,7 +5,7 @@ Run under torchrun (one host: --standalone --nproc-per-node 2; two hosts: --nnod
     torchrun --standalone --nproc-per-node 2 tests/ranks/projection_node.py --out one.json
 Times, per step the slowest rank's: the gpt workload's training step with DDP, the same
 step without communication (each rank alone, all at once), and an allreduce sweep.
-Rank 0 writes them as JSON to --out (tests/system/test_projection_nodes.py reads it).
+Rank 0 writes them as JSON to --out (benchmarks/projection_nodes.py reads it).
 """
 from __future__ import annotations
 

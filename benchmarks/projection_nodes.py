@@ -1,4 +1,10 @@
-"""Measure one node, project two: a calibration from one 'node' carries to two.
+"""Benchmark: measure one node, project two: does a calibration from one 'node' carry
+to two?
+
+A measurement that reports, not a test: it prints the projected step with its band and
+the measured one, and whether the band held it; it fails only when a job fails. (As a
+test it bounded one run's speed on a noisy host.) The calibration's mechanism is
+unit-tested (tests/unit/test_projection*.py).
 
 The two hosts are the network namespaces of tests/system/test_two_hosts.py (its fixture,
 reused), each a 'node' with one rank, joined by a veth link. One 'node' (hvd-node1)
@@ -14,7 +20,7 @@ by how much the two runs' own steps spread (their 10-90% ranges); under a heavy 
 that band is wide, which is the honest answer of a loaded machine.
 
 Needs root and iproute2 (skips otherwise); about 40 s on 2 cores:
-    python -m pytest tests/system/test_projection_nodes.py -q -s
+    python -m pytest benchmarks/projection_nodes.py -q -s -p no:cacheprovider
 """
 from __future__ import annotations
 
@@ -32,7 +38,7 @@ from tests.system.test_two_hosts import IFACE, RDZV_PORT, _env, _tool, _wait
 
 two_hosts = hosts.two_hosts  # the fixture: two network-namespace hosts joined by veth
 
-pytestmark = [pytest.mark.multiproc, pytest.mark.serial, pytest.mark.extended]
+pytestmark = [pytest.mark.multiproc]
 WORKER = "tests/ranks/projection_node.py"
 TIMEOUT_S = 180
 
@@ -58,7 +64,7 @@ def _twice(launch, logs, what: str) -> None:
     aborting with 'terminate called without an active exception', SIGABRT; 1 run in 4
     failed both attempts here) came from the interpreter's teardown after DDP over Gloo,
     which the worker now skips (tests/ranks/projection_node.py). A crash is not a
-    measurement: what the test asserts comes from the job that completed."""
+    measurement: what is reported comes from the job that completed."""
     for attempt in (1, 2):
         procs = launch(attempt)
         try:
@@ -100,7 +106,7 @@ def _measured_quietly(one_node, two_nodes) -> None:
     pytest.skip(f"other work used {loads} cores beside both measurements (limit {limit:g})")
 
 
-def test_a_calibration_from_one_node_carries_to_two(two_hosts, tmp_path):
+def test_calibration_from_one_node_against_two(two_hosts, tmp_path):
     from hvd_vs_ddp.projection.layout import workload_layout
     from hvd_vs_ddp.projection.model import Inputs, calibrate, project
     from hvd_vs_ddp.run_model import stats
@@ -153,4 +159,5 @@ def test_a_calibration_from_one_node_carries_to_two(two_hosts, tmp_path):
           f"[{p.step_s.low * 1e3:.2f}-{p.step_s.high * 1e3:.2f}] (uncalibrated "
           f"{bare.step_s.median * 1e3:.2f} ms); allowed {lo * 1e3:.2f}-{hi * 1e3:.2f} ms; "
           + " ".join(notes))
-    assert lo <= measured <= hi, (measured, p.step_s, widen, notes)
+    print(f"two nodes: measured {measured * 1e3:.2f} ms "
+          f"{'held' if lo <= measured <= hi else 'MISSED'} by the widened band")
