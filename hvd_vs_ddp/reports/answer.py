@@ -165,7 +165,8 @@ def verdicts_doc(data: Data, cmp: pd.DataFrame, margin: float) -> dict[str, Any]
                        if getattr(r.manifest, "budget", None)},  # run --budget
             "each_at_its_best": at_best(data, margin),
             "variance_split": variance_split(data),
-            "pace": pace.kinds_table(data.throughput),
+            "pace": pace.kinds_table(data.throughput, data.compute_only),
+            "pace_sources": pace.sources(data.throughput),
             "unreadable": [{"run": r.name, "cell": c.id, "reason": c.unreadable}
                            for r in data.runs for c in r.unreadable]}
 

@@ -192,13 +192,14 @@ class Gate:
 def gate(num: Arm, den: Arm, margin: float | None = None) -> Gate:
     """Whether the probe may adjust this pair (module docstring); margin: PACE_MARGIN."""
     margin = PACE_MARGIN if margin is None else margin
-    dn = [drifts(p) for p in num.probes]
-    dd = [drifts(p) for p in den.probes]
-    if any(d is None for d in dn + dd):
+    got = [drifts(p) for p in num.probes], [drifts(p) for p in den.probes]
+    if any(d is None for side in got for d in side):
         return Gate(False, None, "no pace probe in every repetition")
+    dn = [np.exp(d) for d in got[0] if d is not None]
+    dd = [np.exp(d) for d in got[1] if d is not None]
     if min(len(dn), len(dd)) < 2:
         return Gate(False, None, "the gate needs 2 or more repetitions a side")
-    ci = stats.ratio_ci([np.exp(d) for d in dn], [np.exp(d) for d in dd])  # type: ignore[misc]
+    ci = stats.ratio_ci(dn, dd)
     inside = ci.lo >= 1 / (1 + margin) and ci.hi <= 1 + margin
     say = (f"probe drift ratio {ci.text()} {'within' if inside else 'not within'} "
            f"±{margin:.0%}")
@@ -250,9 +251,74 @@ def reading(num: Arm, den: Arm, thetas: dict[tuple, Theta], plan: dict | None = 
     return Reading(adjusted, plain, adjusted, g, f"pace-adjusted: {g.text}")
 
 
-def kinds_table(tp: pd.DataFrame) -> list[dict]:
-    """Per kind: theta, rho, the between-process sd before and after, points."""
-    return [t.as_json() for t in fit_thetas(tp).values()]
+COUNTERS = ("run_delay_s", "nonvoluntary_switches", "steal_s", "anon_huge_mb")
+
+
+def _counter(probe: dict | None, key: str) -> float:
+    """A repetition's counter over its timed rounds, summed over its ranks (NaN if any
+    rank lacks it)."""
+    ranks = (probe or {}).get("ranks") or []
+    vals = [(r.get("process") or {}).get(key) for r in ranks]
+    nums = [float(v) for v in vals if isinstance(v, (int, float))]
+    return float(sum(nums)) if vals and len(nums) == len(vals) else math.nan
+
+
+def sources(tp: pd.DataFrame) -> list[dict]:
+    """What goes with a slow process: per counter the host exposes, its correlation with
+    the repetitions' log samples/s, both centred per series (a negative rho: more of it
+    in the slower processes), over the repetitions that have it."""
+    out: list[dict] = []
+    if tp.empty or "rep_pace_probe" not in tp:
+        return out
+    for key in COUNTERS:
+        xs, ys = [], []
+        for _, r in tp.iterrows():
+            a = arm(r)
+            c = np.array([_counter(p, key) for p in a.probes], float)
+            y = np.array([math.log(float(np.median(s))) for s in a.reps], float)
+            if len(c) < 2 or not np.isfinite(c).all():
+                continue
+            xs.append(c - c.mean())
+            ys.append(y - y.mean())
+        if not xs:
+            continue
+        x, y = np.concatenate(xs), np.concatenate(ys)
+        if x.size >= MIN_POINTS and np.std(x) > 0 and np.std(y) > 0:
+            out.append({"counter": key, "rho": float(np.corrcoef(x, y)[0, 1]),
+                        "repetitions": int(x.size)})
+    return out
+
+
+def compute_only_thetas(co: pd.DataFrame) -> dict[tuple, Theta]:
+    """The same fit for the compute-only references (no library at all: each rank alone,
+    all ranks at once), per (run, "compute-only", ranks), from their per-repetition
+    rows: what the pace explains where nothing communicates."""
+    out: dict[tuple, Theta] = {}
+    if co.empty or "pace_probe" not in co:
+        return out
+    for (run, ranks), g in co.groupby(["run", "ranks"], sort=True):
+        xs, ys, series = [], [], 0
+        for _, s in g.groupby(["workload", "knobs", "per_rank_batch"], sort=False):
+            x = np.array([log_pace(p) for p in s["pace_probe"]], float)
+            y = np.array([-math.log(float(np.median(v))) for v in s["steps"]], float)
+            if len(x) < 2 or not np.isfinite(x).all():
+                continue
+            xs.append(x - x.mean())
+            ys.append(y - y.mean())
+            series += 1
+        kind = (run, "compute-only", int(ranks))
+        theta = fit(kind, np.concatenate(xs), np.concatenate(ys), series) if xs else None
+        if theta is not None:
+            out[kind] = theta
+    return out
+
+
+def kinds_table(tp: pd.DataFrame, co: pd.DataFrame | None = None) -> list[dict]:
+    """Per kind: theta, rho, the between-process sd before and after, points; the
+    compute-only references (`co`: the compute_only frame) after the series."""
+    thetas = [*fit_thetas(tp).values(),
+              *(compute_only_thetas(co).values() if co is not None else [])]
+    return [t.as_json() for t in thetas]
 
 
 if __name__ == "__main__":
@@ -260,7 +326,7 @@ if __name__ == "__main__":
     from hvd_vs_ddp.run_model.frames import build_frames
 
     data = build_frames([load_judged_run(p) for p in sys.argv[1:]])
-    for row in kinds_table(data.throughput):
+    for row in kinds_table(data.throughput, data.compute_only):
         print(f"{' '.join(map(str, row['kind'])):28s} theta {row['theta']:+.2f} "
               f"rho {row['rho']:+.2f} sd {row['sd_before']:.3f} -> {row['sd_after']:.3f} "
               f"({row['points']} repetitions, {row['series']} series)")

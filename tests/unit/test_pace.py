@@ -157,3 +157,16 @@ def test_probe_figures_from_a_record():
     assert pace.drifts(probe) == pytest.approx(
         [(math.log(0.9) + 0) / 2, (math.log(1.1) + 0) / 2, 0.0])
     assert math.isnan(pace.log_pace(None)) and pace.drifts({"ranks": []}) is None
+
+
+def test_the_compute_only_references_get_their_own_kind():
+    rng = np.random.default_rng(7)
+    rows = []
+    for _ in range(5):
+        sps, probe = _process(rng, 0.0, 0.0)
+        rows.append({"run": "synthetic", "ranks": 2, "workload": "gpt", "knobs": "{}",
+                     "per_rank_batch": 8, "steps": 8 / sps, "pace_probe": probe})
+    (kind, theta), = pace.compute_only_thetas(pd.DataFrame(rows)).items()
+    assert kind == ("synthetic", "compute-only", 2) and theta.rho > 0.8
+    assert [k["kind"] for k in pace.kinds_table(pd.DataFrame(), pd.DataFrame(rows))] == [
+        ["compute-only", 2]]

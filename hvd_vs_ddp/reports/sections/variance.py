@@ -88,8 +88,24 @@ def build(ctx: ReportContext) -> Section | None:
     rows = variance_split(ctx.data)
     if not rows:
         return None
-    tables = [table(rows, ctx.margin, ctx.multi)]
-    kinds = pace.kinds_table(ctx.data.throughput)
+    tables: list = [table(rows, ctx.margin, ctx.multi)]
+    kinds = pace.kinds_table(ctx.data.throughput, ctx.data.compute_only)
     if kinds:
         tables.append(pace_table(kinds, ctx.cmp, ctx.multi))
-    return Section(TITLE, tables)
+    return Section(TITLE, [*tables, *sources_text(pace.sources(ctx.data.throughput))])
+
+
+WHAT = {"run_delay_s": "time waiting on a run queue", "nonvoluntary_switches":
+        "involuntary context switches", "steal_s": "the hypervisor's steal time",
+        "anon_huge_mb": "transparent huge pages"}
+
+
+def sources_text(rows: list[dict]) -> list[str]:
+    """One sentence: what went with the slow processes, as the host exposes it."""
+    if not rows:
+        return []
+    parts = [f"{WHAT.get(r['counter'], r['counter'])} rho {r['rho']:+.2f}" for r in rows]
+    return ["What went with the slower processes (each counter over the timed rounds, "
+            "against the repetition's log samples/s, both centred per series; negative: "
+            f"more of it in the slower ones, over {rows[0]['repetitions']} repetitions): "
+            + "; ".join(parts) + "."]
