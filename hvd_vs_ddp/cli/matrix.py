@@ -266,11 +266,22 @@ def with_links(cells: list[Cell], links: tuple[str, ...]) -> list[Cell]:
             if not emulated(link):
                 out.append(cell)
             else:
-                out.append(dataclasses.replace(cell, suites=("throughput",), link=link))
+                out.append(dataclasses.replace(cell, suites=("throughput",), link=link,
+                                               pytest_args=_linked_args(cell, link)))
         if LOOPBACK not in links and [s for s in cell.suites if s != "throughput"]:
             out.append(dataclasses.replace(  # what does not time steps still runs once
                 cell, suites=tuple(s for s in cell.suites if s != "throughput")))
     return out
+
+
+def _linked_args(cell: Cell, link: str) -> tuple[str, ...]:
+    """The cell's own arguments across `link`: an autotuned cell reads the autotune cell
+    of the same link (Horovod tunes for the wire it runs over)."""
+    args = list(cell.pytest_args)
+    if "--horovod-autotuned-from" in args:
+        i = args.index("--horovod-autotuned-from") + 1
+        args[i] = f"{args[i]}-link{link}"
+    return tuple(args)
 
 
 def recovery_cells(preset: Preset, backends: tuple[str, ...],
