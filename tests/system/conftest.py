@@ -16,11 +16,17 @@ prediction: scripts/test.sh runs them alone, afterwards.
     python -m pytest tests/system --system-tier core                  # the README's command
     python -m pytest tests/system --system-tier extended              # .ci/run, after it
 
-The `extended` tests (marked so) are the integrations with tools outside the project
-(a Slurm cluster, tox, two hosts in network namespaces, an installed wheel) and the long
-end-to-end flows (two runs at once, interrupt and resume, external workloads, the whole
-self-test, the projection held against this machine): scripts/test.sh leaves them out to
-stay within its 12 minutes; `scripts/test.sh --extended` runs them and .ci/run runs both.
+The `extended` tests are the integrations with tools outside the project (a Slurm
+cluster, tox, two hosts in network namespaces and shaped links between them) and the long
+end-to-end flows (two runs at once, interrupt and resume, an external workload, the whole
+self-test, the launches of more ranks than cores, the slower recovery paths and
+process-group modes): scripts/test.sh leaves them out to stay within its 9 minutes;
+`scripts/test.sh --extended` runs them and .ci/run runs both. Everything else is the core
+tier, the README's test command (the installed wheel, test_install.py, among them).
+A test is `extended` by its module's `pytestmark` only: where only some of a file's tests
+are, they move to a module of their own, `<file>_extended.py`, which imports what it
+shares from the file; a mark on a function or a parametrised case is refused at
+collection (a UsageError naming the test), so a file's first lines say its tier.
 """
 from __future__ import annotations
 
@@ -47,7 +53,7 @@ os.environ.setdefault("OMPI_MCA_mpi_yield_when_idle", "1")
 
 # The files run on one worker: the shared jobs' readers, and what shares their hosts.
 ONE_WORKER = frozenset({*(r.split()[0] + ".py" for j in all_jobs() for r in j.readers),
-                        "test_two_hosts.py", "test_projection_nodes.py"})
+                        "test_two_hosts.py"})
 # The files whose tests share a module-scoped fixture that launches or builds something
 # (a mutation job, a reference run, a wheel, a Slurm cluster, mpirun launches): each
 # file's tests go to one worker, or the fixture runs once on each (the mutation job ran
@@ -70,7 +76,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--system-tier", choices=("all", "core", "extended"), default="all",
                      help="all, the core ones (the README's test command: every launcher's, "
                           "backend's and library's real ranks) or the `extended` ones "
-                          "(Slurm, tox, two hosts, a built wheel, long end-to-end flows: "
+                          "(Slurm, tox, two hosts, long end-to-end flows: "
                           "scripts/test.sh --extended, which .ci/run runs after it)")
 
 
@@ -82,9 +88,23 @@ def _module_fixtures(item: pytest.Item) -> list[str]:
             if fd.scope == "module" and fd.baseid.split("::")[0] == item.nodeid.split("::")[0]]
 
 
+def _tier_from_module(item: pytest.Item) -> bool:
+    """Every `extended` mark item carries is its module's (pytestmark), none its own,
+    its class's or its parametrised case's."""
+    marks = getattr(getattr(item, "module", None), "pytestmark", [])
+    marks = marks if isinstance(marks, list) else [marks]
+    module = sum(getattr(m, "name", None) == "extended" for m in marks)
+    return len(list(item.iter_markers("extended"))) == module
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     users: dict[tuple[str, str], int] = {}
     for item in items:
+        if not _tier_from_module(item):
+            raise pytest.UsageError(f"{item.nodeid} is marked `extended` outside its module's "
+                                    f"pytestmark: move it to {item.path.stem}_extended.py, "
+                                    "whose pytestmark says so (tests/system/conftest.py: the "
+                                    "tiers)")
         if "jobs" in getattr(item, "fixturenames", ()) and item.path.name not in ONE_WORKER:
             raise pytest.UsageError(f"{item.nodeid} reads a shared job: name its module in "
                                     "the job's readers (tests/system/jobs.py)")
