@@ -6,13 +6,11 @@ The shared jobs launch once per worker, so every file reading one (its readers, 
 in jobs.py) runs on the same worker; the two-host tests (network namespaces of fixed
 names) run there too. The tests of one file that share a module-scoped fixture also run
 on one worker, each such file on either (WHOLE_FILE, checked at collection). Every other
-test may go to either worker. Tests marked `serial` measure throughput to judge a
-prediction: scripts/test.sh runs them alone, afterwards.
+test may go to either worker.
 (The scheduler: tests/xdist_groups.py, shared with tests/unit.)
 
     python -m pytest tests/system -q                                  # one process
-    python -m pytest tests/system --system-part parallel -n 2         # what test.sh runs,
-    python -m pytest tests/system --system-part serial                # in this order
+    python -m pytest tests/system -n 2                                # what test.sh runs
     python -m pytest tests/system --system-tier core                  # the README's command
     python -m pytest tests/system --system-tier extended              # .ci/run, after it
 
@@ -70,9 +68,6 @@ def jobs(tmp_path_factory) -> SharedJobs:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--system-part", choices=("all", "parallel", "serial"), default="all",
-                     help="the system tests to run: all, those that may share the cores "
-                          "(parallel), or the `serial` ones (scripts/test.sh runs both)")
     parser.addoption("--system-tier", choices=("all", "core", "extended"), default="all",
                      help="all, the core ones (the README's test command: every launcher's, "
                           "backend's and library's real ranks) or the `extended` ones "
@@ -114,9 +109,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if n > 1 and file not in WHOLE_FILE | ONE_WORKER:
             raise pytest.UsageError(f"{n} tests of {file} share the module-scoped fixture "
                                     f"{name}: add {file} to WHOLE_FILE (tests/system/conftest.py)")
-    part = config.getoption("--system-part")
-    if part != "all":
-        _keep(config, items, "serial", part == "serial")
     tier = config.getoption("--system-tier")
     if tier != "all":
         _keep(config, items, "extended", tier == "extended")
