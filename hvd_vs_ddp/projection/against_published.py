@@ -102,8 +102,8 @@ def loso(draws: int = DRAWS, margin: float = DEFAULT_MARGIN, split: str = "noise
 
 
 # The ways of carrying the model's error that were measured (docs/projection.md, 'Bands')
-VARIANTS = (("the whole residual spread on top of the inputs' draws (issue 29's first "
-             "round)", "none", 0.0),
+VARIANTS = (("the whole residual spread on top of the inputs' draws (the first way "
+             "measured)", "none", 0.0),
             ("the inputs' spread taken out, the noise left in the model error", "inputs",
              0.0),
             ("the inputs' spread and the repeats' noise taken out (this projection)",

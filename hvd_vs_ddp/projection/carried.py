@@ -39,7 +39,7 @@ def error_note(model_error: ModelError | None) -> str:
             + ", ".join(f"{k} {model_error.model[k]:.1%}" for k in ("ddp", "horovod", "ratio"))
             + "; a library's band also holds a measurement's noise ("
             + ", ".join(f"{k} {model_error.noise[k]:.1%}" for k in ("ddp", "horovod"))
-            + "), the verdict's band is about the true ratio; issue 62: "
+            + "), the verdict's band is about the true ratio; "
             + growth_line(model_error))
 
 

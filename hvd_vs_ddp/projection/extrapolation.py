@@ -312,7 +312,7 @@ def markdown(rows: list[dict], how: str) -> str:
              "published values inside the band, with its 95% binomial interval (under "
              f"{MIN_CLAIM} values: too few to claim a coverage):", "",
              "| key | scale factor | values | sources | median error | worst | inside, no "
-             "growth | inside, first round's growth | inside now | now: half-width (log) | "
+             "growth | inside, first growth fit | inside now | now: half-width (log) | "
              "outside now |",
              "| --- | --- | ---: | ---: | ---: | ---: | --- | --- | --- | ---: | --- |"]
     for t in rows:

@@ -99,7 +99,7 @@ TERMS = {t.name: t for t in (
          "DupFd.detach; measured here, idle: `next(loader)` for 32 fp32 images and "
          "their labels took 1.45-1.50 ms of the main thread's CPU (1.1-1.3 the least) and "
          "2.0-2.2 ms of wall time in the median, the same with 1, 2 and 4 workers and "
-         "0.05-0.3 s between batches (scripts/measure_loader_handoff.py); the range is "
+         "0.05-0.3 s between batches (benchmarks/measure_loader_handoff.py); the range is "
          "the least CPU time to the median wall time. The freshly mapped pages' first "
          "read and the previous batch's release are not charged: their cost is the "
          "kernel's page work, set by the host (docs/projection.md)",

@@ -201,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="the goal figures under each way of carrying the model's error")
     ap.add_argument("--growth", action="store_true",
                     help="bands with the model's error grown with the scale factor, fitted "
-                    "by extrapolation without each row's source (issue 62; python -m "
+                    "by extrapolation without each row's source (python -m "
                     "hvd_vs_ddp.projection.extrapolation)")
     ap.add_argument("--rows", type=Path, help="a CSV of further published rows "
                     "(head_to_head.csv's columns), judged with the repository's error")

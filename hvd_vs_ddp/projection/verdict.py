@@ -135,7 +135,7 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
         elif getattr(inputs, "run_on_cpu", False) and getattr(inputs, "gpu", False):
             text = (f"{h.library} vs {d.library}: inconclusive at ±{margin:.0%} ({band}): "
                     "projected from a run on CPUs, which measured no GPU (the band carries "
-                    "the CPU-to-GPU distance, issue 62); what would settle it: hvd-vs-ddp run "
+                    "the CPU-to-GPU distance); what would settle it: hvd-vs-ddp run "
                     f"--world-sizes 1,{min(n, inputs.per_node)} on one GPU node of the "
                     "target, then hvd-vs-ddp project that run")
         elif v_flat in (FASTER, EQUIVALENT):  # issue 62: firm but for the growth

@@ -35,7 +35,7 @@ side about the bootstrap median by z(1 - alpha_k/2) / z(0.975) (deep tails would
 more resamples than a look can afford). Each side of a pair uses its first n
 repetitions, n the fewer of the two, so every look sees one state of the data: look
 k = n - planned + 1. The simulation that checks the rates (and that the naive look
-inflates them): hvd_vs_ddp/run_model/verdict_sim.py, scripts/verdict_simulation.py.
+inflates them): hvd_vs_ddp/run_model/verdict_sim.py, benchmarks/verdict_simulation.py.
 
     from hvd_vs_ddp.run_model.stats import ratio_ci
     ci = ratio_ci([hvd_rep1, hvd_rep2], [ddp_rep1, ddp_rep2])  # RatioCI(ratio, lo, hi, reps)

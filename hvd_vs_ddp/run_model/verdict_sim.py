@@ -24,7 +24,7 @@ alpha/2 of the time.
 
     from hvd_vs_ddp.run_model.verdict_sim import Shapes, simulate
     rows = simulate(Shapes.from_runs([Path("tests/fixtures/runs")]), ratios=(1.0, 0.9))
-    python scripts/verdict_simulation.py --trials 400     # the tables in docs/methodology.md
+    python benchmarks/verdict_simulation.py --trials 400     # the tables in docs/methodology.md
 """
 from __future__ import annotations
 

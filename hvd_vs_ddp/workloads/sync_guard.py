@@ -159,7 +159,7 @@ def _message(what: str) -> str:
 class harness:  # noqa: N801 (used as a context manager, like a function)
     """The harness's own code of a timed step: refuse every call that waits for `device`.
     A class rather than a generator: it is entered a few times every step (about 2 us on
-    the CPU here, measured by scripts/step_overhead.py)."""
+    the CPU here, measured by benchmarks/step_overhead.py)."""
 
     __slots__ = ("cuda", "enabled", "mode", "before")
 

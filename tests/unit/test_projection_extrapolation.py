@@ -68,7 +68,7 @@ def test_bands_hold_90_percent_in_every_scale_band_per_library():
     """Issue 62's goal, by extrapolation from <= 1 node: every published value against
     the band `project` carries (item 4's calibration) and held out by row (a jackknife),
     >= 90% inside per library in every scale band with 10 values or more, and with 5 or
-    more. The first round's growth (the rows' 95th percentile) held 5 of Horovod's 6
+    more. The first growth fit (the rows' 95th percentile) held 5 of Horovod's 6
     values at 2-8x (Bagua's 32 GPUs from its one node of 8 outside)."""
     for hold in ("none", "row"):
         for t in extrapolation.table(extrapolation.judged(hold=hold)):

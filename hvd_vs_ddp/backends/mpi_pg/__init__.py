@@ -47,7 +47,7 @@ MPI_THREAD_SERIALIZED suffices. Progress modes, chosen by HVD_VS_DDP_MPI_PG_PROG
   must pick the same kind whatever its own async_op; Open MPI 4's nonblocking ones
   (libnbc) were also 1.5-2.5x slower than blocking ones from 4 B to 64 MiB here.
   Collectives suite, 2 ranks on the shared 2-core machine, medians of 11 interleaved
-  runs per side (scripts/mpi_pg_ratios.py): a 4 B dist.all_reduce took 123 us in
+  runs per side (benchmarks/mpi_pg_ratios.py): a 4 B dist.all_reduce took 123 us in
   "thread" mode and 32 us inline (raw mpi4py Allreduce: 1.4 us; torch's dist.all_reduce
   around a Python process group that does nothing costs ~5-8 us of it); 256 KiB busbw
   went from 0.75 to 1.6x the raw bar, 64 MiB stayed ~0.7x. At 4 MiB the "thread"
