@@ -21,6 +21,7 @@ from hvd_vs_ddp.backends.launchers import ONE_HOST_LAUNCHERS, ONE_PROCESS
 from hvd_vs_ddp.cli import matrix
 from hvd_vs_ddp.cli.cell import Cell
 from hvd_vs_ddp.cli.presets import TIMELINE_ROUNDS, Preset
+from hvd_vs_ddp.common.cores import node_cores
 from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.harness import cell_plan
 from hvd_vs_ddp.harness.cell_plan import CellPlan
@@ -29,6 +30,7 @@ from hvd_vs_ddp.harness.knobs import by_name
 from hvd_vs_ddp.harness.option_parsing import split_argv
 from hvd_vs_ddp.harness.options import SUITES, SuiteOptions
 from hvd_vs_ddp.harness.pytest_args import CELL_PLUGINS
+from hvd_vs_ddp.links.rates import emulated
 
 
 def launch_as(cell: Cell) -> tuple[str, int]:
@@ -61,6 +63,9 @@ def cell_options(cell: Cell, preset: Preset, workloads: list[str] | None = None,
     if by_name(cell.knob_set).compile != "eager" and run_dir:  # cold in its first
         # repetition, then warm
         changes["compile_cache"] = str(RunFolder(Path(run_dir)).compile_cache(cell.id))
+    if emulated(cell.link):  # its emulated hosts share this machine's cores: each rank
+        # gets its share of them, as on loopback (each "host" would see all of them)
+        changes["threads"] = max(1, node_cores() // max(cell.world_size, 1))
     if "recovery" in cell.suites:
         changes.update(recovery_world_size=cell.world_size,
                        recovery_workload=cell.workload or changes["workloads"][0])

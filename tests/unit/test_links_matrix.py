@@ -74,3 +74,17 @@ def test_bad_link_options_are_one_line_before_anything_starts(tmp_path, argv, sa
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("hvd-vs-ddp: error:") and says in lines[0]
     assert not (tmp_path / "runs").exists()
+
+
+def test_ranks_on_emulated_hosts_share_this_machines_cores_as_on_loopback():
+    """Each emulated host sees all of this machine's cores: left to the suites, each of
+    2 ranks would run as many intra-op threads as there are cores (measured: resnet50's
+    step 10-20x slower, 4 threads on 2 cores); a linked cell's ranks get the machine's
+    cores // its ranks, as its loopback twin's do."""
+    from hvd_vs_ddp.cli import cell_command
+    from hvd_vs_ddp.common.cores import node_cores
+
+    p = presets.preset("links")
+    linked = Cell("ddp-gloo", "torchrun", 2, ("throughput",), link="1gbit")
+    assert cell_command.cell_options(linked, p).threads == max(1, node_cores() // 2)
+    assert cell_command.cell_options(dataclasses.replace(linked, link=None), p).threads == 0
