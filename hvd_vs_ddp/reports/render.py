@@ -53,12 +53,12 @@ font-size:.88em;color:#444} dl.meta dt{font-weight:600} dl.meta dd{margin:0}
 box-shadow:0 1px 3px rgba(0,0,0,.08)} .headline li{margin:4px 0}
 nav{font-size:.9em;margin:8px 0 0} nav a{margin-right:14px;color:#0072B2;text-decoration:none}
 .tw{overflow-x:auto;margin:6px 0 4px}
-table{border-collapse:collapse;font-size:.84em;background:#fff}
+table{border-collapse:collapse;font-size:.8em;background:#fff}
 th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
 th{background:#f0f0f0;position:sticky;top:0} tr:nth-child(even) td{background:#fbfbfb}
 td:first-child,td:nth-child(2){white-space:nowrap}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
-td.nw,span.nw{white-space:nowrap} td details{min-width:12em;max-width:30em}
+td.nw,span.nw{white-space:nowrap} td details{min-width:10em;max-width:22em}
 td details summary{font-weight:400;margin:0;color:#333}
 td .full{overflow-wrap:anywhere;font-size:.95em;color:#333;margin-top:4px}
 td.hvd{background:#fde4d4!important;font-weight:600} td.ddp{background:#d6e8f5!important;
@@ -75,7 +75,7 @@ details summary{cursor:pointer;font-weight:600;margin:10px 0}
 @media print{main{max-width:none;padding:0} nav{display:none} .tw{overflow:visible}
 table{font-size:.68em;width:100%;table-layout:fixed}
 td details{min-width:0;max-width:none} th{position:static} td,th{padding:2px 4px}
-td,td.num,td.nw,span.nw,td:first-child,td:nth-child(2){white-space:normal;
+th,td,td.num,td.nw,span.nw,td:first-child,td:nth-child(2){white-space:normal;
 overflow-wrap:anywhere}
 figure{break-inside:avoid} tr{break-inside:avoid}}
 """
