@@ -43,7 +43,15 @@ from hvd_vs_ddp.backends.env import SINGLE
 from hvd_vs_ddp.backends.held_bytes import held_bytes
 from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.input_modes import DEFAULT_INPUT, JPEG
-from hvd_vs_ddp.harness import compile_stats, loss_bound, profiling, startup, suite_run, tuning
+from hvd_vs_ddp.harness import (
+    compile_stats,
+    loss_bound,
+    pace,
+    profiling,
+    startup,
+    suite_run,
+    tuning,
+)
 from hvd_vs_ddp.harness.ddp_stats import DDPStats
 from hvd_vs_ddp.harness.host_cpu import HostCpu
 from hvd_vs_ddp.harness.knobs import SETS, by_name
@@ -112,6 +120,7 @@ class Timed(NamedTuple):
     starts: list[float]              # each timed step's start, seconds since the epoch
     waits: list[float]               # each timed step's wait for its batches, seconds
     cpu: dict                        # host CPU over the timed rounds (harness/host_cpu.py)
+    pace: dict | None                # this rank's pace probes (harness/pace.py)
     tx_bytes: int | None = None      # bytes this rank's host sent on its emulated link
     #                                  during the timed rounds (hvd_vs_ddp/links/wire.py)
 
@@ -143,18 +152,21 @@ def _timed(benchmark, trainer, backend, suite, stats=None, watch=None) -> Timed:
     watch.start_timed()
     first = len(trainer.data_waits)
     cpu = HostCpu(trainer.loader_pids)
+    before = pace.counters()
     with Monitor(backend.rank, backend.devices_in_use() or gpu) as mon:
         cpu.start()
         benchmark.pedantic(one_round, rounds=rounds, warmup_rounds=0, iterations=1)
         usage = cpu.stop()
     watch.end_timed()
+    # the post probes, outside the timed window (harness/pace.py says why)
+    probes = suite.pace.rank_summary(before) if suite.pace is not None else None
     window = (start, stats.mark()) if stats is not None else None
     cuda_mb = (torch.cuda.max_memory_allocated(backend.device) / 2**20) if gpu is not None else None
     # steps follow each other inside a round: a step starts when the one before ends
     starts = [t0 + float(sum(times[r * per_round:r * per_round + i]))
               for r, t0 in enumerate(round_starts) for i in range(per_round)]
     return Timed(times, mon.series, cuda_mb, window, starts, trainer.data_waits[first:], usage,
-                 sum(sent) if len(sent) == rounds else None)
+                 probes, sum(sent) if len(sent) == rounds else None)
 
 
 def _slowest(rank_times: list[list[float]], per_round: int):
@@ -210,6 +222,7 @@ def test_throughput(benchmark, suite, plugin, open_backend, make_workload, throu
         "held": held_bytes(trainer.model, trainer.optimizer), "startup": startup.seconds(),
         "tx": timed.tx_bytes,
         "compile": watch.rank_summary(), "waits": timed.waits, "cpu": timed.cpu,
+        "pace": timed.pace,
         "per_gpu": [torch.cuda.max_memory_allocated(i) / 2**20 for i in per_gpu] or None})
     loss_check = loss_bound.check(knobs, workload, backend, losses,  # maths-changing sets
                                   config.input_mode)
@@ -294,6 +307,7 @@ def _record_throughput(benchmark, suite, backend, workload, knobs, trainer, gath
                    if stats.active else None),
         profile_traces=traces, loss_check=loss_check, **(compiled or {}),
         **_wire_fields(trainer, gathered, len(per_step)),
+        pace_probe=pace.record([g["pace"] for g in gathered]),
         **_input_fields(trainer, gathered),
     ).to_dict())
 
@@ -360,8 +374,10 @@ def test_compute_only(benchmark, suite, plugin, make_workload, compute_cell):
         backend.device = torch.device("cuda", placement.here(plugin.env, on_gpu=True).ordinal)
         torch.cuda.set_device(backend.device)  # else every rank's context lands on GPU 0
     trainer = Trainer(workload, backend, config)
-    times = _timed(benchmark, trainer, backend, suite).times
-    rank_times = [t for t in plugin.coord.gather(times, "compute-only times")]
+    timed = _timed(benchmark, trainer, backend, suite)
+    gathered = plugin.coord.gather({"times": timed.times, "pace": timed.pace},
+                                   "compute-only times")
+    rank_times = [g["times"] for g in gathered]
     per_step, round_times = _slowest(rank_times, suite.options.steps_per_round)
     _replace_stats(benchmark, round_times)
     benchmark.group = f"compute-only {workload_name} {knobs.name}"
@@ -373,4 +389,5 @@ def test_compute_only(benchmark, suite, plugin, make_workload, compute_cell):
         concurrent_ranks=plugin.env.world_size,
         step_times=per_step.tolist(), rank_step_times=rank_times,
         step_time_median=float(np.median(per_step)), input_mode=mode,
+        pace_probe=pace.record([g["pace"] for g in gathered]),
     ).to_dict())

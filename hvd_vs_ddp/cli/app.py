@@ -65,6 +65,11 @@ def _doctor(args) -> int:
     from hvd_vs_ddp.cli.doctor import report_lines
 
     print("\n".join(report_lines()))
+    if args.pace:  # the host's pace spread over fresh processes (cli/pace_spread.py)
+        from hvd_vs_ddp.cli import pace_spread
+
+        print("\n".join(pace_spread.lines(args.pace, progress=lambda s: print(
+            s, file=sys.stderr, flush=True))))
     return 0
 
 
@@ -85,6 +90,10 @@ def _run(args) -> int:
     if req.run_dir.exists():  # a resumed run: another runner of it is refused up front
         runner.lock.claim()
     log.info(f"{len(req.cells)} cell{'' if len(req.cells) == 1 else 's'} -> {req.run_dir}")
+    from hvd_vs_ddp.cli.pace_spread import resolution_line
+    from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN
+
+    log.info(resolution_line(req.repeat or req.preset.repeat, DEFAULT_MARGIN))
     try:
         manifest = runner.run(Progress())
     except interrupt.Interrupted as stop:
@@ -150,6 +159,10 @@ def _add_doctor(sub) -> None:
                      "supports for a few steps; pass/fail/skip table, exit 1 on a failure")
     doc.add_argument("--only", type=argtypes.check_ids, help="with --selftest: comma-separated "
                      "check ids")
+    doc.add_argument("--pace", type=argtypes.count, default=0, metavar="N",
+                     help="also time the pace probe in N fresh processes (a few seconds "
+                     "each): how far apart this host runs them, and the difference a run's "
+                     "repetitions can resolve here (kept for `run` to say)")
     doc.set_defaults(fn=_doctor)
 
 

@@ -11,7 +11,7 @@ Repetitions: every row carries `rep` (1..N, the repetition of its cell). The per
 repetition throughput rows are `throughput_reps`; `throughput` has one row per cell
 and case with the repetitions pooled (`samples`/`steps`: every timed step of every
 repetition, medians over those) and kept apart for the statistics (`rep_samples`,
-`rep_steps`, `rep_rank_steps`: one entry per repetition; `n_reps`).
+`rep_steps`, `rep_rank_steps`, `rep_pace_probe`: one entry per repetition; `n_reps`).
 
     from hvd_vs_ddp.run_model.frames import build_frames
     data = build_frames([load_judged_run(p) for p in run_dirs])
@@ -76,6 +76,8 @@ def pool_reps(reps: pd.DataFrame) -> pd.DataFrame:
         out.append({**first, "rep": None, "n_reps": len(g), "samples": sps, "steps": steps,
                     "rep_samples": list(g["samples"]), "rep_steps": list(g["steps"]),
                     "rep_rank_steps": list(g["rank_steps"]),
+                    "rep_pace_probe": (list(g["pace_probe"]) if "pace_probe" in g
+                                       else [None] * len(g)),
                     "sps_median": summary.median(sps), "sps_q25": q25, "sps_q75": q75,
                     "step_median": summary.median(steps), "step_q25": s25, "step_q75": s75,
                     "n_steps": int(sps.size), "max_rss_mb": g["max_rss_mb"].max(),
