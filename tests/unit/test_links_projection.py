@@ -20,7 +20,8 @@ def test_a_links_rate_reaches_the_prediction_as_its_transfer_time():
     one = pl.predict(0.5, 0.4, ring, "1gbit", efficiency=1.0)
     half = pl.predict(0.5, 0.4, ring, "500mbit", efficiency=1.0)
     assert one.high == pytest.approx(0.5 + 0.76)           # no overlap: the wire adds whole
-    assert one.low == pytest.approx(0.5 + 0.76 - 0.4 * 2 / 3)  # hidden behind backward
+    assert one.low == pytest.approx(0.4 + 0.76 - 0.4 * 2 / 3)  # hidden behind backward,
+    #                                                   replacing the loopback transfer
     assert half.high - 0.5 == pytest.approx(2 * (one.high - 0.5))
     assert one.low <= one.point <= one.high
     slow = pl.predict(0.5, 0.4, ring, "1gbit", efficiency=0.5)
