@@ -111,12 +111,21 @@ def _pids(ns: str) -> list[str]:
     return hosts._run("ip", "netns", "pids", ns, check_rc=False).split()
 
 
+def _inside(ns: str, timeout: float = 20) -> list[str]:
+    """The processes in namespace `ns` once there is one (a process just started there
+    enters it a moment later)."""
+    deadline = time.monotonic() + timeout
+    while not _pids(ns) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return _pids(ns)
+
+
 def test_a_sigkilled_owners_namespaces_and_processes_go_at_the_next_sweep():
     proc, names = _owner()
     try:
         assert not set(names) & set(hosts.sweep())  # its owner lives: kept
         assert set(names) <= set(hosts.namespaces())
-        inside = _pids(names[1])
+        inside = _inside(names[1])
         assert inside, "the process started inside the host is not there"
         os.kill(proc.pid, signal.SIGKILL)  # no clean-up can run
         proc.wait(timeout=30)
@@ -138,6 +147,7 @@ def test_a_sigkilled_owners_namespaces_and_processes_go_at_the_next_sweep():
 def test_a_live_concurrent_owners_namespaces_are_never_swept():
     proc, names = _owner()
     try:
+        assert _inside(names[1])
         hosts.sweep()
         assert set(names) <= set(hosts.namespaces())
         assert _pids(names[1])
