@@ -159,5 +159,5 @@ def test_a_links_interrupt_time_is_not_foreign_load(monkeypatch):
     with_irq.start()
     counted = with_irq.stop()
     without.start()
-    assert without.stop() == pytest.approx((200 / cpu_load._TICK))  # user+system only
+    assert without.stop() == pytest.approx(200 / cpu_load._TICK)  # user+system only
     assert counted == pytest.approx(600 / cpu_load._TICK)
