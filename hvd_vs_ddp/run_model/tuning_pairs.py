@@ -139,13 +139,17 @@ def at_best(data: Data, margin: float) -> list[dict[str, Any]]:
     if tp.empty or "knobs" not in tp:
         return out
     tuned = tp[[_knobs(r).get("side", "both") != "both" for _, r in tp.iterrows()]]
-    for key, g in tp.groupby(CASE, sort=True):
-        if tuned.empty or not (tuned[CASE] == pd.Series(key, index=CASE)).all(axis=1).any():
+    case = CASE + (["link"] if "link" in tp else [])  # a link's cells apart (hvd_vs_ddp/links/)
+    for key, g in tp.groupby(case, sort=True):
+        if tuned.empty or not (tuned[case] == pd.Series(key, index=case)).all(axis=1).any():
             continue
-        ws = int(key[-1])
+        ws = int(key[CASE.index("world_size")])
+        link = key[-1] if len(key) > len(CASE) else "loopback"
         hd, hb, hc = _pick(g[g["library"] == HOROVOD_LIB])
         dd, db, dc = _pick(g[g["library"] == DDP])
-        e: dict[str, Any] = {"run": key[0], "workload": key[1], "world_size": ws,
+        e: dict[str, Any] = {"run": key[0], "workload": key[1] + (
+                                 "" if link == "loopback" else f" [link {link}]"),
+                             "world_size": ws,
                              "best_horovod": _side(hb), "best_ddp": _side(db),
                              "checks": hc + dc}
         e["at_defaults"] = (_judge(hd, dd, margin, ws, "horovod", "ddp").as_json()
