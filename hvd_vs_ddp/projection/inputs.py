@@ -135,8 +135,10 @@ def from_run(run_dir: Path, links: Links | None, per_node: int,
         comp = [(r, k) for r, k in run.bench if r.KIND == "compute_only" and r.workload == w
                 and _mode(r) == mode] or [(r, k) for r, k in run.bench
                                            if r.KIND == "compute_only" and r.workload == w]
+        # fitted on one host's cells only: a cell across emulated hosts (issue 66, its
+        # record's `link`) is what python -m hvd_vs_ddp.projection.links predicts
         thr = [(r, k) for r, k in run.bench if r.KIND == "throughput" and r.workload == w
-               and _mode(r) == mode]
+               and _mode(r) == mode and not getattr(r, "link", None)]
         ref, base, conc_median = _reference(run, w, comp, thr, rng)
         libs, measured = _libraries(run, w, thr, links, rng)
         inputs = _case_inputs(run, w, comp, thr, ref, base, conc_median, libs, links,
