@@ -68,3 +68,28 @@ def test_the_curves_cross_where_the_faster_library_changes():
                     "ddp-gloo at 1gbit, horovod (gloo) at 4gbit."]
     same = pd.DataFrame([_pair("500mbit", "ddp-gloo"), _pair("4gbit", "ddp-gloo")])
     assert "no crossing measured" in ls.crossings(same)[0]
+
+
+def test_each_at_its_best_per_link():
+    """A tune run across a link and on loopback: 'Each at its best' judges each link's
+    cells apart (the recorded cpu-tune run, its cells copied as if across 1gbit)."""
+    from pathlib import Path
+
+    from hvd_vs_ddp.run_model import tuning_pairs
+    from hvd_vs_ddp.run_model.frames import build_frames
+    from hvd_vs_ddp.run_model.load import load_run
+
+    data = build_frames([load_run(Path(__file__).parents[1] / "fixtures" / "runs"
+                                  / "cpu-tune")])
+    linked = data.throughput.copy()
+    linked["link"] = "1gbit"
+    linked["cell_id"] = linked["cell_id"] + "-link1gbit"
+    linked["case"] = linked["case"] + " [link 1gbit]"
+    linked["sps_median"] = linked["sps_median"] / 3  # slower: were it mixed, never crowned
+    both = pd.concat([data.throughput, linked], ignore_index=True)
+    entries = tuning_pairs.at_best(Data(**{**vars(data), "throughput": both}), 0.05)
+    by = {e["workload"]: e for e in entries}
+    assert sorted(by) == ["mlp", "mlp [link 1gbit]"]
+    for side in ("best_ddp", "best_horovod"):
+        assert by["mlp [link 1gbit]"][side]["cell"].endswith("-link1gbit")
+        assert not by["mlp"][side]["cell"].endswith("-link1gbit")
