@@ -28,9 +28,12 @@ import sys
 
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
 
+from hvd_vs_ddp.reports.figures import Figures
 from hvd_vs_ddp.reports.render import Notes, Section
 from hvd_vs_ddp.reports.tables import Table, ms, r3
+from hvd_vs_ddp.reports.theme import color, style
 from hvd_vs_ddp.run_model.frames import Data
 
 TITLE = "Across a link"
@@ -169,8 +172,49 @@ def crossings(pairs: pd.DataFrame) -> list[str]:
     return out
 
 
+def step_figure(rows: pd.DataFrame, figs: Figures) -> None:
+    """Per workload: each library's median step against the link's rate (loopback drawn
+    at the right, past the fastest rate), the compute-only step, and compute-only plus
+    the time the ring's bytes take at each rate (the step if nothing overlapped)."""
+    panels = list(rows.groupby(["run", "workload"], sort=True))
+    if not panels:
+        return
+    multi = rows["run"].nunique() > 1
+    with style():
+        fig = Figure(figsize=(5.2 * len(panels) + 0.8, 3.8), layout="constrained")
+        axes = fig.subplots(1, len(panels), squeeze=False).ravel()
+        for ax, ((run, workload), g) in zip(axes, panels):
+            links = sorted(set(g["link"]), key=bits_per_s)
+            x = {k: i for i, k in enumerate(links)}
+            for series, s in g.groupby("series", sort=True):
+                s = s.sort_values("rate_bps")
+                ax.plot([x[k] for k in s["link"]], s["step_s"] * 1e3, marker="o",
+                        color=color(s["series"].iloc[0]), label=series)
+            compute = g["compute_s"].dropna()
+            if not compute.empty:
+                c = float(compute.median())
+                ax.axhline(c * 1e3, color="grey", ls="--", lw=1, label="compute-only")
+                wire = g.dropna(subset=["ring_wire_s"]).drop_duplicates("link")
+                if not wire.empty:
+                    ax.plot([x[k] for k in wire["link"]], (c + wire["ring_wire_s"]) * 1e3,
+                            color="black", ls=":", lw=1.2,
+                            label="compute-only + ring at rate")
+            ax.set_xticks(range(len(links)), links)
+            ax.set_xlabel("link")
+            ax.set_ylabel("median step (ms)")
+            ax.set_title(f"{'[' + run + '] ' if multi else ''}{workload}, 2 ranks",
+                         fontsize=10)
+            ax.set_ylim(bottom=0)
+        axes[-1].legend(fontsize=8, loc="best")
+        figs.add("links_steps", "Step time against the link's rate", fig,
+                 "Each library's median step per link, slowest rate at the left, loopback "
+                 "(one host, no wire) at the right; dashed: the compute-only step; dotted: "
+                 "compute-only plus the ring allreduce's bytes at the link's nominal rate, "
+                 "the step if nothing overlapped the wire.")
+
+
 def links_section(data: Data, cmp: pd.DataFrame, exposed: pd.DataFrame,
-                  margin: float) -> Section | None:
+                  margin: float, figs: Figures | None = None) -> Section | None:
     rows = link_rows(data, exposed)
     if rows.empty:
         return None
@@ -181,6 +225,10 @@ def links_section(data: Data, cmp: pd.DataFrame, exposed: pd.DataFrame,
         "is emulated, no delay (docs/links.md). Both hosts share this machine's cores, so "
         "the link's TCP work competes with training as it would not on two machines.",
         step_table(rows, multi)]
+    if figs is not None:
+        step_figure(rows, figs)
+        fig = figs.get("links_steps")
+        blocks += [fig] if fig is not None else []
     pairs = pairs_by_rate(cmp, rows)
     if not pairs.empty:
         blocks += [pair_table(pairs, multi), Notes(crossings(pairs))]

@@ -93,3 +93,19 @@ def test_each_at_its_best_per_link():
     for side in ("best_ddp", "best_horovod"):
         assert by["mlp [link 1gbit]"][side]["cell"].endswith("-link1gbit")
         assert not by["mlp"][side]["cell"].endswith("-link1gbit")
+
+
+def test_the_section_draws_step_time_against_the_rate():
+    from hvd_vs_ddp.reports.figures import Figures
+
+    wire = {"tx_bytes_per_step": 96e6, "grad_bytes": 95e6, "ring_bytes": 95e6,
+            "wire_over_ring": 1.01}
+    tp = pd.DataFrame([_tp_row(k, s, lib, step, None if k == "loopback" else wire)
+                       for k, step in (("loopback", 0.7), ("1gbit", 1.1), ("500mbit", 2.0))
+                       for s, lib in (("ddp-gloo", "ddp"), ("horovod (gloo)", "horovod"))])
+    exposed = pd.DataFrame([{"run": "r", "case": c, "series": s, "world_size": 2,
+                             "compute_s": 0.6} for c, s in zip(tp["case"], tp["series"])])
+    figs = Figures()
+    section = ls.links_section(_data(tp), pd.DataFrame(), exposed, 0.05, figs)
+    assert section is not None and section.title == ls.TITLE
+    assert figs.get("links_steps") in section.blocks

@@ -8,4 +8,4 @@ from hvd_vs_ddp.reports.render import Section
 
 
 def build(ctx: ReportContext) -> Section | None:
-    return links_section(ctx.data, ctx.cmp, ctx.exposed, ctx.margin)
+    return links_section(ctx.data, ctx.cmp, ctx.exposed, ctx.margin, ctx.figs)
