@@ -56,6 +56,9 @@ MIN_POINTS = 4       # repetitions of a kind needed to fit its theta
 ADJUSTED, UNADJUSTED = "adjusted", "unadjusted"
 
 
+PROBES = ("pre", "post", "both")  # which probes make the covariate (module docstring: both)
+
+
 def _rank_logs(probe: dict | None) -> list[tuple[float, list[float]]] | None:
     """Per rank (log pre, [log post...]); None when the repetition has no usable probe."""
     if not isinstance(probe, dict):
@@ -69,13 +72,15 @@ def _rank_logs(probe: dict | None) -> list[tuple[float, list[float]]] | None:
     return out or None
 
 
-def log_pace(probe: dict | None) -> float:
-    """A repetition's pace x: mean over ranks of (log pre + log median post) / 2; NaN
-    without a probe."""
+def log_pace(probe: dict | None, which: str = "both") -> float:
+    """A repetition's pace x: mean over ranks of (log pre + log median post) / 2 (`which`:
+    "pre" or "post" for one probe alone, to compare them); NaN without a probe."""
     ranks = _rank_logs(probe)
     if ranks is None:
         return math.nan
-    return float(np.mean([(pre + float(np.median(post))) / 2 for pre, post in ranks]))
+    part = {"pre": lambda pre, post: pre, "post": lambda pre, post: float(np.median(post)),
+            "both": lambda pre, post: (pre + float(np.median(post))) / 2}[which]
+    return float(np.mean([part(pre, post) for pre, post in ranks]))
 
 
 def drifts(probe: dict | None) -> list[float] | None:
@@ -133,11 +138,12 @@ def _slope(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.sum(x * y) / sxx) if sxx > 1e-12 else 0.0
 
 
-def _centred_points(rows: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, int]:
+def _centred_points(rows: pd.DataFrame, which: str = "both"
+                    ) -> tuple[np.ndarray, np.ndarray, int]:
     xs, ys, n = [], [], 0
     for _, r in rows.iterrows():
         a = arm(r)
-        x = np.array([log_pace(p) for p in a.probes], float)
+        x = np.array([log_pace(p, which) for p in a.probes], float)
         y = np.array([math.log(float(np.median(s))) for s in a.reps], float)
         if len(x) < 2 or not np.isfinite(x).all() or not np.isfinite(y).all():
             continue
@@ -167,15 +173,16 @@ def fit(kind: tuple, x: np.ndarray, y: np.ndarray, series: int,
                  float(np.sqrt(np.sum((y - value * x) ** 2) / max(1, dof - 1))))
 
 
-def fit_thetas(tp: pd.DataFrame) -> dict[tuple, Theta]:
-    """theta per cell kind of the pooled throughput frame (run, label, world size)."""
+def fit_thetas(tp: pd.DataFrame, which: str = "both") -> dict[tuple, Theta]:
+    """theta per cell kind of the pooled throughput frame (run, label, world size);
+    `which` probes make the covariate (the verdicts use both)."""
     out: dict[tuple, Theta] = {}
     if tp.empty or "rep_pace_probe" not in tp:
         return out
     keys = [kind_of(r) for _, r in tp.iterrows()]
     for kind in dict.fromkeys(keys):
         rows = tp[[k == kind for k in keys]]
-        x, y, series = _centred_points(rows)
+        x, y, series = _centred_points(rows, which)
         theta = fit(kind, x, y, series)
         if theta is not None:
             out[kind] = theta
@@ -330,3 +337,8 @@ if __name__ == "__main__":
         print(f"{' '.join(map(str, row['kind'])):28s} theta {row['theta']:+.2f} "
               f"rho {row['rho']:+.2f} sd {row['sd_before']:.3f} -> {row['sd_after']:.3f} "
               f"({row['points']} repetitions, {row['series']} series)")
+    alone = {w: fit_thetas(data.throughput, w) for w in PROBES[:2]}
+    for kind in fit_thetas(data.throughput):
+        print(f"{' '.join(map(str, kind[1:])):28s} "
+              + " ".join(f"rho {w} {alone[w][kind].rho:+.2f}" if kind in alone[w] else
+                         f"rho {w} -" for w in PROBES[:2]))
