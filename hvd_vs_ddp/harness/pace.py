@@ -25,6 +25,10 @@ can take it out (hvd_vs_ddp/run_model/pace.py: a CUPED-style adjustment, gated).
 
 Rates are products per second (higher: a faster process). The record keeps every rank's
 figures (the throughput record's `pace_probe`, docs/results-format.md).
+`HVD_VS_DDP_PACE_PROBE=off` in the environment of the ranks leaves the probe out (about
+a second per process and half a second per timed test): the records then carry no
+`pace_probe` and every verdict keeps the unadjusted reading. The project's system tests
+set it (tests/system/conftest.py), except the one that checks the probe is recorded.
 
     from hvd_vs_ddp.harness import pace
     pace.probe(pace.PRE_PRODUCTS)      # products per second in this process now
@@ -44,6 +48,11 @@ PRE_PRODUCTS = 800     # ~1 s on one core of the developers' 2-core guest
 POST_PRODUCTS = 120    # ~0.15 s each
 POST_PROBES = 3
 UNIT = f"{SIZE}x{SIZE} float32 matrix products per second"
+SWITCH = "HVD_VS_DDP_PACE_PROBE"  # "off": no probe in this process
+
+
+def enabled() -> bool:
+    return os.environ.get(SWITCH, "on").strip().lower() != "off"
 _TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
@@ -114,16 +123,21 @@ class PaceLog:
         self.threads: int | None = None
         self.start: dict[str, Any] = {}
 
-    def run_pre(self) -> float:
+    def run_pre(self) -> float | None:
+        """The pre probe (None where the probe is switched off)."""
+        if not enabled():
+            return None
         self.start = counters()
         self.threads = torch.get_num_threads()
         self.pre = probe(PRE_PRODUCTS)
         return self.pre
 
-    def rank_summary(self, before: dict[str, Any]) -> dict[str, Any]:
+    def rank_summary(self, before: dict[str, Any]) -> dict[str, Any] | None:
         """This rank's part of a record's pace_probe, the post probes taken now (call it
         right after the timed rounds; gathered across ranks by the suite). `before`: the
-        counters at the start of the timed rounds."""
+        counters at the start of the timed rounds. None where the probe is off."""
+        if self.pre is None:
+            return None
         post = [probe(POST_PRODUCTS) for _ in range(POST_PROBES)]
         return {"pre": self.pre, "post": post,
                 "threads": torch.get_num_threads(),
@@ -143,6 +157,7 @@ if __name__ == "__main__":
     import json
     import sys
 
+    os.environ[SWITCH] = "on"  # asked for by name: measure
     if "--json" in sys.argv[1:]:  # one fresh process's figures (cli/pace_spread.py)
         log = PaceLog()
         log.run_pre()
@@ -152,5 +167,6 @@ if __name__ == "__main__":
     before = counters()
     print(f"pre: {log.run_pre():.1f} {UNIT} ({log.threads} threads)")
     summary = log.rank_summary(before)
+    assert summary is not None
     print("post:", " ".join(f"{r:.1f}" for r in summary["post"]))
     print(summary["process"])

@@ -18,6 +18,7 @@ import sys
 import pytest
 
 from hvd_vs_ddp.cli import main as cli
+from hvd_vs_ddp.harness import pace
 from hvd_vs_ddp.reports import build_report
 from hvd_vs_ddp.results_schema import integrity, load_manifest
 from tests.launch import ROOT, TINY_RUN_SUITE_ARGS
@@ -25,7 +26,9 @@ from tests.launch import ROOT, TINY_RUN_SUITE_ARGS
 pytestmark = pytest.mark.multiproc
 
 
-def test_repeat_resume_and_report(tmp_path):
+def test_repeat_resume_and_report(tmp_path, monkeypatch):
+    # the one system test whose ranks time the pace probe (tests/system/conftest.py)
+    monkeypatch.setenv(pace.SWITCH, "on")
     runs = tmp_path / "runs"
     args = ["run", "--backends", "ddp-gloo", "--world-sizes", "2", "--workloads", "mlp",
             "--runs-dir", str(runs), "--name", "rep", "--repeat", "2", "--order-seed", "3",
@@ -46,6 +49,15 @@ def test_repeat_resume_and_report(tmp_path):
     kinds = [{b["extra_info"]["kind"] for b in json.loads(
         (run / r["results"]).read_text())["benchmarks"]} for r in ddp["repeats"]]
     assert "convergence" in kinds[0] and kinds[1] == {"throughput"}  # r2: timing only
+    # every timed record of every repetition carries each rank's pace probe
+    for r in ddp["repeats"]:
+        for b in json.loads((run / r["results"]).read_text())["benchmarks"]:
+            info = b["extra_info"]
+            if info["kind"] in ("throughput", "compute_only"):
+                ranks = info["pace_probe"]["ranks"]
+                assert len(ranks) == info["world_size"] == 2, info["pace_probe"]
+                assert all(k["pre"] > 0 and len(k["post"]) == pace.POST_PROBES
+                           and min(k["post"]) > 0 for k in ranks), ranks
 
     # an unfinished second repetition: --resume reruns it and nothing else
     first = (run / ddp["repeats"][0]["results"]).read_bytes()

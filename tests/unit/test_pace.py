@@ -170,3 +170,23 @@ def test_the_compute_only_references_get_their_own_kind():
     assert kind == ("synthetic", "compute-only", 2) and theta.rho > 0.8
     assert [k["kind"] for k in pace.kinds_table(pd.DataFrame(), pd.DataFrame(rows))] == [
         ["compute-only", 2]]
+
+
+def test_the_probe_switched_off_records_nothing(monkeypatch):
+    """HVD_VS_DDP_PACE_PROBE=off: no probe in the process, no pace_probe in its records
+    (the verdicts then keep the unadjusted reading); on: both probes and the counters."""
+    from hvd_vs_ddp.harness import pace as probe
+
+    monkeypatch.setattr(probe, "PRE_PRODUCTS", 5)
+    monkeypatch.setattr(probe, "POST_PRODUCTS", 5)
+    monkeypatch.setenv(probe.SWITCH, "off")
+    off = probe.PaceLog()
+    assert off.run_pre() is None and off.rank_summary({}) is None
+    assert probe.record([off.rank_summary({})]) is None
+    monkeypatch.setenv(probe.SWITCH, "on")
+    on = probe.PaceLog()
+    assert on.run_pre() > 0
+    rank = on.rank_summary(probe.counters())
+    assert rank is not None and len(rank["post"]) == probe.POST_PROBES
+    assert set(rank["process"]) >= {"nonvoluntary_switches", "run_delay_s"}
+    assert probe.record([rank])["ranks"] == [rank]
