@@ -249,6 +249,8 @@ def reading(num: Arm, den: Arm, thetas: dict[tuple, Theta], plan: dict | None = 
                        + ("either side" if tn is None and td is None else
                           "one side") + f" (fewer than {MIN_POINTS} probed repetitions)")
     xs = [log_pace(p) for p in num.probes + den.probes]
+    if not np.isfinite(xs).all():  # a repetition without a probe (e.g. run before them)
+        return Reading(plain, plain, None, g, "unadjusted: not every repetition was probed")
     centre = float(np.mean(xs))
     n = stats.N_RESAMPLES
     adjusted = interval(num.reps, den.reps, plan,

@@ -129,6 +129,14 @@ def test_without_probes_the_pair_keeps_one_unadjusted_reading():
     assert "no pace coefficient" in r.why and "no pace probe" in r.gate.text
 
 
+def test_a_pair_with_one_unprobed_repetition_keeps_one_reading():
+    tp = _frame(8, 5, 0.0, 0.0)
+    tp.at[0, "rep_pace_probe"] = [None] + list(tp.at[0, "rep_pace_probe"][1:])
+    r = _pair(tp)
+    assert r.reading == pace.UNADJUSTED and r.adjusted is None
+    assert r.why == "unadjusted: not every repetition was probed"
+
+
 def test_zero_shifts_leave_the_interval_as_it_was():
     rng = np.random.default_rng(5)
     a = [list(40 + rng.normal(0, 1, 10)) for _ in range(4)]
