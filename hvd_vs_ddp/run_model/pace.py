@@ -43,7 +43,7 @@ import math
 import sys
 import zlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterable
 
 import numpy as np
 import pandas as pd
@@ -138,21 +138,25 @@ def _slope(x: np.ndarray, y: np.ndarray) -> float:
     return float(np.sum(x * y) / sxx) if sxx > 1e-12 else 0.0
 
 
-def _centred_points(rows: pd.DataFrame, which: str = "both"
-                    ) -> tuple[np.ndarray, np.ndarray, int]:
-    xs, ys, n = [], [], 0
-    for _, r in rows.iterrows():
-        a = arm(r)
-        x = np.array([log_pace(p, which) for p in a.probes], float)
-        y = np.array([math.log(float(np.median(s))) for s in a.reps], float)
-        if len(x) < 2 or not np.isfinite(x).all() or not np.isfinite(y).all():
+def _log_rates(a: Arm) -> np.ndarray:
+    """Each repetition's log median samples/s."""
+    return np.array([math.log(float(np.median(s))) for s in a.reps], float)
+
+
+def _centred(series: Iterable[tuple[Any, Any]]) -> tuple[np.ndarray, np.ndarray, int]:
+    """Per series its repetitions' (x, y), each centred on the series' own means, pooled;
+    a series with fewer than 2 repetitions or a value that is not finite is left out.
+    Returns (x, y, the series kept)."""
+    xs, ys = [], []
+    for x, y in series:
+        x, y = np.asarray(x, float), np.asarray(y, float)
+        if len(x) < 2 or not (np.isfinite(x).all() and np.isfinite(y).all()):
             continue
         xs.append(x - x.mean())
         ys.append(y - y.mean())
-        n += 1
     if not xs:
         return np.empty(0), np.empty(0), 0
-    return np.concatenate(xs), np.concatenate(ys), n
+    return np.concatenate(xs), np.concatenate(ys), len(xs)
 
 
 def fit(kind: tuple, x: np.ndarray, y: np.ndarray, series: int,
@@ -181,8 +185,9 @@ def fit_thetas(tp: pd.DataFrame, which: str = "both") -> dict[tuple, Theta]:
         return out
     keys = [kind_of(r) for _, r in tp.iterrows()]
     for kind in dict.fromkeys(keys):
-        rows = tp[[k == kind for k in keys]]
-        x, y, series = _centred_points(rows, which)
+        arms = [arm(r) for _, r in tp[[k == kind for k in keys]].iterrows()]
+        x, y, series = _centred(([log_pace(p, which) for p in a.probes], _log_rates(a))
+                                for a in arms)
         theta = fit(kind, x, y, series)
         if theta is not None:
             out[kind] = theta
@@ -213,8 +218,8 @@ def gate(num: Arm, den: Arm, margin: float | None = None) -> Gate:
     return Gate(inside, ci, say)
 
 
-def _shift(a: Arm, theta: Theta, centre: float, n: int) -> stats.Shift:
-    x = np.array([log_pace(p) for p in a.probes], float) - centre
+def _shift(x: np.ndarray, theta: Theta, n: int) -> stats.Shift:
+    """One side's shifts from its repetitions' centred paces x."""
     return stats.Shift(theta.value * x, theta.samples[:n, None] * x[None, :])
 
 
@@ -248,13 +253,13 @@ def reading(num: Arm, den: Arm, thetas: dict[tuple, Theta], plan: dict | None = 
         return Reading(plain, plain, None, g, "no pace coefficient for "
                        + ("either side" if tn is None and td is None else
                           "one side") + f" (fewer than {MIN_POINTS} probed repetitions)")
-    xs = [log_pace(p) for p in num.probes + den.probes]
-    if not np.isfinite(xs).all():  # a repetition without a probe (e.g. run before them)
+    xn, xd = (np.array([log_pace(p) for p in a.probes], float) for a in (num, den))
+    if not (np.isfinite(xn).all() and np.isfinite(xd).all()):  # e.g. run before probes
         return Reading(plain, plain, None, g, "unadjusted: not every repetition was probed")
-    centre = float(np.mean(xs))
+    centre = float(np.mean(np.concatenate([xn, xd])))
     n = stats.N_RESAMPLES
     adjusted = interval(num.reps, den.reps, plan,
-                        (_shift(num, tn, centre, n), _shift(den, td, centre, n)))
+                        (_shift(xn - centre, tn, n), _shift(xd - centre, td, n)))
     if not g.passed:
         return Reading(plain, plain, adjusted, g, f"unadjusted: {g.text}")
     return Reading(adjusted, plain, adjusted, g, f"pace-adjusted: {g.text}")
@@ -279,19 +284,11 @@ def sources(tp: pd.DataFrame) -> list[dict]:
     out: list[dict] = []
     if tp.empty or "rep_pace_probe" not in tp:
         return out
+    arms = [arm(r) for _, r in tp.iterrows()]
+    rates = [_log_rates(a) for a in arms]
     for key in COUNTERS:
-        xs, ys = [], []
-        for _, r in tp.iterrows():
-            a = arm(r)
-            c = np.array([_counter(p, key) for p in a.probes], float)
-            y = np.array([math.log(float(np.median(s))) for s in a.reps], float)
-            if len(c) < 2 or not np.isfinite(c).all():
-                continue
-            xs.append(c - c.mean())
-            ys.append(y - y.mean())
-        if not xs:
-            continue
-        x, y = np.concatenate(xs), np.concatenate(ys)
+        x, y, _ = _centred(([_counter(p, key) for p in a.probes], rate)
+                           for a, rate in zip(arms, rates))
         if x.size >= MIN_POINTS and np.std(x) > 0 and np.std(y) > 0:
             out.append({"counter": key, "rho": float(np.corrcoef(x, y)[0, 1]),
                         "repetitions": int(x.size)})
@@ -306,17 +303,12 @@ def compute_only_thetas(co: pd.DataFrame) -> dict[tuple, Theta]:
     if co.empty or "pace_probe" not in co:
         return out
     for (run, ranks), g in co.groupby(["run", "ranks"], sort=True):
-        xs, ys, series = [], [], 0
-        for _, s in g.groupby(["workload", "knobs", "per_rank_batch"], sort=False):
-            x = np.array([log_pace(p) for p in s["pace_probe"]], float)
-            y = np.array([-math.log(float(np.median(v))) for v in s["steps"]], float)
-            if len(x) < 2 or not np.isfinite(x).all():
-                continue
-            xs.append(x - x.mean())
-            ys.append(y - y.mean())
-            series += 1
+        x, y, series = _centred(
+            ([log_pace(p) for p in s["pace_probe"]],  # rate: the inverse of a step's time
+             [-math.log(float(np.median(v))) for v in s["steps"]])
+            for _, s in g.groupby(["workload", "knobs", "per_rank_batch"], sort=False))
         kind = (run, "compute-only", int(ranks))
-        theta = fit(kind, np.concatenate(xs), np.concatenate(ys), series) if xs else None
+        theta = fit(kind, x, y, series)
         if theta is not None:
             out[kind] = theta
     return out
