@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from hvd_vs_ddp.common.cache import cache_root
+from hvd_vs_ddp.run_model.margin import smallest_faster
 
 FILE = "pace-spread.json"
 Z95 = 1.959964
@@ -71,9 +72,9 @@ def detectable(sd_log: float, reps: int, margin: float) -> float:
     """The smallest difference a pair of `reps` repetitions a side resolves as 'faster'
     when each repetition's log throughput spreads by sd_log between processes: the 95%
     half-width of the difference of two means is Z95 sd sqrt(2 / reps), and a true ratio
-    is called faster once it clears (1 + margin) by that much."""
-    half = Z95 * sd_log * math.sqrt(2 / max(1, reps))
-    return (1 + margin) * math.exp(half) - 1
+    is called faster once it clears (1 + margin) by that much
+    (run_model.margin.smallest_faster)."""
+    return smallest_faster(Z95 * sd_log * math.sqrt(2 / max(1, reps)), margin)
 
 
 def resolution_line(reps: int, margin: float) -> str:

@@ -15,6 +15,7 @@ the projection may not import the report.
 """
 from __future__ import annotations
 
+import math
 import sys
 
 DEFAULT_MARGIN = 0.05
@@ -31,6 +32,14 @@ def check_margin(m: float) -> float:
 
 def band(m: float) -> tuple[float, float]:
     return 1 / (1 + m), 1 + m
+
+
+def smallest_faster(half_width: float, m: float) -> float:
+    """The smallest difference (a fraction: 0.12 = 12%) an interval of this half-width on
+    the log scale calls "faster": a true ratio r is called so once its interval clears
+    1 + m, i.e. r > (1 + m) exp(half_width). The report's inconclusive pairs (measured
+    width) and `run`'s resolution before it starts (expected width) both say it."""
+    return (1 + m) * math.exp(half_width) - 1
 
 
 def classify(lo: float, hi: float, m: float) -> str:

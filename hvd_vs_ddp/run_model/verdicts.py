@@ -41,6 +41,7 @@ from hvd_vs_ddp.run_model.margin import (  # noqa: F401 (the words, shared with 
     band,
     check_margin,
     classify,
+    smallest_faster,
 )
 from hvd_vs_ddp.run_model.stats import LEVEL, RatioCI, Shifts, ratio_ci, sequential_ci
 
@@ -74,14 +75,11 @@ def interval(num, den, plan: dict | None = None, shifts: Shifts = None) -> Ratio
 
 
 def detectable(ci: RatioCI, m: float) -> float | None:
-    """The smallest difference (a fraction: 0.12 = 12%) this interval's spread would have
-    called "faster": a true ratio r is called so once its interval, as wide as this one
-    on the log scale, clears 1 + m, i.e. r > (1 + m) exp(half-width). None for a
-    within-run interval."""
+    """The smallest difference this interval's spread would have called "faster"
+    (margin.smallest_faster of its half-width); None for a within-run interval."""
     if ci.within_run_only or ci.lo <= 0 or ci.hi <= 0:
         return None
-    half = (math.log(ci.hi) - math.log(ci.lo)) / 2
-    return (1 + m) * math.exp(half) - 1
+    return smallest_faster((math.log(ci.hi) - math.log(ci.lo)) / 2, m)
 
 
 def pct(r: float) -> str:
