@@ -173,6 +173,16 @@ exec env -i HOME="$HOME" LANG=C.UTF-8 \\
 """
 
 
+def write_ssh_standin(bindir: Path, hosts) -> Path:
+    """`bindir`/ssh: SSH_STANDIN for these hosts (each with .hostname, .addr, .netns),
+    executable; put bindir first on PATH for horovodrun and mpirun."""
+    cases = "\n".join(f"  {h.hostname}|{h.addr}) ns={h.netns} ;;" for h in hosts)
+    ssh = bindir / "ssh"
+    ssh.write_text(SSH_STANDIN.format(cases=cases))
+    ssh.chmod(0o755)
+    return ssh
+
+
 class EmulatedHosts:
     """`n` hosts joined by one shaped link; `close()` removes every trace (also as a
     context manager)."""
@@ -227,10 +237,7 @@ class EmulatedHosts:
         if self.bindir is None:
             bindir = Path(tempfile.gettempdir()) / self.hosts[0].netns / "bin"
             bindir.mkdir(parents=True, exist_ok=True)
-            cases = "\n".join(f"  {h.hostname}|{h.addr}) ns={h.netns} ;;" for h in self.hosts)
-            ssh = bindir / "ssh"
-            ssh.write_text(SSH_STANDIN.format(cases=cases))
-            ssh.chmod(0o755)
+            write_ssh_standin(bindir, self.hosts)
             self.bindir = bindir
         return self.bindir
 

@@ -48,6 +48,7 @@ from pathlib import Path
 import pytest
 
 from hvd_vs_ddp.backends import launchers
+from hvd_vs_ddp.links.hosts import write_ssh_standin
 from tests.launch import ROOT, horovod_available
 from tests.system.jobs import equivalence, trained
 
@@ -278,27 +279,6 @@ def test_ddp_gloo_across_two_hosts_matches_one_host(two_hosts, jobs, tmp_path, r
     _assert_same(_load(written[0]), one, crossed, text)
 
 
-SSH_STANDIN = """#!/bin/bash
-# Stand-in for ssh in tests/system/test_two_hosts.py: `ssh [opts] HOST [opts] CMD...` runs CMD
-# with bash on HOST (its network namespace and hostname) in a clean environment.
-host=""
-while (($#)); do
-  case $1 in
-    -[bcDEeFIiJLlmOopQRSWw]) shift 2 ;;
-    -*) shift ;;
-    *) if [[ -z $host ]]; then host=$1; shift; else break; fi ;;
-  esac
-done
-case $host in
-{cases}
-  *) echo "ssh: Could not resolve hostname $host: Name or service not known" >&2; exit 255 ;;
-esac
-exec env -i HOME="$HOME" LANG=C.UTF-8 \\
-  PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \\
-  ip netns exec "$ns" unshare --uts -- /bin/sh -c 'hostname "$0" && exec bash -c "$1"' "$host" "$*"
-"""
-
-
 def test_horovod_gloo_across_two_hosts_matches_one_host(two_hosts, jobs, tmp_path):
     ok, why = horovod_available()
     if not ok:
@@ -308,10 +288,7 @@ def test_horovod_gloo_across_two_hosts_matches_one_host(two_hosts, jobs, tmp_pat
 
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    cases = "\n".join(f"  {h.hostname}|{h.addr}) ns={h.netns} ;;" for h in two_hosts.hosts)
-    ssh = bindir / "ssh"
-    ssh.write_text(SSH_STANDIN.format(cases=cases))
-    ssh.chmod(0o755)
+    write_ssh_standin(bindir, two_hosts.hosts)
 
     h1, h2 = two_hosts.hosts
     env = _env()
@@ -340,9 +317,7 @@ def test_ddp_gloo_under_mpirun_across_two_hosts_matches_one_host(two_hosts, jobs
     one = _one_host_weights(jobs, "mpirun", "ddp-gloo")
     bindir = tmp_path / "bin"
     bindir.mkdir()
-    cases = "\n".join(f"  {h.hostname}|{h.addr}) ns={h.netns} ;;" for h in two_hosts.hosts)
-    (bindir / "ssh").write_text(SSH_STANDIN.format(cases=cases))
-    (bindir / "ssh").chmod(0o755)
+    write_ssh_standin(bindir, two_hosts.hosts)
     h1, h2 = two_hosts.hosts
     etc_hosts = ETC_NETNS / h1.netns / "hosts"
     etc_hosts.write_text(f"127.0.1.1 {h1.hostname}\n" + etc_hosts.read_text())  # Debian's
