@@ -9,6 +9,7 @@ rank outlives its cell. Linux only (reads /proc/<pid>/environ of the same user).
     pids = marked("HVD_VS_DDP_CELL", "run-x/cell-1/3f2a")
     described(pids)         # [{"pid": ..., "state": "sleeping", "cmd": "python -m ..."}]
     end_marked("HVD_VS_DDP_CELL", "run-x/cell-1/3f2a", grace=5.0)
+    signal_groups(procs, signal.SIGTERM)   # each still-running Popen's process group
 """
 from __future__ import annotations
 
@@ -19,6 +20,18 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+
+
+def signal_groups(procs, sig: int) -> None:
+    """Send `sig` to the process group of each of `procs` (subprocess.Popen objects
+    started in a session of their own) that is still running; a group already gone is
+    no error."""
+    for p in procs:
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                pass
 
 
 def marked(name: str, value: str, prefix: bool = False) -> list[int]:

@@ -14,32 +14,23 @@ or SIGINT ends every command it started.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import time
+
+from hvd_vs_ddp.common.processes import signal_groups
 
 
 def run(commands: list[list[str]], poll_s: float = 0.2) -> int:
     procs: list[subprocess.Popen] = []
 
     def end_all(*_args) -> None:
-        for p in procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
+        signal_groups(procs, signal.SIGTERM)
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and any(p.poll() is None for p in procs):
             time.sleep(0.1)
-        for p in procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+        signal_groups(procs, signal.SIGKILL)
 
     def stop(signum, _frame) -> None:
         end_all()

@@ -44,7 +44,7 @@ from typing import Any
 
 from hvd_vs_ddp.common import output_formats, outputs
 from hvd_vs_ddp.common.errors import InputError
-from hvd_vs_ddp.common.processes import described, end_marked, marked
+from hvd_vs_ddp.common.processes import described, end_marked, marked, signal_groups
 from hvd_vs_ddp.common.run_folder import check_output, write_output
 from hvd_vs_ddp.recovery import launch, metrics
 from hvd_vs_ddp.recovery.events import (
@@ -119,12 +119,8 @@ def _stuck(tag: str, events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _end(procs: list[subprocess.Popen]) -> None:
+    signal_groups(procs, signal.SIGKILL)
     for p in procs:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         try:
             p.wait(timeout=10)
         except subprocess.TimeoutExpired:
