@@ -190,6 +190,9 @@ def _from_file(spec: str, path: Path) -> Any:
         raise _bad(spec, f"{path} is not a Python file")
     module = importlib.util.module_from_spec(loader_spec)
     sys.modules[name] = module  # dataclasses and pickling look the module up by name
+    # The user's folder is read, never written: no __pycache__ beside their file (or the
+    # files it imports), whether or not PYTHONDONTWRITEBYTECODE is set.
+    keep, sys.dont_write_bytecode = sys.dont_write_bytecode, True
     try:
         loader_spec.loader.exec_module(module)
     except BaseException as exc:  # noqa: BLE001 - a user's module may raise anything
@@ -197,6 +200,8 @@ def _from_file(spec: str, path: Path) -> Any:
         if isinstance(exc, KeyboardInterrupt):
             raise
         raise _bad(spec, f"importing {path} raised {_first(exc)}") from None
+    finally:
+        sys.dont_write_bytecode = keep
     return module
 
 
