@@ -21,7 +21,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from hvd_vs_ddp.reports import build_report
 from hvd_vs_ddp.reports.compare import add_scaling
 from hvd_vs_ddp.reports.compiled_section import TITLE, compiled_section, sentences
 from hvd_vs_ddp.run_model.compile_pairs import LOSS_TOLERANCE, pairs
@@ -81,8 +80,8 @@ def test_graph_breaks_and_the_ddp_optimizer(data):
     assert p.loc["ddp-gloo", "ddp_buckets"] == [1]  # mlp fits DDP's first bucket
 
 
-def test_the_section_in_the_report(tmp_path, data):
-    paths = build_report([RUN], tmp_path / "report.html")
+def test_the_section_in_the_report(recorded_report, data):
+    paths = recorded_report(RUN.name)
     md = paths.markdown.read_text()
     assert f"\n## {TITLE}\n" in md
     section = md.split(f"\n## {TITLE}\n")[1].split("\n## ")[0]

@@ -27,7 +27,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hvd_vs_ddp.reports import build_report
 from hvd_vs_ddp.reports.compare import add_scaling
 from hvd_vs_ddp.reports.input_section import TITLE, pair_verdicts, per_library
 from hvd_vs_ddp.run_model.frames import build_frames
@@ -104,8 +103,8 @@ def test_the_pair_verdicts_are_the_comparisons_own(cmp):
     assert r["shift"] == pytest.approx(jpeg["ratio"] / mem["ratio"])
 
 
-def test_the_report_has_the_section_its_verdicts_and_its_figure(tmp_path, data, cmp):
-    paths = build_report([RUN], tmp_path / "report.html")
+def test_the_report_has_the_section_its_verdicts_and_its_figure(recorded_report, data, cmp):
+    paths = recorded_report(RUN.name)
     md = paths.markdown.read_text()
     assert f"## {TITLE}" in md and "input_cpu.png" in md
     assert (paths.figures_dir / "input_cpu.png").is_file()
@@ -122,6 +121,6 @@ def test_the_report_has_the_section_its_verdicts_and_its_figure(tmp_path, data, 
     assert before == ("Cost" if "Cost" in titles else "Throughput and scaling")
 
 
-def test_a_run_without_the_host_pipeline_has_no_section(tmp_path):
-    md = build_report([FIXTURES / "cpu-small"], tmp_path / "r.html").markdown.read_text()
+def test_a_run_without_the_host_pipeline_has_no_section(recorded_report):
+    md = recorded_report("cpu-small").markdown.read_text()
     assert f"## {TITLE}" not in md

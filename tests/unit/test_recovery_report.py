@@ -14,8 +14,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hvd_vs_ddp.reports import build_report
-
 RUN = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "cpu-recovery"
 
 
@@ -28,9 +26,8 @@ def _trials() -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def report(tmp_path_factory):
-    out = tmp_path_factory.mktemp("rep") / "report.html"
-    paths = build_report([RUN], out)
+def report(recorded_report):
+    paths = recorded_report(RUN.name)
     return paths, paths.markdown.read_text(), json.loads(paths.verdicts.read_text())
 
 

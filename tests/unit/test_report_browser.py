@@ -60,15 +60,17 @@ def budget_run(dst: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def report_of(tmp_path_factory):
-    """report_of(RUN) -> its report.html, built once per worker on first use."""
+def report_of(tmp_path_factory, recorded_report):
+    """report_of(RUN) -> its report.html: a recorded run's shared report
+    (tests/unit/conftest.py), BUDGET's built once per worker on first use."""
     built: dict[str, Path] = {}
 
     def get(run: str) -> Path:
+        if run != BUDGET:
+            return recorded_report(run).html
         if run not in built:
             tmp = tmp_path_factory.mktemp(run)
-            src = budget_run(tmp / "run") if run == BUDGET else FIXTURES / run
-            built[run] = build_report([src], tmp / "out" / "report.html").html
+            built[run] = build_report([budget_run(tmp / "run")], tmp / "out" / "report.html").html
         return built[run]
     return get
 

@@ -37,9 +37,8 @@ def _benchmarks(run: Path, kind: str):
 
 
 @pytest.fixture(scope="module")
-def small_report(tmp_path_factory):
-    out = tmp_path_factory.mktemp("rep") / "report.html"
-    return build_report([SMALL], out)
+def small_report(recorded_report):
+    return recorded_report(SMALL.name)
 
 
 def test_every_throughput_median_is_in_the_table(small_report):
@@ -92,11 +91,11 @@ def _row(md: str, cells: str) -> str:
     return rows[0]
 
 
-def test_a_real_failed_cell_is_reported(tmp_path):
+def test_a_real_failed_cell_is_reported(recorded_report):
     manifest = json.loads((FAILED / "manifest.json").read_text())
     errors = [c["error"] for c in manifest["cells"] if c["status"] == "failed"]
     assert errors and all("is stuck in" in e for e in errors)
-    paths = build_report([FAILED], tmp_path / "r.html")
+    paths = recorded_report(FAILED.name)
     html = paths.html.read_text()
     assert "Failed cells" in html and "is stuck in" in html
 

@@ -37,8 +37,8 @@ def _throughput(run: Path) -> dict[tuple[str, int, tuple[str, str]], list[dict]]
 
 
 @pytest.fixture(scope="module")
-def rep_report(tmp_path_factory):
-    return build_report([REPEATS], tmp_path_factory.mktemp("v") / "report.html", margin=0.05)
+def rep_report(recorded_report):
+    return recorded_report(REPEATS.name)  # the default margin, 5%
 
 
 def _answer_box(md: str) -> list[str]:
@@ -107,8 +107,8 @@ def test_margin_changes_verdicts_consistently(tmp_path):
     assert "±50%" in wide.markdown.read_text()
 
 
-def test_single_repetition_is_indicative_only(tmp_path):
-    doc = json.loads(build_report([SMALL], tmp_path / "r.html").verdicts.read_text())
+def test_single_repetition_is_indicative_only(recorded_report):
+    doc = json.loads(recorded_report(SMALL.name).verdicts.read_text())
     assert doc["pairs"] and all(p["strength"] == "indicative" and p["repetitions"] == 1
                                 for p in doc["pairs"])
     assert all("within-run only" in a["sentence"] for a in doc["answers"] if a["comparison"])

@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hvd_vs_ddp.reports import build_report
 from hvd_vs_ddp.reports.sections.why.steps import where_step_goes
 from hvd_vs_ddp.run_model.frames import build_frames
 from hvd_vs_ddp.run_model.load import load_run
@@ -85,8 +84,8 @@ def test_buckets_beside_fusion(why):
     assert (hvd["groups_per_step"] >= 1).all()
 
 
-def test_the_report_shows_the_section_and_figure(tmp_path):
-    paths = build_report([RUN], tmp_path / "report.html")
+def test_the_report_shows_the_section_and_figure(recorded_report):
+    paths = recorded_report(RUN.name)
     html = paths.html.read_text()
     assert "Where the step goes" in html and "Stragglers at the gradient exchange" in html
     assert "DDP buckets next to Horovod tensor fusion" in html
