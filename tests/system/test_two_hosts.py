@@ -1,10 +1,12 @@
 """Two real hosts on one machine: DDP and Horovod across a network link.
 
 Each "host" is a Linux network namespace with its own network stack, its own
-hostname (a UTS namespace) and its own /etc/hosts; the two are joined by a veth
-pair, so every byte between the ranks crosses a real network interface (`hvd0`,
-10.231.0.1/24 on hvd-node1, 10.231.0.2/24 on hvd-node2). Those addresses exist only
-inside the namespaces this test creates and deletes again.
+hostname (a UTS namespace) and its own /etc/hosts, made by the package's emulated hosts
+(hvd_vs_ddp/links/hosts.py, the same `run --emulate-hosts` uses, here with a rate that
+shapes nothing); the two are joined by a veth pair, so every byte between the ranks
+crosses a real network interface (`hvd0`, 10.231.0.1/24 on hvd-node1, 10.231.0.2/24 on
+hvd-node2). Those addresses exist only inside the namespaces this test creates and
+deletes again.
 
 - DDP over Gloo: one `torchrun --nnodes 2 --nproc-per-node 1` per host, met through
   torchrun's c10d rendezvous (`--rdzv-endpoint hvd-node1:PORT`) or through the static
@@ -30,25 +32,27 @@ and save rank 0's final weights; those must equal a one-host run of the same
 backend with the same world size (<= 1e-6; in practice bitwise), and the bytes
 counted on hvd0 show that the gradients did cross the link.
 
-Needs root and iproute2 (`ip netns`), skips with the reason otherwise:
+Needs root, iproute2 (`ip`, `tc`) and util-linux (`unshare`); skips with the reason
+otherwise:
     sudo .venv/bin/python -m pytest tests/system/test_two_hosts.py -v
 """
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from hvd_vs_ddp.backends import launchers
-from hvd_vs_ddp.links.hosts import write_ssh_standin
+from hvd_vs_ddp.common.processes import signal_groups
+from hvd_vs_ddp.links import hosts
+from hvd_vs_ddp.links.hosts import ETC_NETNS, IFACE
+from hvd_vs_ddp.links.rates import LinkError
 from tests.launch import ROOT, horovod_available
 from tests.system.jobs import equivalence, trained
 
@@ -56,77 +60,28 @@ pytestmark = [pytest.mark.multiproc, pytest.mark.extended]  # conftest.py: the t
 
 WORKER = "tests/ranks/train_equivalence.py"
 STEPS = 10
-IFACE = "hvd0"
-SUBNET = "10.231.0"
+# The hosts come from hvd_vs_ddp/links/hosts.py; a rate far above what a veth carries on
+# a CPU shapes nothing (as the link sweep's unshaped reference does).
+UNSHAPED = "100gbit"
 # Inside fresh namespaces nothing else can hold a port, so a fixed one cannot collide.
 RDZV_PORT = 29400
 TIMEOUT_S = 240  # per launched job; below pytest's patience, above the ~20 s it takes
-ETC_NETNS = Path("/etc/netns")  # `ip netns exec NS` bind-mounts /etc/netns/NS/* over /etc
-
-
-@dataclass(frozen=True)
-class Host:
-    hostname: str
-    netns: str
-    addr: str
-
-    def prefix(self) -> list[str]:
-        """Run argv on this host: its network namespace and its own hostname."""
-        return ["ip", "netns", "exec", self.netns, "unshare", "--uts", "--",
-                "/bin/sh", "-c", 'hostname "$0" && exec "$@"', self.hostname]
-
-    def iface_bytes(self) -> int:
-        """Bytes received plus sent on this host's end of the link."""
-        total = 0
-        for what in ("rx_bytes", "tx_bytes"):
-            out = _ip("netns", "exec", self.netns, "cat",
-                      f"/sys/class/net/{IFACE}/statistics/{what}")
-            total += int(out.strip())
-        return total
-
-
-def _ip(*args: str) -> str:
-    proc = subprocess.run(["ip", *args], capture_output=True, text=True, timeout=30)
-    if proc.returncode != 0:
-        raise RuntimeError(f"ip {' '.join(args)} failed: {proc.stderr.strip()}")
-    return proc.stdout
 
 
 class TwoHosts:
-    """Two namespaces joined by a veth pair; close() removes every trace."""
+    """The package's emulated hosts (hvd_vs_ddp/links/hosts.py) with an unshaped link, and
+    the processes this test started on them (ended, with the hosts, by the fixture)."""
 
-    def __init__(self) -> None:
-        self.tag = tag = secrets.token_hex(4)
-        self.hosts = tuple(Host(f"hvd-node{i}", f"hvd2h-{os.getpid()}-{tag}-{i}",
-                                f"{SUBNET}.{i}") for i in (1, 2))
-        self._veth = (f"hv{tag}a", f"hv{tag}b")  # <= 15 characters, unique per run
-        self._made_etc = not ETC_NETNS.exists()
+    def __init__(self, made: hosts.EmulatedHosts) -> None:
+        self.made, self.hosts = made, made.hosts
+        self.tag = made.hosts[0].netns  # unique per set: the c10d rendezvous id
         self.procs: list[subprocess.Popen] = []
 
-    def create(self) -> None:
-        h1, h2 = self.hosts
-        for h in self.hosts:
-            _ip("netns", "add", h.netns)
-        _ip("link", "add", self._veth[0], "type", "veth", "peer", "name", self._veth[1])
-        hosts_file = "127.0.0.1 localhost\n" + "".join(
-            f"{h.addr} {h.hostname}\n" for h in self.hosts)
-        for h, veth in zip(self.hosts, self._veth):
-            _ip("link", "set", veth, "netns", h.netns)
-            _ip("-n", h.netns, "link", "set", veth, "name", IFACE)  # same name on both hosts
-            _ip("-n", h.netns, "addr", "add", f"{h.addr}/24", "dev", IFACE)
-            _ip("-n", h.netns, "link", "set", "lo", "up")
-            _ip("-n", h.netns, "link", "set", IFACE, "up")
-            etc = ETC_NETNS / h.netns
-            etc.mkdir(parents=True, exist_ok=True)
-            (etc / "hosts").write_text(hosts_file)
-        # hvd-node2 knows its own name and finds hvd-node1 by name.
-        probe = "import socket; print(socket.gethostname(), socket.gethostbyname('hvd-node1'))"
-        out = subprocess.run([*h2.prefix(), sys.executable, "-c", probe],
-                             capture_output=True, text=True, timeout=60)
-        assert out.returncode == 0 and out.stdout.split() == ["hvd-node2", h1.addr], \
-            f"namespace set-up is wrong: {out.stdout}{out.stderr}"
+    def link_bytes(self) -> int:
+        """Bytes sent over the link, both directions."""
+        return sum(h.tx_bytes() for h in self.hosts)
 
-    def start(self, host: Host, argv: list[str], env: dict[str, str], log: Path
+    def start(self, host: hosts.Host, argv: list[str], env: dict[str, str], log: Path
               ) -> subprocess.Popen:
         with open(log, "w") as fh:
             proc = subprocess.Popen([*host.prefix(), *argv], cwd=ROOT, env=env, stdout=fh,
@@ -134,51 +89,32 @@ class TwoHosts:
         self.procs.append(proc)
         return proc
 
-    def close(self) -> None:
-        for proc in self.procs:  # our own process groups first
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                proc.wait(timeout=30)
-        for h in self.hosts:
-            pids = subprocess.run(["ip", "netns", "pids", h.netns], capture_output=True,
-                                  text=True, timeout=30).stdout.split()
-            for pid in pids:  # anything still alive inside is ours (e.g. a remote rank)
-                try:
-                    os.kill(int(pid), signal.SIGKILL)
-                except (ProcessLookupError, ValueError):
-                    pass
-            subprocess.run(["ip", "netns", "del", h.netns], capture_output=True, timeout=30)
-            shutil.rmtree(ETC_NETNS / h.netns, ignore_errors=True)
-        for veth in self._veth:  # only left if set-up failed before moving it
-            subprocess.run(["ip", "link", "del", veth], capture_output=True, timeout=30)
-        if self._made_etc:
-            try:
-                ETC_NETNS.rmdir()
-            except OSError:
-                pass
-
 
 @pytest.fixture
 def two_hosts():
-    if sys.platform != "linux":
-        pytest.skip("network namespaces are Linux only")
-    if os.geteuid() != 0:
-        pytest.skip("creating network namespaces needs root")
-    for tool in ("ip", "unshare"):
-        if shutil.which(tool) is None:
-            pytest.skip(f"{tool} not found (apt-get install iproute2 util-linux)")
-    hosts = TwoHosts()
+    try:
+        hosts.check()
+    except LinkError as exc:
+        pytest.skip(str(exc))
+    made = hosts.EmulatedHosts(UNSHAPED)
+    running = TwoHosts(made)
     try:
         try:
-            hosts.create()
+            made.create()
         except (RuntimeError, OSError) as exc:
             pytest.skip(f"cannot create two network namespaces here: {exc}")
-        yield hosts
+        h1, h2 = made.hosts  # hvd-node2 knows its own name and finds hvd-node1 by name
+        probe = "import socket; print(socket.gethostname(), socket.gethostbyname('hvd-node1'))"
+        out = subprocess.run([*h2.prefix(), sys.executable, "-c", probe],
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0 and out.stdout.split() == ["hvd-node2", h1.addr], \
+            f"namespace set-up is wrong: {out.stdout}{out.stderr}"
+        yield running
     finally:
-        hosts.close()
+        signal_groups(running.procs, signal.SIGKILL)  # our own process groups first
+        for proc in running.procs:
+            proc.wait(timeout=30)
+        made.close()  # then anything left inside (a remote rank) and the namespaces
 
 
 def _tool(name: str) -> str:
@@ -253,7 +189,7 @@ def test_ddp_gloo_across_two_hosts_matches_one_host(two_hosts, jobs, tmp_path, r
     one = _one_host_weights(jobs, "torchrun", "ddp-gloo")
 
     h1 = two_hosts.hosts[0]
-    before = h1.iface_bytes()
+    before = two_hosts.link_bytes()
     env = _env(GLOO_SOCKET_IFNAME=IFACE)
     procs, logs, saves = [], [], []
     for node_rank, host in enumerate(two_hosts.hosts):
@@ -270,7 +206,7 @@ def test_ddp_gloo_across_two_hosts_matches_one_host(two_hosts, jobs, tmp_path, r
                 "--save", str(saves[-1])]
         procs.append(two_hosts.start(host, argv, env, logs[-1]))
     text = _wait(procs, logs, TIMEOUT_S)
-    crossed = h1.iface_bytes() - before
+    crossed = two_hosts.link_bytes() - before
 
     written = [s for s in saves if s.exists()]
     assert len(written) == 1, f"expected rank 0's weights from one host, got {written}\n" \
@@ -286,9 +222,7 @@ def test_horovod_gloo_across_two_hosts_matches_one_host(two_hosts, jobs, tmp_pat
     horovodrun = _tool("horovodrun")
     one = _one_host_weights(jobs, "horovodrun-gloo", "horovod")
 
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    write_ssh_standin(bindir, two_hosts.hosts)
+    bindir = two_hosts.made.ssh_standin()
 
     h1, h2 = two_hosts.hosts
     env = _env()
@@ -297,9 +231,9 @@ def test_horovod_gloo_across_two_hosts_matches_one_host(two_hosts, jobs, tmp_pat
     argv = [horovodrun, "-np", "2", "--gloo", "-H", f"{h1.hostname}:1,{h2.hostname}:1",
             "--disable-cache", "--start-timeout", "120", "--verbose",
             sys.executable, WORKER, "horovod", "--steps", str(STEPS), "--save", str(save)]
-    before = h1.iface_bytes()
+    before = two_hosts.link_bytes()
     text = _wait([two_hosts.start(h1, argv, env, log)], [log], TIMEOUT_S)
-    crossed = h1.iface_bytes() - before
+    crossed = two_hosts.link_bytes() - before
 
     assert "Remote host found: hvd-node2" in text, _tail(text)  # it really went "remote"
     assert f"Common interface found: {IFACE}" in text, _tail(text)
@@ -315,9 +249,7 @@ def test_ddp_gloo_under_mpirun_across_two_hosts_matches_one_host(two_hosts, jobs
     if not launchers.available("mpirun"):
         pytest.skip(launchers.available("mpirun").reason)
     one = _one_host_weights(jobs, "mpirun", "ddp-gloo")
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    write_ssh_standin(bindir, two_hosts.hosts)
+    bindir = two_hosts.made.ssh_standin()
     h1, h2 = two_hosts.hosts
     etc_hosts = ETC_NETNS / h1.netns / "hosts"
     etc_hosts.write_text(f"127.0.1.1 {h1.hostname}\n" + etc_hosts.read_text())  # Debian's
@@ -328,8 +260,8 @@ def test_ddp_gloo_under_mpirun_across_two_hosts_matches_one_host(two_hosts, jobs
     cmd = launchers.command("mpirun", 2, [WORKER, "ddp-gloo", "--steps", str(STEPS),
                                           "--save", str(save)],
                             hosts=f"{h1.hostname}:1,{h2.hostname}:1", environ=env)
-    before = h1.iface_bytes()
+    before = two_hosts.link_bytes()
     text = _wait([two_hosts.start(h1, cmd, env, log)], [log], TIMEOUT_S)
-    crossed = h1.iface_bytes() - before
+    crossed = two_hosts.link_bytes() - before
     assert "ddp-gloo on mpirun x2" in text, _tail(text)
     _assert_same(_load(save), one, crossed, text)
