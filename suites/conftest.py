@@ -110,8 +110,12 @@ def pytest_configure(config: pytest.Config) -> None:
                           threads.loader_workers(opts.knob_set), torch.cuda.is_available())
     threads.apply(plan)
     # the process's pace, with its own threads, before any backend is set up
-    # (hvd_vs_ddp/harness/pace.py; the verdicts may take it out: run_model/pace.py)
+    # (hvd_vs_ddp/harness/pace.py; the verdicts may take it out: run_model/pace.py),
+    # once every rank has started (a gather through the job's store, not the library):
+    # no rank's probe runs beside another rank's imports
     pace_log = pace.PaceLog()
+    if pace.enabled():
+        plugin.coord.gather(None, "the pace probe")
     pace_log.run_pre()
     suite_run.store(config, SuiteRun(
         options=opts, plugin=plugin, plan=judged,
