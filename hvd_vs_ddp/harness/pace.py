@@ -7,9 +7,10 @@ can take it out (hvd_vs_ddp/run_model/pace.py: a CUPED-style adjustment, gated).
 
 - `pre`: PRE_PRODUCTS products of two SIZE x SIZE float32 matrices, with the rank's own
   intra-op threads, once per process after the suites set the threads and before any
-  backend is set up (suites/conftest.py). It still runs beside the launcher's own
-  start-up (torchrun's agent, horovodrun's driver, mpirun's daemons), and beside the
-  other ranks' start-up.
+  backend is set up (suites/conftest.py), once every rank of the job has started (a
+  gather through the job's store: no probe runs beside another rank's imports). It may
+  still run beside the launcher's own threads (torchrun's agent, horovodrun's driver,
+  mpirun's daemons).
 - `post`: POST_PROBES probes of POST_PRODUCTS each, right after the timed rounds of a
   throughput or compute-only test (suites/test_throughput.py), outside its timed window:
   inside it, a probe's CPU would count in the host-CPU figures of the rounds and a rank
