@@ -426,5 +426,6 @@ NOT_BUILT=()
 for w in "${WANT[@]}"; do grep -qE "\[X\] $w\$" <<<"$CHECK" || NOT_BUILT+=("$w"); done
 ((${#NOT_BUILT[@]} == 0)) \
   || die "horovod is installed but lacks ${NOT_BUILT[*]} (horovodrun --check-build); delete $KEY_DIR and rerun to rebuild"
-[[ -f $STAMP ]] || printf '%s\n%s\n' "$INSTALLED_ID" "$CHECK" > "$STAMP"
+# (an environment this user cannot write to keeps no stamp: the check runs every time)
+[[ -f $STAMP ]] || (printf '%s\n%s\n' "$INSTALLED_ID" "$CHECK" > "$STAMP") 2>/dev/null || true
 say "done in $(elapsed): horovod $HVD_VERSION with ${WANT[*]} for torch $TORCH_VERSION in $PY"
