@@ -114,9 +114,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # once every rank has started (a gather through the job's store, not the library):
     # no rank's probe runs beside another rank's imports
     pace_log = pace.PaceLog()
-    if pace.enabled():
-        plugin.coord.gather(None, "the pace probe")
-    pace_log.run_pre()
+    pace_log.run_pre(settle=lambda: plugin.coord.gather(None, "the pace probe"))
     suite_run.store(config, SuiteRun(
         options=opts, plugin=plugin, plan=judged,
         results_json=json_path,  # autotune logs go beside it

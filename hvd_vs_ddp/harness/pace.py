@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -50,11 +50,11 @@ POST_PRODUCTS = 120    # ~0.15 s each
 POST_PROBES = 3
 UNIT = f"{SIZE}x{SIZE} float32 matrix products per second"
 SWITCH = "HVD_VS_DDP_PACE_PROBE"  # "off": no probe in this process
+_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def enabled() -> bool:
     return os.environ.get(SWITCH, "on").strip().lower() != "off"
-_TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
 def probe(products: int) -> float:
@@ -124,10 +124,13 @@ class PaceLog:
         self.threads: int | None = None
         self.start: dict[str, Any] = {}
 
-    def run_pre(self) -> float | None:
-        """The pre probe (None where the probe is switched off)."""
+    def run_pre(self, settle: Callable[[], Any] | None = None) -> float | None:
+        """The pre probe (None where the probe is switched off), after `settle()` where
+        given (the suites: a gather of every rank, so that all have started)."""
         if not enabled():
             return None
+        if settle is not None:
+            settle()
         self.start = counters()
         self.threads = torch.get_num_threads()
         self.pre = probe(PRE_PRODUCTS)

@@ -198,3 +198,19 @@ def test_the_probe_switched_off_records_nothing(monkeypatch):
     assert rank is not None and len(rank["post"]) == probe.POST_PROBES
     assert set(rank["process"]) >= {"nonvoluntary_switches", "run_delay_s"}
     assert probe.record([rank])["ranks"] == [rank]
+
+
+def test_the_pre_probe_waits_for_settle_only_where_it_runs(monkeypatch):
+    """The suites hand run_pre a gather of every rank (suites/conftest.py): it is called
+    before the probe where the probe runs, and not at all where it is switched off."""
+    from hvd_vs_ddp.harness import pace as probe
+
+    monkeypatch.setattr(probe, "PRE_PRODUCTS", 5)
+    calls: list[str] = []
+    monkeypatch.setattr(probe, "probe", lambda n: calls.append("probe") or 1.0)
+    monkeypatch.setenv(probe.SWITCH, "off")
+    assert probe.PaceLog().run_pre(settle=lambda: calls.append("settle")) is None
+    assert calls == []
+    monkeypatch.setenv(probe.SWITCH, "on")
+    assert probe.PaceLog().run_pre(settle=lambda: calls.append("settle")) == 1.0
+    assert calls == ["settle", "probe"]
