@@ -1,6 +1,7 @@
 """Count the places that name the run folder's layout and how the report places sections.
 
-Issue 47's before/after figures, counted the same way on any checkout:
+Counted the same way on any checkout (tests/unit/test_run_folder.py holds the project to
+the first count: only the run folder's owners name its layout):
 
     python scripts/count_layout.py              # this checkout
     python scripts/count_layout.py /tmp/before  # another tree (e.g. git archive aacca53)

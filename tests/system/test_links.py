@@ -19,6 +19,7 @@ import time
 import pytest
 
 from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.common.processes import signal_groups
 from hvd_vs_ddp.links import hosts, rates, sweep
 from tests.launch import ROOT
 
@@ -137,9 +138,8 @@ def test_a_sigkilled_owners_namespaces_and_processes_go_at_the_next_sweep():
             time.sleep(0.1)
         assert not any(os.path.exists(f"/proc/{p}") for p in inside)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        signal_groups([proc], signal.SIGKILL)
+        proc.wait()
         for n in names:
             hosts.remove(n)
 
@@ -152,7 +152,7 @@ def test_a_live_concurrent_owners_namespaces_are_never_swept():
         assert set(names) <= set(hosts.namespaces())
         assert _pids(names[1])
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)
+        signal_groups([proc], signal.SIGKILL)
         proc.wait()
         hosts.sweep()
     assert not set(names) & set(hosts.namespaces())
