@@ -17,9 +17,11 @@ import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
+import matplotlib as mpl
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from hvd_vs_ddp.common import output_formats
@@ -58,8 +60,22 @@ class Figures:
 
 
 def to_png(fig: Figure) -> bytes:
+    """The figure as PNG at the theme's savefig.dpi. A figure with a layout engine is laid
+    out here, once, on the Agg canvas at that dpi (what savefig would do), and then saved
+    with no engine: savefig otherwise draws the whole figure twice, first without
+    rendering only to run the layout. The same layout, so the same pixels."""
+    dpi = mpl.rcParams["savefig.dpi"]
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        FigureCanvasAgg(fig)
+        if dpi != "figure":
+            fig.set_dpi(dpi)
+        engine.execute(fig)
+        with mpl.rc_context({"figure.autolayout": False, "figure.constrained_layout.use": False}):
+            fig.set_layout_engine(None)  # no engine at all: "none" keeps a placeholder,
+            # and savefig's first draw runs for any engine
     buf = io.BytesIO()
-    fig.savefig(buf, format="png",  # marked: the output gate knows it
+    fig.savefig(buf, format="png", dpi=dpi,  # marked: the output gate knows it
                 metadata={"Software": None, **output_formats.png_metadata(output_formats.FIGURE)})
     return buf.getvalue()
 
