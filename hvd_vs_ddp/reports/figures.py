@@ -67,6 +67,7 @@ def to_png(fig: Figure) -> bytes:
     dpi = mpl.rcParams["savefig.dpi"]
     engine = fig.get_layout_engine()
     if engine is not None:
+        _edge_spines_out_of_layout(fig)
         FigureCanvasAgg(fig)
         if dpi != "figure":
             fig.set_dpi(dpi)
@@ -78,6 +79,22 @@ def to_png(fig: Figure) -> bytes:
     fig.savefig(buf, format="png", dpi=dpi,  # marked: the output gate knows it
                 metadata={"Software": None, **output_formats.png_metadata(output_formats.FIGURE)})
     return buf.getvalue()
+
+
+def _edge_spines_out_of_layout(fig: Figure) -> None:
+    """Leave out of the layout's measuring each spine that lies on its axes' edge with no
+    tick marks drawn on it (the theme draws none): its box is then the edge itself, inside
+    the axes' own box, so the margins come out the same, and measuring it cost a tick
+    update of its axis per spine in each of the layout's passes."""
+    for ax in fig.axes:
+        for spine in ax.spines.values():
+            axis = spine.axis
+            if (axis is None or spine.spine_type not in ("left", "right", "top", "bottom")
+                    or tuple(spine.get_position()) != ("outward", 0.0)):
+                continue
+            ticks = [*axis.majorTicks[:1], *axis.minorTicks[:1]]
+            if not any(t.tick1line.get_visible() or t.tick2line.get_visible() for t in ticks):
+                spine.set_in_layout(False)
 
 
 def n_cols(df: pd.DataFrame, most: int = 3) -> int:
