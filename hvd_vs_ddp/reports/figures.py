@@ -11,6 +11,7 @@ saved to PNG bytes.
 """
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import warnings
@@ -20,7 +21,6 @@ from typing import Any
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -136,6 +136,8 @@ def _variant(s: str, names: list[str], lab: dict[str, str]) -> int:
 def series_palette(df: pd.DataFrame) -> tuple[list[str], dict[str, str]]:
     """Series in the fixed backend order, each with its backend's colour (a darker shade
     of it for the same backend under a second launcher)."""
+    import seaborn as sns  # only where a figure is drawn (theme.style)
+
     lab = dict(zip(df["series"], df["label"]))
     names = sorted(lab, key=lambda s: (order(lab.values()).index(lab[s]), s))
     pal = {}
@@ -234,6 +236,8 @@ def step_time_fig(tp: pd.DataFrame, figs: Figures, multi_run: bool) -> None:
                           "label": r["label"], "world_size": r["world_size"],
                           "slot": f"{r['world_size']}|{r['series']}", "step (ms)": v * 1e3}
                          for _, r in tp.iterrows() for v in r["steps"]])
+    import seaborn as sns  # only where a figure is drawn (theme.style)
+
     facets = list(_facets(long, multi_run))
     fig, axes = facet_grid(len(facets), n_cols(long))
     for ax, (title, g) in zip(axes, facets):
@@ -303,7 +307,8 @@ def loss_fig(cv: pd.DataFrame, figs: Figures, multi_run: bool) -> None:
 
 def training_figures(tp: pd.DataFrame, cv: pd.DataFrame, figs: Figures, multi_run: bool):
     """tp must already have the scaling columns (compare.add_scaling)."""
-    with style():
+    # the theme (and seaborn with it) only where there is something to draw
+    with style() if not (tp.empty and cv.empty) else contextlib.nullcontext():
         if tp.empty:
             for n, t in (("throughput", "Throughput vs world size"),
                          ("scaling_efficiency", "Scaling efficiency"),

@@ -8,9 +8,10 @@ Same theme and backend colours as hvd_vs_ddp.reports.figures; absent data -> a o
 """
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import pandas as pd
-import seaborn as sns
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator
@@ -96,6 +97,8 @@ def exposed_fig(ex: pd.DataFrame, figs: Figures, multi_run: bool) -> None:
 
 
 def _shades(base: str, n: int) -> list:
+    import seaborn as sns  # only where a figure is drawn (theme.style)
+
     return sns.dark_palette(base, n_colors=n + 1, reverse=True)[:n] if n > 1 else [base]
 
 
@@ -144,7 +147,8 @@ def monitor_figs(tp: pd.DataFrame, figs: Figures, multi_run: bool) -> None:
 
 
 def comm_figures(coll, memcpy, ex, tp, figs: Figures, multi_run: bool) -> None:
-    with style():
+    # the theme (and seaborn with it) only where there is something to draw
+    with style() if not (coll.empty and ex.empty and tp.empty) else contextlib.nullcontext():
         if coll.empty:
             figs.omit("busbw", "Collective bus bandwidth", "no collective results")
         else:

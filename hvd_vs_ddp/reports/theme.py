@@ -21,7 +21,6 @@ import hashlib
 from typing import Iterator
 
 import matplotlib
-import seaborn as sns
 
 from hvd_vs_ddp.backends import catalog
 from hvd_vs_ddp.run_model.labels import RAW_SWEEP, catalog_labels
@@ -58,6 +57,9 @@ def palette(labels) -> dict[str, str]:
 
 @contextlib.contextmanager
 def style() -> Iterator[None]:
+    import seaborn as sns  # here, not at import: seaborn imports scipy.stats (1-2 s of CPU)
+    # and pyplot, which a report that draws no figure does not need
+
     rc = {**sns.axes_style("whitegrid"), **sns.plotting_context("notebook", font_scale=0.9),
           "figure.dpi": 100, "savefig.dpi": 110, "axes.titlesize": 11,
           "axes.titleweight": "bold", "legend.fontsize": 8.5, "legend.title_fontsize": 9,
