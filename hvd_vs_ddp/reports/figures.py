@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullLocator
 
 from hvd_vs_ddp.common import output_formats
 from hvd_vs_ddp.reports.theme import REFERENCE, color, linestyle, style
@@ -66,6 +67,7 @@ def to_png(fig: Figure) -> bytes:
     rendering only to run the layout. The same layout, so the same pixels."""
     dpi = mpl.rcParams["savefig.dpi"]
     engine = fig.get_layout_engine()
+    _drop_blank_minor_ticks(fig)
     if engine is not None:
         _edge_spines_out_of_layout(fig)
         FigureCanvasAgg(fig)
@@ -79,6 +81,25 @@ def to_png(fig: Figure) -> bytes:
     fig.savefig(buf, format="png", dpi=dpi,  # marked: the output gate knows it
                 metadata={"Software": None, **output_formats.png_metadata(output_formats.FIGURE)})
     return buf.getvalue()
+
+
+def _drop_blank_minor_ticks(fig: Figure) -> None:
+    """No minor ticks on an axis whose minor ticks draw nothing: no tick marks, no grid
+    lines (the theme draws neither) and an empty label at every one, as on a log axis over
+    more than a decade. Each minor tick is otherwise built and laid out on every draw and
+    layout pass (a log axis over eight decades has some sixty)."""
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            if isinstance(axis.get_minor_locator(), NullLocator):
+                continue
+            tick = axis.minorTicks[0]
+            if any(a.get_visible() for a in (tick.tick1line, tick.tick2line, tick.gridline)):
+                continue
+            labels = (tick.label1, tick.label2)
+            if any(lab.get_visible() for lab in labels) and any(
+                    axis.get_minor_formatter().format_ticks(list(axis.get_minorticklocs()))):
+                continue
+            axis.set_minor_locator(NullLocator())
 
 
 def _edge_spines_out_of_layout(fig: Figure) -> None:
