@@ -72,7 +72,7 @@ def _loss_clause(c: dict[str, Any]) -> str:
     if c["same"] is None:
         return "losses not compared (no per-step losses or convergence check for both)"
     where = ("per-step losses" if c["source"] == "throughput"
-             else "convergence check against the single-process reference")
+             else "convergence vs the single-process reference")
     if c["same"]:
         return (f"both trained to the same losses ({where}: max relative deviation "
                 f"{c['max_rel_dev']:.2g} <= {c['tolerance']:.0e})")

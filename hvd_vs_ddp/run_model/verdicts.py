@@ -125,7 +125,7 @@ class Verdict:
                     f"more than {MAX_REPS} repetitions would be needed")
             s = f"{self.a} vs {self.b}: inconclusive at {m} ({ratio}; {more})"
         if self.scope == "overhead":
-            s = f"{OVERHEAD} (1 rank, not a communication result): {s}"
+            s = f"{OVERHEAD} (1 rank): {s}"
         if self.strength == "indicative":
             s += "; indicative only: one repetition, the interval is within-run only"
         if self.ci.adjusted:
