@@ -8,6 +8,7 @@ time limits and skips for a missing launcher work the same everywhere.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from pathlib import Path
 
@@ -38,6 +39,16 @@ TINY_SUITE_ARGS = [*LEAN_PLUGINS, *TINY_SIZES]
 TINY_RUN_SUITE_ARGS = ("--rounds 2 --steps-per-round 1 --warmup-steps 1 --convergence-steps 3 "
                        "--max-bytes 4096 --collective-iters 5 --convergence-workloads mlp "
                        "-k 'not time_to_accuracy'")
+
+
+def default_stop_signals(ignore: tuple[int, ...] = ()) -> None:
+    """In a child, before exec (Popen's preexec_fn): SIGINT, SIGTERM and SIGHUP at their
+    defaults (or ignored, those in `ignore`), whatever this test process inherited: a job
+    started under nohup ignores SIGHUP, one in the background of a script ignores SIGINT,
+    and an ignored signal stays ignored across exec, so a test that sends one would see
+    nothing happen."""
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.SIG_IGN if s in ignore else signal.SIG_DFL)
 
 
 def launched(launcher: str, nprocs: int, argv: list[str], timeout: float = 300,

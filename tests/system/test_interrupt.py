@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.launch import ROOT, TINY_RUN_SUITE_ARGS, leftovers
+from tests.launch import ROOT, TINY_RUN_SUITE_ARGS, default_stop_signals, leftovers
 
 pytestmark = [pytest.mark.multiproc, pytest.mark.extended]  # conftest.py: the tiers
 
@@ -45,14 +45,6 @@ def _rank_pids(marker: str, runner: int) -> list[int]:
     return pids
 
 
-def _default_signals(ignore: tuple[int, ...] = ()) -> None:
-    """In the child, before exec: the stop signals at their defaults, whatever this test
-    process inherited (a CI job started under nohup, or in the background, ignores
-    SIGHUP or SIGINT, and an ignored signal stays ignored across exec)."""
-    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-        signal.signal(s, signal.SIG_IGN if s in ignore else signal.SIG_DFL)
-
-
 def _start(runs: Path, marker: str, ignore: tuple[int, ...] = (),
            resume: bool = False) -> subprocess.Popen:
     cmd = [sys.executable, "-m", "hvd_vs_ddp.cli", "run", "--backends", "ddp-gloo",
@@ -62,7 +54,7 @@ def _start(runs: Path, marker: str, ignore: tuple[int, ...] = (),
         cmd = [sys.executable, "-m", "hvd_vs_ddp.cli", "run", "--resume", str(runs / "int")]
     return subprocess.Popen(cmd, cwd=ROOT, env=_env(marker), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            preexec_fn=lambda: _default_signals(ignore))
+                            preexec_fn=lambda: default_stop_signals(ignore))
 
 
 def _wait_for_ranks(proc: subprocess.Popen, marker: str, timeout: float = 120) -> None:
