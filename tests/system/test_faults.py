@@ -18,7 +18,8 @@ from tests.launch import LEAN_PLUGINS, explain, launched, leftovers
 
 pytestmark = pytest.mark.multiproc
 CASES = ["-m", "pytest", *LEAN_PLUGINS, "-p", "no:cacheprovider", "-p", "tests.plugins.collective",
-         "tests/faults/fault_cases.py", "-q", "--rootdir", "tests/faults"]
+         "tests/faults/fault_cases.py", "-q", "--rootdir", "tests/faults",
+         "--color=no"]  # plain text to read (mpirun gives its ranks a terminal)
 
 
 def run_fault(launcher: str, fault: str, limit: float = 20):
@@ -32,11 +33,6 @@ def run_fault(launcher: str, fault: str, limit: float = 20):
     elapsed = time.monotonic() - start
     time.sleep(1)
     return proc, elapsed, leftovers(marker)
-
-
-def _plain(proc) -> str:
-    """The job's output without terminal colours (mpirun's ranks print pytest's)."""
-    return re.sub(r"\x1b\[[0-9;]*m", "", proc.stdout + proc.stderr)
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +50,7 @@ def failing_jobs():
 @pytest.mark.parametrize("launcher", ["torchrun", "mpirun"])
 def test_one_rank_failing_an_assert_fails_the_test_on_all_ranks(failing_jobs, launcher):
     proc, elapsed, left = failing_jobs(launcher)
-    out = _plain(proc)
+    out = proc.stdout + proc.stderr
     assert proc.returncode != 0, explain(proc)
     assert "rank 1 failed" in out and "injected failure on rank 1" in out, explain(proc)
     # the tests around it still ran on all ranks (the skip-one case fails too)
@@ -65,7 +61,7 @@ def test_one_rank_failing_an_assert_fails_the_test_on_all_ranks(failing_jobs, la
 @pytest.mark.parametrize("launcher", ["torchrun", "mpirun"])
 def test_ranks_disagreeing_on_a_skip_fail_together(failing_jobs, launcher):
     proc, _, left = failing_jobs(launcher)
-    out = _plain(proc)
+    out = proc.stdout + proc.stderr
     assert proc.returncode != 0, explain(proc)
     assert re.search(r"test_fault\[skip-one\].*ranks disagree on the outcome", out, re.S), \
         explain(proc)
