@@ -115,7 +115,8 @@ def _suite_job(launcher: str, ranks: int) -> Job:
                timeout=2400 if slow else 900, unset=("OMP_NUM_THREADS",),
                needs_horovod=launcher.startswith("horovodrun"),
                readers=(f"test_suites_launchers{tier}", f"test_threads{tier} (auto threads)",
-                        "test_why_instrumentation (DDP statistics, torchrun)"))
+                        "test_why_instrumentation (DDP statistics, torchrun)",
+                        "test_horovod_multiproc (DDP inside horovodrun)"))
 
 
 # `pytest suites/` at tiny sizes under every launcher, OMP_NUM_THREADS unset (the suites
