@@ -37,6 +37,7 @@ from hvd_vs_ddp.common.run_folder import check_output
 from hvd_vs_ddp.harness import (
     cell_plan,
     collective_pytest,
+    gc_pause,
     horovod_timeline,
     option_parsing,
     pace,
@@ -109,6 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
     plan = threads.decide(plugin.env.local_size, opts.threads,
                           threads.loader_workers(opts.knob_set), torch.cuda.is_available())
     threads.apply(plan)
+    gc_pause.resume()  # the imports are done: the collector on, as in any script
     # the process's pace, with its own threads, before any backend is set up
     # (hvd_vs_ddp/harness/pace.py; the verdicts may take it out: run_model/pace.py),
     # once every rank has started (a gather through the job's store, not the library):

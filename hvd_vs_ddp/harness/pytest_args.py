@@ -29,11 +29,13 @@ from typing import Any, Callable, Sequence
 from hvd_vs_ddp.common.errors import InputError, one_line
 
 BENCHMARK_PLUGIN = "pytest_benchmark.plugin"
+GC_PAUSE_PLUGIN = "hvd_vs_ddp.harness.gc_pause"  # the start-up's imports without the cyclic GC
 # The plugins a cell's pytest loads: pytest-benchmark alone, not whatever else the
 # environment installed (pytest-cov or a property-testing plugin would hook into every
-# measured test; loading them also cost each rank 1-1.5 s of CPU at start-up here).
+# measured test; loading them also cost each rank 1-1.5 s of CPU at start-up here), and
+# the project's own start-up plugin, first.
 # `hvd-vs-ddp run` puts these first in every cell's command line (pytest >= 8.4).
-CELL_PLUGINS = ("--disable-plugin-autoload", "-p", BENCHMARK_PLUGIN)
+CELL_PLUGINS = ("--disable-plugin-autoload", "-p", GC_PAUSE_PLUGIN, "-p", BENCHMARK_PLUGIN)
 
 
 def _parser(rest: Sequence[str], add_options: Callable[[Any], None] | None):
