@@ -269,6 +269,15 @@ CASES: list[Case] = [
         (["runs/earlier", "--devices", "8,x", "--interconnect", "ib-hdr"], ("--devices",)),
         (["runs/earlier", "--devices", "", "--interconnect", "ib-hdr"], ("--devices", "empty")),
         (["runs/earlier", "--interconnect", "ib-hdr"], ("required", "--devices")),
+        # two CPU hosts over a TCP link (--link-rate): the cluster's options do not apply
+        (["runs/earlier", "--link-rate", "1gbit", "--interconnect", "ib-hdr"],
+         ("--interconnect belongs to the cluster projection", "--link-rate")),
+        (["runs/earlier", "--link-rate", "1gbit", "--devices", "8"],
+         ("--devices 8", "two hosts of one rank each")),
+        (["runs/earlier", "--link-rate", "1gbit", "-o", "p.json"], ("--output", "prints")),
+        (["runs/earlier", "--link-rate", "loopback,1gbit"], ("--link-rate loopback",)),
+        (["runs/earlier", "--link-rate", "1gbps"], ("--link-rate",)),
+        (["--link-rate", "1gbit"], ("give RUN_DIR",)),
         # no --interconnect: fine on one node, refused where a size spans nodes
         (["runs/earlier", "--devices", "8,16"], ("--interconnect", "16 devices at 8 per node",
                                                  "span 2 nodes")),

@@ -128,6 +128,10 @@ def _report(args) -> int:
 
 
 def _project(args) -> int:
+    if args.link_rate:  # two CPU hosts over a TCP link: a mode of its own
+        from hvd_vs_ddp.projection.link_target import run as across_link
+
+        return across_link(args)
     from hvd_vs_ddp.projection.command import run as project
 
     return project(args)
@@ -262,8 +266,13 @@ def _add_project(sub) -> None:
                          "(labelled a projection; docs/projection.md)")
     pro.add_argument("run_dir", nargs="?", type=argtypes.given, metavar="RUN_DIR",
                      help="the run to project from (or --compute-ms with --model)")
-    pro.add_argument("--devices", type=argtypes.devices, required=True,
-                     help="comma-separated device counts to predict, e.g. 8,64,512")
+    pro.add_argument("--devices", type=argtypes.devices,
+                     help="comma-separated device counts to predict, e.g. 8,64,512 "
+                     "(needed but with --link-rate)")
+    pro.add_argument("--link-rate", type=argtypes.link_rates, help="instead of a cluster: "
+                     "two CPU hosts, one rank each, joined by TCP at each of these "
+                     "comma-separated rates, e.g. 500mbit,1gbit, projected from RUN_DIR's "
+                     "2-rank cells and printed (docs/links.md)")
     pro.add_argument("--devices-per-node", type=argtypes.count, default=8,
                      help="devices per node (default 8)")
     pro.add_argument("--interconnect", type=argtypes.given, help="between nodes (needed "

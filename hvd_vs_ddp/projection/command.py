@@ -27,10 +27,10 @@ from typing import Any
 import numpy as np
 
 from hvd_vs_ddp.backends import catalog
-from hvd_vs_ddp.common.errors import InputError
 from hvd_vs_ddp.common.run_folder import RunFolder
 from hvd_vs_ddp.projection import interconnects
 from hvd_vs_ddp.projection.carried import CPU_NOTE, CPU_TO_GPU, carried, error_note
+from hvd_vs_ddp.projection.label import LABEL, ProjectError
 from hvd_vs_ddp.projection.model import (
     Inputs,
     Library,
@@ -42,13 +42,8 @@ from hvd_vs_ddp.projection.model import (
 from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN
 
 FORMAT, FORMAT_VERSION = "hvd-vs-ddp/projection", 2
-LABEL = "PROJECTION: predicted by a model, not measured"
 DEFAULT_INTRA = "nvlink4"
 VALIDATION_DRAWS = 100  # per published row, for the model's error and the table
-
-
-class ProjectError(InputError):
-    pass
 
 
 NO_LINK = "none"  # the target's interconnect when every size fits in one node
@@ -57,6 +52,9 @@ NO_LINK = "none"  # the target's interconnect when every size fits in one node
 def check(args) -> dict[str, Any]:
     """What needs several options together, judged before any work (argparse has parsed
     and checked each value: hvd_vs_ddp/cli/args.py); the settings to project with."""
+    if args.devices is None:
+        raise ProjectError("--devices is required: the device counts to predict, e.g. "
+                           "8,64,512 (or --link-rate: two CPU hosts over a TCP link)")
     s: dict[str, Any] = {"devices": list(args.devices), "per_node": args.devices_per_node,
                          "nics": args.nics_per_node}
     if args.interconnect is None:  # one node: no link between nodes to name

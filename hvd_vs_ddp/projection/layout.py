@@ -180,19 +180,24 @@ def torchvision_layout(name: str, batch_size: int) -> Layout:
                   "traced on the meta device")
 
 
-def workload_layout(name: str, params: dict[str, Any], batch_size: int) -> Layout:
-    """The layout of workload `name` (a name or a spec) built with a run's recorded sizes."""
-    import torch
-
+def _workload(name: str, params: dict[str, Any], batch_size: int):
+    """Workload `name` with a run's recorded sizes, and the keyword arguments it took."""
     from hvd_vs_ddp.workloads import registry
 
     try:
         accepted = set(registry.parameters(name))
         kwargs = {k: v for k, v in params.items() if k in accepted and k != "batch_size"}
-        wl = registry.get(name, **kwargs, **({"batch_size": batch_size}
-                                             if "batch_size" in accepted else {}))
+        return registry.get(name, **kwargs, **({"batch_size": batch_size}
+                                               if "batch_size" in accepted else {})), kwargs
     except InputError as exc:
         raise LayoutError(f"cannot analyse workload {name!r}: {exc}") from None
+
+
+def workload_layout(name: str, params: dict[str, Any], batch_size: int) -> Layout:
+    """The layout of workload `name` (a name or a spec) built with a run's recorded sizes."""
+    import torch
+
+    wl, kwargs = _workload(name, params, batch_size)
     torch.manual_seed(wl.seed)
     data: Any = wl.build_dataset(wl.seed)  # a map-style dataset: len and []
     samples = [data[i % len(data)] for i in range(batch_size)]
@@ -203,6 +208,17 @@ def workload_layout(name: str, params: dict[str, Any], batch_size: int) -> Layou
     return _trace(model, (x, y), wl.loss, name,
                   f"workload {name} ({', '.join(f'{k}={v}' for k, v in sorted(kwargs.items()))}), "
                   f"batch {batch_size}, traced on the meta device")
+
+
+def workload_grad_bytes(name: str, params: dict[str, Any], batch_size: int) -> int:
+    """The bytes of workload `name`'s trainable parameters' gradients (its model built on
+    the meta device, nothing traced): what an allreduce of them carries."""
+    import torch
+
+    wl, _ = _workload(name, params, batch_size)
+    with torch.device("meta"):
+        model = wl.build_model(False)
+    return sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
 
 
 def architecture_layout(name: str, batch_size: int) -> Layout:

@@ -29,6 +29,11 @@ pair's measured ratio (with its 95% interval, the run model's) are held against 
 the step's relative error and whether the measured ratio lies in the band.
 
     python -m hvd_vs_ddp.projection.links RUN_DIR [--efficiency 0.955] [--sweep S.json]
+
+The same model predicts every 2-rank loopback series of a run at rates it never ran
+(`at_rates`, `predicted_pairs`): `hvd-vs-ddp project RUN --link-rate 1gbit,500mbit`
+(hvd_vs_ddp/projection/link_target.py). The model's gradient bytes are what the run's
+cells across a link recorded, else the workload's layout (hvd_vs_ddp/projection/layout.py).
 """
 from __future__ import annotations
 
@@ -41,8 +46,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from hvd_vs_ddp.backends.catalog import DDP, HOROVOD_LIB
 from hvd_vs_ddp.links import rates
 from hvd_vs_ddp.run_model.frames import Data
+from hvd_vs_ddp.run_model.margin import FASTER, classify
 
 # TCP's share of the rate on this machine's veth, 100 Mbit/s to 8 Gbit/s: 0.952-0.958
 # (python -m hvd_vs_ddp.links.sweep, 2026-12-06; docs/links.md)
@@ -73,7 +80,9 @@ def _base(case: str, link: str) -> str:
     return case.replace(f" [link {link}]", "")
 
 
-def _compute_s(data: Data, r: pd.Series) -> float:
+def compute_step(data: Data, r: pd.Series) -> float:
+    """The compute-only step of a throughput row's case: its median, measured with as
+    many processes at once as the row's ranks where the run has it."""
     co = data.compute_only
     if co.empty:
         return np.nan
@@ -99,7 +108,7 @@ def cells(data: Data, efficiency: float = MEASURED_EFFICIENCY) -> pd.DataFrame:
                   & (tp["world_size"] == r["world_size"])]
         wire = r["wire"] if isinstance(r.get("wire"), dict) else {}
         ring = wire.get("ring_bytes")
-        compute = _compute_s(data, r)
+        compute = compute_step(data, r)
         if loop.empty or ring is None or np.isnan(compute):
             continue
         p = predict(float(loop["step_median"].iloc[0]), compute, float(ring), link, efficiency)
@@ -139,6 +148,101 @@ def pairs(pred: pd.DataFrame, cmp: pd.DataFrame) -> pd.DataFrame:
                      "predicted": point, "predicted_lo": lo, "predicted_hi": hi,
                      "measured": c["ratio"], "measured_lo": c["lo"], "measured_hi": c["hi"],
                      "held": lo <= c["ratio"] <= hi})
+    out = pd.DataFrame(rows)
+    return out.sort_values(["run", "workload", "rate_bps"]).reset_index(drop=True) \
+        if not out.empty else out
+
+
+def _links(tp: pd.DataFrame) -> pd.Series:
+    return tp["link"].fillna(LOOPBACK) if "link" in tp else pd.Series(LOOPBACK, index=tp.index)
+
+
+def grad_bytes_of(data: Data, r: pd.Series) -> float:
+    """The model's gradient bytes for a throughput row's case: what the run's cells across
+    a link recorded for it, else its workload's model at the recorded sizes."""
+    tp = data.throughput
+    same = tp[(tp["run"] == r["run"]) & (tp["workload"] == r["workload"])
+              & (tp["workload_params"] == r["workload_params"]) & (_links(tp) != LOOPBACK)]
+    for w in same.get("wire", pd.Series(dtype=object)):
+        if isinstance(w, dict) and w.get("grad_bytes"):
+            return float(w["grad_bytes"])
+    from hvd_vs_ddp.projection.layout import workload_grad_bytes
+
+    params = r["workload_params"]
+    params = json.loads(params) if isinstance(params, str) and params else dict(params or {})
+    return float(workload_grad_bytes(r["workload"], params, int(r["per_rank_batch"])))
+
+
+def at_rates(data: Data, links: tuple[str, ...], efficiency: float = MEASURED_EFFICIENCY,
+             grad_bytes=grad_bytes_of) -> pd.DataFrame:
+    """Every 2-rank loopback series of Horovod and DDP predicted across each of `links`
+    (two hosts, one rank each), with the run's own cell at that link beside it where it
+    measured one (measured_s, error, within; NaN and None where not)."""
+    tp = data.throughput
+    if tp.empty:
+        return pd.DataFrame()
+    loop = tp[(tp["world_size"] == 2) & (_links(tp) == LOOPBACK)
+              & tp["library"].isin([DDP, HOROVOD_LIB])]
+    linked = tp[(tp["world_size"] == 2) & (_links(tp) != LOOPBACK)]
+    sizes: dict[tuple, float] = {}
+    rows = []
+    for _, r in loop.iterrows():
+        compute = compute_step(data, r)
+        if np.isnan(compute):
+            continue
+        key = (r["run"], r["workload"], r["workload_params"], r["per_rank_batch"])
+        if key not in sizes:
+            sizes[key] = grad_bytes(data, r)
+        ring = rates.ring_allreduce_bytes(sizes[key], 2)
+        for link in links:
+            p = predict(float(r["step_median"]), compute, ring, link, efficiency)
+            there = linked[(linked["run"] == r["run"]) & (linked["series"] == r["series"])
+                           & (linked["case"] == f"{r['case']} [link {link}]")]
+            measured = float(there["step_median"].iloc[0]) if not there.empty else np.nan
+            rows.append({"run": r["run"], "workload": r["case"], "series": r["series"],
+                         "library": r["library"], "link": link,
+                         "rate_bps": rates.bits_per_s(link), "world_size": 2,
+                         "loopback_s": float(r["step_median"]), "compute_s": compute,
+                         "grad_bytes": sizes[key],
+                         "wire_s": rates.transfer_seconds(ring, link, efficiency),
+                         "low_s": p.low, "point_s": p.point, "high_s": p.high,
+                         "measured_s": measured,
+                         "error": p.point / measured - 1 if measured == measured else np.nan,
+                         "within": (p.low <= measured <= p.high) if measured == measured
+                         else None})
+    out = pd.DataFrame(rows)
+    return out.sort_values(["run", "workload", "rate_bps", "series"]).reset_index(drop=True) \
+        if not out.empty else out
+
+
+def predicted_pairs(pred: pd.DataFrame, cmp: pd.DataFrame, margin: float) -> pd.DataFrame:
+    """Per Horovod/DDP pair and link of `at_rates`: the predicted ratio (samples/s,
+    Horovod over DDP) with its band and the verdict the band gives at `margin` (the
+    report's words); where the run measured the pair across that link (`cmp`, the run
+    model's pairs), the measured ratio, its 95% interval and whether the band held it."""
+    rows: list[dict] = []
+    if pred.empty:
+        return pd.DataFrame(rows)
+    for (run, case, link), g in pred.groupby(["run", "workload", "link"], sort=False):
+        for _, h in g[g["library"] == HOROVOD_LIB].iterrows():
+            for _, d in g[g["library"] == DDP].iterrows():
+                lo, point, hi = d["low_s"] / h["high_s"], d["point_s"] / h["point_s"], \
+                    d["high_s"] / h["low_s"]
+                v = classify(lo, hi, margin)
+                row = {"run": run, "workload": case, "link": link, "rate_bps": h["rate_bps"],
+                       "horovod": h["series"], "ddp": d["series"], "predicted": point,
+                       "predicted_lo": lo, "predicted_hi": hi, "verdict": v,
+                       "faster": (HOROVOD_LIB if point > 1 else DDP) if v == FASTER else "",
+                       "measured": np.nan, "measured_lo": np.nan, "measured_hi": np.nan,
+                       "held": None}
+                if not cmp.empty:
+                    m = cmp[(cmp["run"] == run) & (cmp["case"] == f"{case} [link {link}]")
+                            & (cmp["horovod"] == h["series"]) & (cmp["ddp"] == d["series"])]
+                    if not m.empty:
+                        m0 = m.iloc[0]
+                        row.update(measured=m0["ratio"], measured_lo=m0["lo"],
+                                   measured_hi=m0["hi"], held=bool(lo <= m0["ratio"] <= hi))
+                rows.append(row)
     out = pd.DataFrame(rows)
     return out.sort_values(["run", "workload", "rate_bps"]).reset_index(drop=True) \
         if not out.empty else out

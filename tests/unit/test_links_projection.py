@@ -64,3 +64,66 @@ def test_cells_and_pairs_are_held_against_what_was_measured():
     assert r["predicted_lo"] <= r["predicted"] <= r["predicted_hi"]
     assert bool(r["held"]) == (r["predicted_lo"] <= 1.1 / 1.5 <= r["predicted_hi"])
     assert "held:" in pl.text(pred, held)
+
+
+def _loopback_data(steps: dict[tuple[str, str], float]) -> Data:
+    """_data with the columns a loaded run's frame has (case, workload_params)."""
+    data = _data(steps)
+    data.throughput["workload_params"] = "{}"
+    return data
+
+
+def test_a_run_that_never_crossed_a_link_is_projected_at_each_rate():
+    """`project RUN --link-rate`: from the loopback and compute-only cells alone, each rate's
+    wire is the gradient bytes over it (a ring of 2 sends them once), and a halved rate
+    doubles it; nothing measured stands beside it."""
+    data = _loopback_data({("ddp-gloo", "loopback"): 0.5, ("horovod (gloo)", "loopback"): 0.6})
+    steps = pl.at_rates(data, ("500mbit", "1gbit"), efficiency=1.0,
+                        grad_bytes=lambda d, r: 95e6)
+    assert len(steps) == 4 and set(steps["link"]) == {"500mbit", "1gbit"}
+    wire = steps.groupby("link")["wire_s"].first()
+    assert wire["1gbit"] == pytest.approx(0.76) and wire["500mbit"] == pytest.approx(1.52)
+    ddp = steps[(steps["series"] == "ddp-gloo") & (steps["link"] == "1gbit")].iloc[0]
+    assert ddp["high_s"] == pytest.approx(0.5 + 0.76)   # loopback step + the wire, whole
+    assert ddp["low_s"] == pytest.approx(0.4 + 0.76 - 0.4 * 2 / 3)
+    assert np.isnan(ddp["measured_s"]) and ddp["within"] is None
+    pairs = pl.predicted_pairs(steps, pd.DataFrame(), margin=0.05)
+    assert len(pairs) == 2 and pairs["held"].isna().all()
+    for _, p in pairs.iterrows():
+        assert p["predicted_lo"] <= p["predicted"] <= p["predicted_hi"]
+
+
+def test_the_band_gives_the_reports_verdict_and_a_measured_link_cell_is_held_against_it():
+    # DDP much faster on loopback and the link short: the band lies below 1 / 1.05
+    data = _loopback_data({("ddp-gloo", "loopback"): 0.45, ("horovod (gloo)", "loopback"): 1.2,
+                           ("ddp-gloo", "4gbit"): 0.5, ("horovod (gloo)", "4gbit"): 1.25})
+    data.throughput["case"] = ["resnet50"] * 2 + ["resnet50 [link 4gbit]"] * 2
+    steps = pl.at_rates(data, ("4gbit",), efficiency=1.0, grad_bytes=lambda d, r: 95e6)
+    assert len(steps) == 2 and steps["within"].notna().all()   # the run's own 4gbit cells
+    assert list(steps["measured_s"]) == [0.5, 1.25]
+    cmp = pd.DataFrame([{"run": "r", "case": "resnet50 [link 4gbit]",
+                         "horovod": "horovod (gloo)", "ddp": "ddp-gloo",
+                         "ratio": 0.5 / 1.25, "lo": 0.38, "hi": 0.42}])
+    (p,) = pl.predicted_pairs(steps, cmp, margin=0.05).itertuples()
+    assert p.verdict == "faster" and p.faster == "ddp" and p.predicted_hi < 1 / 1.05
+    assert p.held == (p.predicted_lo <= 0.4 <= p.predicted_hi)
+    # a margin whose edge (1 / 1.9) falls inside the band: inconclusive, no side named
+    (q,) = pl.predicted_pairs(steps, cmp, margin=0.9).itertuples()
+    assert q.predicted_lo < 1 / 1.9 < q.predicted_hi
+    assert q.verdict == "inconclusive" and q.faster == ""
+
+
+def test_project_link_rate_on_a_recorded_run_prints_a_labelled_projection(capsys):
+    """The real command on a recorded quick run (loopback cells only): every 2-rank series
+    of Horovod and DDP at each rate, the label first, a verdict per pair, exit 0."""
+    from pathlib import Path
+
+    from hvd_vs_ddp.cli import main as cli
+
+    run = Path(__file__).resolve().parents[1] / "fixtures" / "runs" / "cpu-small"
+    assert cli(["project", str(run), "--link-rate", "500mbit,1gbit"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("PROJECTION: predicted by a model")
+    rows = [ln for ln in out.splitlines() if ln.startswith("mlp ")]
+    assert len(rows) == 6 and sum(" 500mbit " in ln for ln in rows) == 3
+    assert sum(ln.startswith("  mlp at ") for ln in out.splitlines()) == 4
