@@ -41,15 +41,16 @@ torch_s=$(/usr/bin/time -f %U "$VENV/bin/python" -c "import torch" 2>&1 >/dev/nu
 dynamo_s=$(/usr/bin/time -f %U "$VENV/bin/python" -c "import torch, torch._dynamo" 2>&1 \
     >/dev/null | tail -1)
 printf "%-20s %9s %10s\n" command processes CPU-s
-# sa -u: user, CPU-s, memory, io, command, and "*" for a fork that ran no new program
-# (listed as command*)
-sa -u "$acct_file" 2>/dev/null | awk '{ k = ($NF == "*") ? $(NF - 1) "*" : $NF
-                                        cpu[k] += $2; n[k]++ }
+# sa -u (read once): user, CPU-s, memory, io, command, and "*" for a fork that ran no new
+# program (listed as command*)
+records=$(sa -u "$acct_file" 2>/dev/null)
+awk '{ k = ($NF == "*") ? $(NF - 1) "*" : $NF; cpu[k] += $2; n[k]++ }
     END { for (k in cpu) if (cpu[k] >= 1) printf "%-20s %9d %10.1f\n", k, n[k], cpu[k] }' \
-    | sort -k3 -n -r
-sa -u "$acct_file" 2>/dev/null | awk -v torch="$torch_s" -v dynamo="$dynamo_s" '
+    <<<"$records" | sort -k3 -n -r
+awk -v torch="$torch_s" -v dynamo="$dynamo_s" '
     { all += $2; k = ($NF == "*") ? $(NF - 1) : $NF
       if (k ~ /python|^pt_|gloo|tcpstore/ && $2 >= 2) { big++; big_s += $2 } }
     END { printf "all processes: %.0f CPU-s\n", all
           printf "Python processes of 2 CPU-s or more: %d, %.0f CPU-s\n", big, big_s
-          printf "import torch: %.2f CPU-s a process; with torch._dynamo: %.2f\n", torch, dynamo }'
+          printf "import torch: %.2f CPU-s a process; with torch._dynamo: %.2f\n", torch, dynamo }' \
+    <<<"$records"

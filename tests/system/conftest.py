@@ -57,9 +57,9 @@ os.environ.setdefault("HVD_VS_DDP_PACE_PROBE", "off")
 ONE_WORKER = frozenset({*(r.split()[0] + ".py" for j in all_jobs() for r in j.readers),
                         "test_two_hosts.py"})
 # The files whose tests share a module-scoped fixture that launches or builds something
-# (a mutation job, a reference run, a wheel, a Slurm cluster, mpirun launches, a fault job): each
-# file's tests go to one worker, or the fixture runs once on each (the mutation job ran
-# twice). The shared jobs' readers are on one worker anyway.
+# (a mutation job, a reference run, a wheel, a Slurm cluster, mpirun launches, a fault
+# job): each file's tests go to one worker, or the fixture runs once on each (the
+# mutation job ran twice). The shared jobs' readers are on one worker anyway.
 WHOLE_FILE = frozenset({"test_faults.py", "test_install.py", "test_mpi_pg.py",
                         "test_mpi_pg_extended.py", "test_mutations.py", "test_recovery.py",
                         "test_recovery_extended.py", "test_slurm.py"})
