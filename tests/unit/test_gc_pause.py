@@ -15,6 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from hvd_vs_ddp.backends import launchers
 from hvd_vs_ddp.harness import gc_pause
 from hvd_vs_ddp.harness.pytest_args import CELL_PLUGINS
 
@@ -48,6 +49,7 @@ def test_a_cells_tests_run_with_the_collector_on(tmp_path):
     (tmp_path / "gc_probe.py").write_text(PROBE)
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}",
            "HVD_VS_DDP_PACE_PROBE": "off"}
+    launchers.forget_xdist_worker(env)  # a rank is no xdist worker (pytest-benchmark)
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", *CELL_PLUGINS, "-p", "gc_probe", "-p",
          "no:cacheprovider", "-q", "-s", "suites/test_throughput.py::test_throughput",
