@@ -33,6 +33,7 @@ from hvd_vs_ddp.projection.links import (
     LOOPBACK,
     MEASURED_EFFICIENCY,
     at_rates,
+    link_column,
     predicted_pairs,
 )
 from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN
@@ -115,8 +116,7 @@ def run(args) -> int:
         raise ProjectError(f"{s['run']}: no 2-rank loopback cell of Horovod or DDP with a "
                            "compute-only reference to project from (run the quick preset, "
                            "or --suites throughput,compute at --world-sizes 2)")
-    crossed = data.throughput["link"].fillna(LOOPBACK).ne(LOOPBACK).any() \
-        if "link" in data.throughput else False  # the run's own pairs across a link
+    crossed = (link_column(data.throughput) != LOOPBACK).any()  # the run's own link cells
     measured = hvd_vs_ddp(data.throughput, s["margin"]) if crossed else pd.DataFrame()
     pairs = predicted_pairs(steps, measured, s["margin"])
     print(render_text(steps, pairs, MEASURED_EFFICIENCY, s["margin"]))

@@ -49,7 +49,7 @@ import pandas as pd
 from hvd_vs_ddp.backends.catalog import DDP, HOROVOD_LIB
 from hvd_vs_ddp.links import rates
 from hvd_vs_ddp.run_model.frames import Data
-from hvd_vs_ddp.run_model.margin import FASTER, classify
+from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN, FASTER, classify
 
 # TCP's share of the rate on this machine's veth, 100 Mbit/s to 8 Gbit/s: 0.952-0.958
 # (python -m hvd_vs_ddp.links.sweep, 2026-12-06; docs/links.md)
@@ -101,7 +101,7 @@ def cells(data: Data, efficiency: float = MEASURED_EFFICIENCY) -> pd.DataFrame:
         return pd.DataFrame()
     tp = tp[tp["world_size"] > 1]
     rows = []
-    for _, r in tp[tp["link"].fillna(LOOPBACK) != LOOPBACK].iterrows():
+    for _, r in tp[link_column(tp) != LOOPBACK].iterrows():
         link = r["link"]
         base = _base(r["case"], link)
         loop = tp[(tp["run"] == r["run"]) & (tp["case"] == base) & (tp["series"] == r["series"])
@@ -128,32 +128,16 @@ def cells(data: Data, efficiency: float = MEASURED_EFFICIENCY) -> pd.DataFrame:
 
 def pairs(pred: pd.DataFrame, cmp: pd.DataFrame) -> pd.DataFrame:
     """Per Horovod/DDP pair across a link: the predicted ratio's band against the
-    measured ratio and its interval (the run model's pairs, `cmp`)."""
+    measured ratio and its interval (the run model's pairs, `cmp`): the measured ones of
+    `predicted_pairs`."""
     if pred.empty or cmp.empty:
         return pd.DataFrame()
-    rows = []
-    case = pred["workload"] + " [link " + pred["link"] + "]"
-    for _, c in cmp.iterrows():
-        found = pred[(pred["run"] == c["run"]) & (case == c["case"])
-                     & pred["series"].isin([c["horovod"], c["ddp"]])]
-        h = found[found["series"] == c["horovod"]]
-        d = found[found["series"] == c["ddp"]]
-        if h.empty or d.empty:
-            continue
-        h, d = h.iloc[0], d.iloc[0]
-        lo, point, hi = d["low_s"] / h["high_s"], d["point_s"] / h["point_s"], \
-            d["high_s"] / h["low_s"]
-        rows.append({"run": c["run"], "workload": h["workload"], "link": h["link"],
-                     "rate_bps": h["rate_bps"], "horovod": c["horovod"], "ddp": c["ddp"],
-                     "predicted": point, "predicted_lo": lo, "predicted_hi": hi,
-                     "measured": c["ratio"], "measured_lo": c["lo"], "measured_hi": c["hi"],
-                     "held": lo <= c["ratio"] <= hi})
-    out = pd.DataFrame(rows)
-    return out.sort_values(["run", "workload", "rate_bps"]).reset_index(drop=True) \
-        if not out.empty else out
+    out = predicted_pairs(pred, cmp, DEFAULT_MARGIN)
+    return out[out["held"].notna()].reset_index(drop=True) if not out.empty else out
 
 
-def _links(tp: pd.DataFrame) -> pd.Series:
+def link_column(tp: pd.DataFrame) -> pd.Series:
+    """Each throughput row's link: its rate, or loopback (also where no row crossed one)."""
     return tp["link"].fillna(LOOPBACK) if "link" in tp else pd.Series(LOOPBACK, index=tp.index)
 
 
@@ -162,7 +146,7 @@ def grad_bytes_of(data: Data, r: pd.Series) -> float:
     a link recorded for it, else its workload's model at the recorded sizes."""
     tp = data.throughput
     same = tp[(tp["run"] == r["run"]) & (tp["workload"] == r["workload"])
-              & (tp["workload_params"] == r["workload_params"]) & (_links(tp) != LOOPBACK)]
+              & (tp["workload_params"] == r["workload_params"]) & (link_column(tp) != LOOPBACK)]
     for w in same.get("wire", pd.Series(dtype=object)):
         if isinstance(w, dict) and w.get("grad_bytes"):
             return float(w["grad_bytes"])
@@ -181,9 +165,9 @@ def at_rates(data: Data, links: tuple[str, ...], efficiency: float = MEASURED_EF
     tp = data.throughput
     if tp.empty:
         return pd.DataFrame()
-    loop = tp[(tp["world_size"] == 2) & (_links(tp) == LOOPBACK)
+    loop = tp[(tp["world_size"] == 2) & (link_column(tp) == LOOPBACK)
               & tp["library"].isin([DDP, HOROVOD_LIB])]
-    linked = tp[(tp["world_size"] == 2) & (_links(tp) != LOOPBACK)]
+    linked = tp[(tp["world_size"] == 2) & (link_column(tp) != LOOPBACK)]
     sizes: dict[tuple, float] = {}
     rows = []
     for _, r in loop.iterrows():
@@ -207,9 +191,8 @@ def at_rates(data: Data, links: tuple[str, ...], efficiency: float = MEASURED_EF
                          "wire_s": rates.transfer_seconds(ring, link, efficiency),
                          "low_s": p.low, "point_s": p.point, "high_s": p.high,
                          "measured_s": measured,
-                         "error": p.point / measured - 1 if measured == measured else np.nan,
-                         "within": (p.low <= measured <= p.high) if measured == measured
-                         else None})
+                         "error": np.nan if there.empty else p.point / measured - 1,
+                         "within": None if there.empty else p.low <= measured <= p.high})
     out = pd.DataFrame(rows)
     return out.sort_values(["run", "workload", "rate_bps", "series"]).reset_index(drop=True) \
         if not out.empty else out
