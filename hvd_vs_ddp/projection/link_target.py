@@ -5,9 +5,10 @@ A CPU target of its own: no CPU-to-GPU distance is added, no interconnect row is
 Per workload and library series measured at 2 ranks on loopback, with its compute-only
 reference cell, each rate's step is predicted by hvd_vs_ddp/projection/links.py (the
 loopback step, the compute-only step, and the ring allreduce's bytes over the rate at
-TCP's share of it measured on this machine's veth, docs/links.md), as a band from "the
-link hides behind backward" to "nothing overlaps"; the pair's Horovod/DDP ratio gets
-the band of the two steps' bands and the report's verdict words at the margin. Where the
+TCP's share of it measured on this machine's veth, docs/links.md), from "the link hides
+behind backward" to "nothing overlaps", with a 95% prediction band that also carries the
+spread of the repetitions it was fitted on; the pair's Horovod/DDP ratio gets the band
+of the two steps' bands and the report's verdict words at the margin. Where the
 run itself crossed that rate (`run --emulate-hosts 2 --link-rate ...`), the measured step
 and ratio stand beside the prediction, with whether the band held them.
 
@@ -83,7 +84,7 @@ def render_text(steps: pd.DataFrame, pairs: pd.DataFrame, efficiency: float,
                f"{'measured':>9s} {'held':>5s}")
     for _, r in steps.iterrows():
         held = "" if r["within"] is None else ("yes" if r["within"] else "no")
-        band = f"{_ms(r['point_s'])} [{_ms(r['low_s'])}-{_ms(r['high_s'])}]"
+        band = f"{_ms(r['point_s'])} [{_ms(r['band_lo_s'])}-{_ms(r['band_hi_s'])}]"
         out.append(f"{r['workload']:{w}s} {r['link']:8s} {r['series']:{sw}s} {band:>20s} "
                    f"{_ms(r['measured_s']):>9s} {held:>5s}")
     if not pairs.empty:

@@ -19,12 +19,22 @@ cell (step L) and the compute-only cell (the same per-rank step with no communic
                                             replaces the loopback transfer
     point = (low + high) / 2
 
+The band is a prediction interval for the measured cell, not the model's range alone: L
+and C are medians of a few repetitions, and the measured cell is one more draw of the
+same kind of process. So L and C are resampled (the two-level bootstrap of their
+repetitions and steps, hvd_vs_ddp/run_model/stats.py), low and high computed per
+replicate, each replicate multiplied by the spread of one more measurement (an
+independent replicate of L's own, as a share of L), and the band runs from the 2.5th
+percentile of low to the 97.5th of high. A series recorded without its repetitions'
+steps keeps the model's range alone.
+
 (The first form, low = C + O + max(0, wire - B), left out that the loopback cost O is
 mostly the loopback transfer, which the link replaces: on the first links run, DDP's
 resnet50 step at 500mbit, 1.88 s, lay below its low end, 2.03 s.)
 
 and the Horovod/DDP ratio (samples/s, > 1: Horovod faster) as DDP's step over
-Horovod's, its band from the two sides' bands. Each cell's measured median step and each
+Horovod's, its band from the two sides' replicates (DDP's low over Horovod's high to
+DDP's high over Horovod's low, the same percentiles). Each cell's measured median step and each
 pair's measured ratio (with its 95% interval, the run model's) are held against them:
 the step's relative error and whether the measured ratio lies in the band.
 
@@ -40,6 +50,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,6 +59,7 @@ import pandas as pd
 
 from hvd_vs_ddp.backends.catalog import DDP, HOROVOD_LIB
 from hvd_vs_ddp.links import rates
+from hvd_vs_ddp.run_model import stats
 from hvd_vs_ddp.run_model.frames import Data
 from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN, FASTER, classify
 
@@ -56,6 +68,7 @@ from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN, FASTER, classify
 MEASURED_EFFICIENCY = 0.955
 BACKWARD_SHARE = 2 / 3  # backward's part of a training step's compute (about twice forward)
 LOOPBACK = rates.LOOPBACK
+TAIL = (1 - stats.LEVEL) / 2 * 100  # each end of the band: the 2.5th / 97.5th percentile
 
 
 @dataclass(frozen=True)
@@ -76,22 +89,110 @@ def predict(loopback_s: float, compute_s: float, ring_bytes: float, link: str,
     return Predicted(low, (low + high) / 2, high)
 
 
+def _bounds(loopback_s, compute_s, wire: float):
+    """predict's low and high ends, elementwise over arrays of replicates."""
+    own = np.maximum(0.0, loopback_s - compute_s)
+    return compute_s + np.maximum(own, wire - BACKWARD_SHARE * compute_s), \
+        compute_s + own + wire
+
+
+def medians_drawn(reps: list, key: str, n: int = stats.N_RESAMPLES) -> np.ndarray:
+    """n bootstrap replicates of a series' median step (seconds) from its repetitions'
+    steps (the two-level bootstrap of run_model/stats.py), seeded by `key`: the same
+    series always gets the same replicates. One repetition: its steps alone."""
+    rng = np.random.default_rng([stats.SEED, zlib.crc32(key.encode())])
+    return np.exp(stats.boot_medians(reps, rng, n))
+
+
+@dataclass(frozen=True)
+class Band:
+    """A prediction at one rate: the model at the measured medians, and its band's
+    replicates (low and high ends, the inputs resampled and one more measurement's
+    spread applied)."""
+    at: Predicted
+    low_draws: np.ndarray
+    high_draws: np.ndarray
+
+    @property
+    def lo(self) -> float:
+        return float(np.percentile(self.low_draws, TAIL))
+
+    @property
+    def hi(self) -> float:
+        return float(np.percentile(self.high_draws, 100 - TAIL))
+
+
+def band(loop_reps: list | None, loopback_s: float, compute_reps: list | None,
+         compute_s: float, ring_bytes: float, link: str, keys: tuple[str, str],
+         efficiency: float = MEASURED_EFFICIENCY) -> Band:
+    """The prediction across `link` with its band (module docstring). Without the
+    repetitions' steps of either input, the band is the model's range alone. keys: the
+    loopback series' and the compute-only cell's; the series of one pair share the
+    compute-only cell, so they share its replicates too (its uncertainty moves both
+    sides' steps, not their ratio)."""
+    at = predict(loopback_s, compute_s, ring_bytes, link, efficiency)
+    if not loop_reps or not compute_reps:
+        return Band(at, np.array([at.low]), np.array([at.high]))
+    wire = rates.transfer_seconds(ring_bytes, link, efficiency)
+    loop = medians_drawn(loop_reps, keys[0])
+    comp = medians_drawn(compute_reps, keys[1])
+    again = medians_drawn(loop_reps, keys[0] + f"/{link}") / loopback_s  # one more measurement
+    low, high = _bounds(loop, comp, wire)
+    return Band(at, low * again, high * again)
+
+
+def _reps(x) -> list | None:
+    """A row's repetitions' steps as lists of floats; None where the row has none."""
+    if not isinstance(x, (list, tuple)) or not x:
+        return None
+    out = [[float(v) for v in np.asarray(r, float).ravel() if np.isfinite(v) and v > 0]
+           for r in x]
+    return out if all(out) else None
+
+
+def _row(r: pd.Series, loop: pd.Series, data: Data, ring: float, link: str, case: str,
+         measured: float, efficiency: float) -> dict | None:
+    """One predicted cell: the loopback row `loop` carried across `link`, with the
+    measured step beside it (NaN where none)."""
+    compute, compute_reps = compute_of(data, r)
+    if np.isnan(compute):
+        return None
+    loopback = float(loop["step_median"])
+    keys = (f"{loop['run']}/{loop['case']}/{loop['series']}",
+            f"{r['run']}/{r['workload']}/{r['per_rank_batch']}/{r['input_mode']}")
+    b = band(_reps(loop.get("rep_steps")), loopback, compute_reps, compute, ring, link,
+             keys, efficiency)
+    seen = not np.isnan(measured)
+    return {"run": r["run"], "workload": case, "series": r["series"],
+            "library": r["library"], "link": link, "rate_bps": rates.bits_per_s(link),
+            "world_size": int(r["world_size"]), "loopback_s": loopback,
+            "compute_s": compute, "wire_s": rates.transfer_seconds(ring, link, efficiency),
+            "low_s": b.at.low, "point_s": b.at.point, "high_s": b.at.high,
+            "band_lo_s": b.lo, "band_hi_s": b.hi, "low_draws": b.low_draws,
+            "high_draws": b.high_draws, "measured_s": measured,
+            "error": b.at.point / measured - 1 if seen else np.nan,
+            "within": bool(b.lo <= measured <= b.hi) if seen else None}
+
+
 def _base(case: str, link: str) -> str:
     return case.replace(f" [link {link}]", "")
 
 
-def compute_step(data: Data, r: pd.Series) -> float:
-    """The compute-only step of a throughput row's case: its median, measured with as
-    many processes at once as the row's ranks where the run has it."""
+def compute_of(data: Data, r: pd.Series) -> tuple[float, list | None]:
+    """The compute-only step of a throughput row's case (its median, measured with as
+    many processes at once as the row's ranks where the run has it) and the steps of each
+    of its repetitions (None where it has none)."""
     co = data.compute_only
     if co.empty:
-        return np.nan
+        return np.nan, None
     same = co[(co["run"] == r["run"]) & (co["workload"] == r["workload"])
               & (co["per_rank_batch"] == r["per_rank_batch"])
               & (co["input_mode"] == r["input_mode"])]
     concurrent = same[same["ranks"] == r["world_size"]]
     pick = concurrent if not concurrent.empty else same
-    return float(np.median(np.concatenate(list(pick["steps"])))) if not pick.empty else np.nan
+    if pick.empty:
+        return np.nan, None
+    return float(np.median(np.concatenate(list(pick["steps"])))), _reps(list(pick["steps"]))
 
 
 def cells(data: Data, efficiency: float = MEASURED_EFFICIENCY) -> pd.DataFrame:
@@ -108,19 +209,12 @@ def cells(data: Data, efficiency: float = MEASURED_EFFICIENCY) -> pd.DataFrame:
                   & (tp["world_size"] == r["world_size"])]
         wire = r["wire"] if isinstance(r.get("wire"), dict) else {}
         ring = wire.get("ring_bytes")
-        compute = compute_step(data, r)
-        if loop.empty or ring is None or np.isnan(compute):
+        if loop.empty or ring is None:
             continue
-        p = predict(float(loop["step_median"].iloc[0]), compute, float(ring), link, efficiency)
-        measured = float(r["step_median"])
-        rows.append({"run": r["run"], "workload": base, "series": r["series"],
-                     "library": r["library"], "link": link,
-                     "rate_bps": rates.bits_per_s(link), "world_size": int(r["world_size"]),
-                     "loopback_s": float(loop["step_median"].iloc[0]), "compute_s": compute,
-                     "wire_s": rates.transfer_seconds(float(ring), link, efficiency),
-                     "low_s": p.low, "point_s": p.point, "high_s": p.high,
-                     "measured_s": measured, "error": p.point / measured - 1,
-                     "within": p.low <= measured <= p.high})
+        row = _row(r, loop.iloc[0], data, float(ring), link, base, float(r["step_median"]),
+                   efficiency)
+        if row is not None:
+            rows.append(row)
     out = pd.DataFrame(rows)
     return out.sort_values(["run", "workload", "rate_bps", "series"]).reset_index(drop=True) \
         if not out.empty else out
@@ -171,28 +265,17 @@ def at_rates(data: Data, links: tuple[str, ...], efficiency: float = MEASURED_EF
     sizes: dict[tuple, float] = {}
     rows = []
     for _, r in loop.iterrows():
-        compute = compute_step(data, r)
-        if np.isnan(compute):
-            continue
         key = (r["run"], r["workload"], r["workload_params"], r["per_rank_batch"])
         if key not in sizes:
             sizes[key] = grad_bytes(data, r)
         ring = rates.ring_allreduce_bytes(sizes[key], 2)
         for link in links:
-            p = predict(float(r["step_median"]), compute, ring, link, efficiency)
             there = linked[(linked["run"] == r["run"]) & (linked["series"] == r["series"])
                            & (linked["case"] == f"{r['case']} [link {link}]")]
             measured = float(there["step_median"].iloc[0]) if not there.empty else np.nan
-            rows.append({"run": r["run"], "workload": r["case"], "series": r["series"],
-                         "library": r["library"], "link": link,
-                         "rate_bps": rates.bits_per_s(link), "world_size": 2,
-                         "loopback_s": float(r["step_median"]), "compute_s": compute,
-                         "grad_bytes": sizes[key],
-                         "wire_s": rates.transfer_seconds(ring, link, efficiency),
-                         "low_s": p.low, "point_s": p.point, "high_s": p.high,
-                         "measured_s": measured,
-                         "error": np.nan if there.empty else p.point / measured - 1,
-                         "within": None if there.empty else p.low <= measured <= p.high})
+            row = _row(r, r, data, ring, link, r["case"], measured, efficiency)
+            if row is not None:
+                rows.append({**row, "grad_bytes": sizes[key]})
     out = pd.DataFrame(rows)
     return out.sort_values(["run", "workload", "rate_bps", "series"]).reset_index(drop=True) \
         if not out.empty else out
@@ -209,8 +292,9 @@ def predicted_pairs(pred: pd.DataFrame, cmp: pd.DataFrame, margin: float) -> pd.
     for (run, case, link), g in pred.groupby(["run", "workload", "link"], sort=False):
         for _, h in g[g["library"] == HOROVOD_LIB].iterrows():
             for _, d in g[g["library"] == DDP].iterrows():
-                lo, point, hi = d["low_s"] / h["high_s"], d["point_s"] / h["point_s"], \
-                    d["high_s"] / h["low_s"]
+                lo = float(np.percentile(d["low_draws"] / h["high_draws"], TAIL))
+                hi = float(np.percentile(d["high_draws"] / h["low_draws"], 100 - TAIL))
+                point = d["point_s"] / h["point_s"]
                 v = classify(lo, hi, margin)
                 row = {"run": run, "workload": case, "link": link, "rate_bps": h["rate_bps"],
                        "horovod": h["series"], "ddp": d["series"], "predicted": point,
@@ -253,7 +337,7 @@ def text(pred: pd.DataFrame, held: pd.DataFrame) -> str:
         out.append(f"{r['workload']:10s} {r['link']:9s} {r['series']:16s} "
                    f"{r['loopback_s'] * 1e3:7.0f}ms {r['compute_s'] * 1e3:6.0f}ms "
                    f"{r['wire_s'] * 1e3:5.0f}ms {r['point_s'] * 1e3:7.0f}ms "
-                   f"[{r['low_s'] * 1e3:6.0f}-{r['high_s'] * 1e3:6.0f}] "
+                   f"[{r['band_lo_s'] * 1e3:6.0f}-{r['band_hi_s'] * 1e3:6.0f}] "
                    f"{r['measured_s'] * 1e3:7.0f}ms {r['error']:+7.1%}")
     if not held.empty:
         out.append("")

@@ -127,3 +127,41 @@ def test_project_link_rate_on_a_recorded_run_prints_a_labelled_projection(capsys
     rows = [ln for ln in out.splitlines() if ln.startswith("mlp ")]
     assert len(rows) == 6 and sum(" 500mbit " in ln for ln in rows) == 3
     assert sum(ln.startswith("  mlp at ") for ln in out.splitlines()) == 4
+
+
+def _with_reps(data: Data, loop_spread: float, compute_spread: float) -> Data:
+    """`data` with three repetitions of ten steps each behind every median: the loopback
+    series' repetitions `loop_spread` apart (as a share), the compute-only cell's
+    `compute_spread` apart."""
+    def reps(median: float, spread: float) -> list:
+        return [list(median * (1 + spread * k) * np.linspace(0.99, 1.01, 10))
+                for k in (-1, 0, 1)]
+    tp = data.throughput
+    tp["rep_steps"] = [reps(s, loop_spread) for s in tp["step_median"]]
+    co = data.compute_only
+    data.compute_only = pd.DataFrame([{**co.iloc[0].to_dict(), "steps": np.array(r)}
+                                      for r in reps(0.4, compute_spread)])
+    return data
+
+
+def _ddp_1gbit(data: Data) -> pd.Series:
+    steps = pl.at_rates(data, ("1gbit",), efficiency=1.0, grad_bytes=lambda d, r: 95e6)
+    return steps[steps["series"] == "ddp-gloo"].iloc[0]
+
+
+def test_the_band_carries_the_spread_of_the_repetitions_it_was_fitted_on():
+    """A prediction interval, not the model's range alone: repetitions that agree leave
+    the band at the range (from 'the link hides behind backward' to 'nothing overlaps');
+    repetitions 20% apart widen it on both sides, and the same inputs give the same band."""
+    loop = {("ddp-gloo", "loopback"): 0.5, ("horovod (gloo)", "loopback"): 0.6}
+    bare = _ddp_1gbit(_loopback_data(loop))
+    assert (bare["band_lo_s"], bare["band_hi_s"]) == (bare["low_s"], bare["high_s"])
+    tight = _ddp_1gbit(_with_reps(_loopback_data(loop), 0.0, 0.0))
+    assert tight["band_lo_s"] == pytest.approx(bare["low_s"], rel=0.02)
+    assert tight["band_hi_s"] == pytest.approx(bare["high_s"], rel=0.02)
+    wide = _ddp_1gbit(_with_reps(_loopback_data(loop), 0.2, 0.0))
+    assert wide["band_lo_s"] < 0.95 * bare["low_s"] and wide["band_hi_s"] > 1.05 * bare["high_s"]
+    assert wide["point_s"] == bare["point_s"]           # the point is the medians' own
+    again = _ddp_1gbit(_with_reps(_loopback_data(loop), 0.2, 0.0))
+    assert (again["band_lo_s"], again["band_hi_s"]) == (wide["band_lo_s"], wide["band_hi_s"])
+
