@@ -8,7 +8,7 @@ directory's tree hash (every path, mode and byte) is taken before and after. "fi
 changed" is "none" when the hashes are equal. A run writes its manifest before its
 first cell starts, so an unchanged tree also means no cell was started (the in-process
 test, tests/unit/test_cli_errors.py, checks that directly with a tripwire). With
-`--issue 27` only the cases of issue 27 run (tests/bad_inputs.py: ISSUE27), and the
+`--issue 27` only the cases of tests/bad_inputs.py's ISSUE27 run, and the
 table shows the sha256 tree hash of the input run (runs/earlier, the run most cases
 name) before and after each case; the whole working directory is still compared. The
 last line sums up; the exit status is 1 if any case was not refused with exit 2 and one

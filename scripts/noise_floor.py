@@ -1,5 +1,5 @@
 """The machine's own noise floor: how much of a cell's between-repetition spread is the
-host's, before any launcher, library or communication is involved (issue 60).
+host's, before any launcher, library or communication is involved.
 
 Two measurements on the machine as it is, then the runs given beside them:
 1. the host: one thread multiplying fixed 256x256 matrices in half-second windows for

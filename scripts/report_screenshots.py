@@ -1,4 +1,4 @@
-"""The report's pictures in docs/, from one browser run (issue 61): the recorded runs'
+"""The report's pictures in docs/, from one browser run: the recorded runs'
 reports are built, read by hvd_vs_ddp/reports/browser_check.py (no picture is taken of a
 report with findings), and photographed in the same headless Chromium at 1366 px, so the
 pictures never drift from what the report looks like.

@@ -60,7 +60,7 @@ fi
 if [[ "$SETUP" != 0 ]] && [[ -n "${CI:-}" || "${HVD_VS_DDP_TEST_SHELLCHECK:-}" == 1 ]]; then
     test_tool shellcheck tests/unit/test_k8s_manifests.py shellcheck
 fi
-# --- issue 61: the reports read in a browser (tests/unit/test_report_browser.py) -------
+# --- the reports read in a browser (tests/unit/test_report_browser.py) -----------------
 # Chromium from Debian's archive (a test tool, like shellcheck: installed in CI or with
 # HVD_VS_DDP_TEST_BROWSER=1; Playwright drives it as the system browser, nothing is
 # downloaded at run time) and axe-core, pinned, from npm into the project's cache (never
@@ -81,7 +81,7 @@ if [[ "$SETUP" != 0 ]] && [[ -n "${CI:-}" || "${HVD_VS_DDP_TEST_BROWSER:-}" == 1
         fi
     fi
 fi
-# --- end issue 61 ---------------------------------------------------------------------
+# --- end of the reports read in a browser ---------------------------------------------
 # tests/system/test_dead_rank.py also kills ranks under Open MPI 5's mpirun and MPICH's
 # mpiexec: their PyPI wheels, each in a virtualenv of its own under the project's cache
 # (~/.cache/hvd-vs-ddp/mpi by default; scripts/install_mpis.sh says how it is chosen;

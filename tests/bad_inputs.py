@@ -3,8 +3,8 @@ with one line "hvd-vs-ddp: error: ..." and exit 2, before any process starts, ch
 nothing.
 
 One table (`CASES`) for the test (tests/unit/test_cli_errors.py: every case in
-process, a few through the real command) and for the evidence tables of issues 15 and
-27 (benchmarks/bad_inputs_table.py: every case through the real command; `--issue 27`:
+process, a few through the real command) and for the evidence tables
+(benchmarks/bad_inputs_table.py: every case through the real command; `--issue 27`:
 the cases of `ISSUE27`, with the input run's hash before and after). `workdir(root)`
 builds the directory they run in: a copy of a recorded run and some broken inputs
 (run directories missing what a report needs, files of every kind an output must not
@@ -93,7 +93,7 @@ CASES: list[Case] = [
        "cannot change a resumed run"),
     _c(run("--resume", "runs/earlier", "--preset", "full"), "--preset", "resumed run"),
     _c(run("--resume", ""), "--resume", "empty"),
-    # -- run: --input (the input-pipeline axis, issue 51)
+    # -- run: --input (the input-pipeline axis)
     _c(run("--input", "jpg"), "--input", "unknown input", "memory, jpeg"),
     _c(run("--input", ""), "--input", "empty"),
     _c(run("--input", "jpeg", "--workloads", "gpt"), "--input jpeg", "labelled images"),
@@ -334,7 +334,7 @@ CASES: list[Case] = [
 ]
 
 
-# -- issue 27 (and 28's bad specs): values judged by their owners, outputs never over inputs
+# -- values judged by their owners, outputs never over inputs, bad workload specs
 P = ["--devices", "8", "--interconnect", "ib-hdr"]  # a valid projection target
 BROKEN = "ext/broken.py"
 ISSUE27: list[Case] = [
@@ -381,7 +381,7 @@ ISSUE27: list[Case] = [
     _c(run("--suite-args=--max-bytes 1099511627776"), "--max-bytes", "must be <= 17179869184"),
     _c(run("--suite-args=--rounds 1000000000"), "--rounds", "must be <= 100000"),
     _c(["run", "--runs-dir", "runs/earlier/cells", "--name", "x"], "inside the run directory"),
-    # run: workloads from outside the project (issue 28), refused before any rank starts
+    # run: workloads from outside the project, refused before any rank starts
     _c(run("--workloads", "no.such.module:make_workload"), "cannot import module"),
     _c(run("--workloads", "ext/nothere.py:make_workload"), "no such file"),
     _c(run("--workloads", f"{BROKEN}:nope"), "has no function 'nope'"),
@@ -455,7 +455,7 @@ ISSUE27: list[Case] = [
 ]
 CASES += ISSUE27
 
-# issue 50: names judged whole (re.fullmatch: `$` matches before a trailing newline), a
+# names judged whole (re.fullmatch: `$` matches before a trailing newline), a
 # workload's own check after its factory built it, plans that cannot measure a recovery
 ISSUE50: list[Case] = [
     _c(run("--name", "nightly\n"), "run name", "no path separators"),

@@ -307,7 +307,7 @@ def _add_project(sub) -> None:
                      help="Monte Carlo draws for the bands (default 400)")
     pro.add_argument("-o", "--output", type=argtypes.given, help="the JSON to write (default: "
                      "RUN_DIR/projection.json; with --compute-ms, none)")
-    # issue 51: the input pipeline on the host, where the run did not measure it
+    # the input pipeline on the host, where the run did not measure it
     pro.add_argument("--loader-cpu-ms", type=argtypes.milliseconds, help="the host input "
                      "pipeline: CPU ms its DataLoader workers spend on one batch of one rank "
                      "(decode and augment), measured elsewhere")

@@ -36,7 +36,7 @@ level 1-alpha_k over n repetitions (s = h/z_k), one more repetition gives about
 h' = z_{k+1} s sqrt(n/(n+1)); the estimate's distance d from the nearer margin edge moves
 by about s/sqrt(n+1); the chance to settle is Phi((d - h') / (s/sqrt(n+1))).
 
-The answer's pairs first (issue 60): the pairs the report's answer rests on (per case
+The answer's pairs first: the pairs the report's answer rests on (per case
 and world size the best Horovod against the best DDP, and each tuning best-vs-best:
 run_model/judged.py `headline`) get repetitions before any other open pair. A pair whose
 chance to settle by its cap is negligible (`cap_chance` < GIVE_UP: the estimate at

@@ -1,4 +1,4 @@
-"""Sizes that fill a modern GPU: the presets' workloads as a GPU user trains them (issue 58).
+"""Sizes that fill a modern GPU: the presets' workloads as a GPU user trains them.
 
 The presets' workload sizes are chosen for a 2-core CPU machine (ResNet-50 at 64 px,
 batch 8; a 4-layer GPT of width 128). On a GPU such a step takes a few milliseconds, so

@@ -1,4 +1,4 @@
-"""The command line of a cell across emulated hosts (issue 66; docs/links.md).
+"""The command line of a cell across emulated hosts (docs/links.md).
 
 The runner (hvd_vs_ddp/cli/runner.py) makes two hosts for such a cell
 (hvd_vs_ddp/links/hosts.py, one rank on each, a link shaped to the cell's rate between

@@ -246,7 +246,7 @@ EMULATED_HOSTS = 2  # one rank per host; one veth pair joins two
 
 
 def with_links(cells: list[Cell], links: tuple[str, ...]) -> list[Cell]:
-    """Each timed cell of a distributed backend at 2 ranks once per link (issue 66):
+    """Each timed cell of a distributed backend at 2 ranks once per link:
     loopback is the cell as it is; a rate is the same cell, its throughput suite only,
     across two emulated hosts joined by a link of that rate (`-link<rate>` ends its id).
     Its compute-only reference, timeline twin and untimed suites stay on one host (the

@@ -25,7 +25,7 @@ reducer replaces the C++ one, which then records nothing (no steps are read).
 Off (`sample_rate=0`): DDP still samples its first 10 iterations and then every
 100th (its default); nothing is read.
 
-Deferred (`deferred=True`, the throughput suite on a GPU; issue 58): DDP times a sampled
+Deferred (`deferred=True`, the throughput suite on a GPU): DDP times a sampled
 iteration with CUDA events and reads them at the next forward pass by synchronizing on
 them, and the forward hook reads its statistics on the training thread: at sample rate 1
 that makes the host wait for the device every step, a cost of the harness's asking

@@ -226,7 +226,7 @@ FULL = (
     KnobSet("checkpointing", checkpointing=True),
     KnobSet("keep-grads", set_to_none=False),
     KnobSet("channels-last", channels_last=True, gpu_only=True),
-    # how an H100/H200 user trains an image model: bf16 autocast in NHWC (issue 58; the
+    # how an H100/H200 user trains an image model: bf16 autocast in NHWC (the
     # presets' GPU sizes, hvd_vs_ddp/cli/gpu_sizes.py)
     KnobSet("bf16-channels-last", precision="bf16", channels_last=True, gpu_only=True),
 )

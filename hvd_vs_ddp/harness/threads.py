@@ -11,10 +11,10 @@ The plan is recorded in the results (machine_info.hvd_vs_ddp.threads) with every
 actual `torch.get_num_threads()`, and a warning is logged when ranks x threads exceed
 the node's cores.
 
-Core binding (issue 60, `--bind-cores auto|off`, off by default: on this 2-core machine
-three repetitions of the quick preset's gpt cells bound and unbound gave no narrower
-spread between repetitions, and Horovod's MPI controller, whose thread spins on rank 0,
-read 154 against 191 samples/s bound; docs/methodology.md): where the launcher left a rank free to
+Core binding (`--bind-cores auto|off`, off by default: on this 2-core machine three
+repetitions of the quick preset's gpt cells bound and unbound gave no narrower spread
+between repetitions, and Horovod's MPI controller, whose thread spins on rank 0, read 154
+against 191 samples/s bound; docs/methodology.md): where the launcher left a rank free to
 run on every core (torchrun, horovodrun, mpirun --bind-to none; not srun -c N), `bind`
 gives each rank of a node a disjoint share of the cores it may use (local rank r of L:
 the r-th slice of cores // L), before any thread of the library starts, so the rank's

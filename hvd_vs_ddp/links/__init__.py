@@ -1,4 +1,4 @@
-"""Emulated hosts over a link of a set rate (issue 66; docs/links.md).
+"""Emulated hosts over a link of a set rate (docs/links.md).
 
 Two "hosts" on this machine, each a network namespace with its own hostname and
 /etc/hosts, joined by a veth pair whose both directions a token-bucket filter shapes

@@ -29,7 +29,7 @@ head to head (data/head_to_head.csv) and one library each (data/published.csv), 
 one source out, and prints every row and the goals; docs/projection.md records the table.
 `python -m hvd_vs_ddp.projection.extrapolation` holds it by extrapolation (each study's
 one-node rows predict the rest): the model's error grows with the scale factor, and
-every band carries the error at its own (issue 62).
+every band carries the error at its own.
 """
 
 MIN_DRAWS = 40  # a 95% band needs draws in both of its 2.5% tails (1 in 40): fewer, refused

@@ -10,11 +10,11 @@ assumptions made for it:
 - hvd_vs_ddp/projection/data/published.csv: one library each (PyTorch's DDP benchmark
   README, Horovod's docs/benchmarks.rst; NVIDIA DeepLearningExamples' BERT-large tables,
   DDP in PyTorch to 256 GPUs and Horovod in TensorFlow 2 to 512: the values at 256
-  devices and more, issue 51).
+  devices and more).
 
 Everything reported is leave-one-source-out (hvd_vs_ddp/projection/errors.py): a row's
 band carries the model's error and the publications' noise estimated from the other
-sources' rows only. Goals (issue 29): the projected verdict agrees with the published
+sources' rows only. Goals: the projected verdict agrees with the published
 ratio on >= 80% of head-to-head rows, the median absolute error is <= 10% for each
 library, the bands hold >= 80% of the published values.
 
@@ -52,7 +52,7 @@ from hvd_vs_ddp.run_model.margin import DEFAULT_MARGIN, FASTER, classify
 GOAL = 0.10            # median absolute error per library
 GOAL_AGREEMENT = 0.80  # verdicts that match the published ratio's
 GOAL_COVERAGE = 0.80   # published values inside their band
-# issue 51: at scale, scaling efficiency (per-device throughput over one device's) in
+# at scale, scaling efficiency (per-device throughput over one device's) in
 # points, leave one source out, per library
 SCALE = 256
 GOAL_SCALE_MEDIAN = 5.0
@@ -72,7 +72,7 @@ def assess(row: Row, me: ModelError | None, margin: float = DEFAULT_MARGIN,
     band and the ratio's measurement band must hold a published figure (model error and
     noise), the verdict's band is about the true ratio (model error alone)."""
     rng = np.random.default_rng([seed, row.devices])
-    n = row.devices  # projected from one device's compute time (issue 62: the scale)
+    n = row.devices  # projected from one device's compute time: n is the scale
     for v in row.values:
         v.projected = band(v.draws, me, v.library, rng, scale=n)
     if row.ratio_draws is not None and row.ratio_published is not None:
@@ -88,7 +88,7 @@ def loso(draws: int = DRAWS, margin: float = DEFAULT_MARGIN, split: str = "noise
          floor: float = 0.0, growth: bool = False) -> list[Row]:
     """Every row assessed with the error estimated without its own source (`split`,
     `floor`: errors.model_error's variants; `growth`: with the error's growth with the
-    scale factor, fitted by extrapolation without the source as well, issue 62)."""
+    scale factor, fitted by extrapolation without the source as well)."""
     from hvd_vs_ddp.projection import extrapolation
 
     projected = project_all(draws)
@@ -167,13 +167,13 @@ def judge_file(path: Path, draws: int = DRAWS, margin: float = DEFAULT_MARGIN) -
 @cache
 def current_error(draws: int = DRAWS) -> ModelError:
     """The error a new projection carries: every in-scope source's residuals, and its
-    growth with the scale factor fitted by extrapolation (issue 62)."""
+    growth with the scale factor fitted by extrapolation."""
     from hvd_vs_ddp.projection import extrapolation
     return extrapolation.current(draws)
 
 
 def at_scale(assessed: list[Row], smallest: int = SCALE) -> dict:
-    """Issue 51's goal: at `smallest` devices and more, each library's scaling
+    """The goal at scale: at `smallest` devices and more, each library's scaling
     efficiency error in points (projected median - published, x 100), leave one source
     out as every row here, with the sources it rests on."""
     out: dict = {}

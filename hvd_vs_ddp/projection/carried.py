@@ -1,4 +1,4 @@
-"""What a projection's bands carry, in `hvd-vs-ddp project`'s words (issue 62).
+"""What a projection's bands carry, in `hvd-vs-ddp project`'s words.
 
 The model's error at the measured size (errors.py's split), its growth with the scale
 factor fitted by extrapolation (extrapolation.py), the error each projected size's band
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from hvd_vs_ddp.projection.model import Inputs, ModelError, error_scale
 
-# issue 62: a CPU run projected to GPU nodes measured no GPU. Its Horovod/DDP gap comes
-# from ranks sharing a few cores (Horovod's background thread among them): on this
+# A CPU run projected to GPU nodes measured no GPU. Its Horovod/DDP gap comes from
+# ranks sharing a few cores (Horovod's background thread among them): on this
 # project's CPU runs 0.54-0.82 (README, docs/projection.md) where the published GPU
 # head-to-heads are 0.93-1.05, a distance of up to |log 0.54| = 0.62; carried as a
 # further error of sd 0.3 in log (95%: x/÷ 1.8) on both libraries and the ratio
@@ -44,7 +44,7 @@ def error_note(model_error: ModelError | None) -> str:
 
 
 def carried(inputs: Inputs, sizes: list[int]) -> str:
-    """The error each size's band carries, in words (issue 62)."""
+    """The error each size's band carries, in words."""
     me, parts = inputs.model_error, []
     assert me is not None
     for n in sorted(n for n in set(sizes) if n > 1):

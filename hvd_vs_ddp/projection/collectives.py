@@ -81,7 +81,7 @@ class Fabric:
             return 0.0
         c = self._flat()
         steps = 2 * (p - 1)
-        if self.nodes > 1 and self.inter is not None:  # issue 51: hops split by link
+        if self.nodes > 1 and self.inter is not None:  # hops split by link
             inter_steps = 2 * (self.nodes - 1)
             lat = (steps - inter_steps) * self.intra.alpha + inter_steps * self.inter.alpha
         else:

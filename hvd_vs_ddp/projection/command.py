@@ -96,7 +96,7 @@ def check(args) -> dict[str, Any]:
         s["compute_s"] = args.compute_ms / 1000
         s["batch"] = args.batch_size or 32
     s["workloads"] = list(args.workloads) if args.workloads else None
-    _check_pipeline(args, s)  # issue 51
+    _check_pipeline(args, s)  # the input pipeline on the host
     s["controller"] = args.controller
     s["optimizer"] = getattr(args, "optimizer", None) or "foreach"
     s["margin"] = DEFAULT_MARGIN if args.margin is None else args.margin
@@ -106,11 +106,11 @@ def check(args) -> dict[str, Any]:
     if out and Path(out).is_dir():
         raise ProjectError(f"--output {out}: is a directory; name a .json file")
     s["output"] = Path(out) if out else None
-    _check_output(args, s)  # issue 27: the output gate
+    _check_output(args, s)  # the output gate
     return s
 
 
-# -- issue 51: the input pipeline on the host ----------------------------------
+# -- the input pipeline on the host --------------------------------------------
 def _check_pipeline(args, s: dict[str, Any]) -> None:
     """--loader-cpu-ms (with --loader-workers, --host-cores) describes a host pipeline
     measured elsewhere; --input-on-device says there is none on the host."""
@@ -149,10 +149,10 @@ def _pipeline(s: dict[str, Any], inputs: Inputs, run_cores: int | None) -> None:
     if s["input_on_device"]:
         inputs.host, inputs.pipeline_measured = None, True
         inputs.notes.append("input not loaded on the host (--input-on-device)")
-# -- end of issue 51
+# -- end of the input pipeline on the host
 
 
-# -- issue 27: the output gate (hvd_vs_ddp/common/outputs.py) ------------------
+# -- the output gate (hvd_vs_ddp/common/outputs.py) ----------------------------
 def _inputs(args) -> tuple[str, ...]:
     """What the projection is made from, as its file records it: the run, resolved."""
     return (str(Path(args.run_dir).resolve()),) if args.run_dir else \
@@ -172,7 +172,7 @@ def _check_output(args, s: dict[str, Any]) -> None:
         outputs.check_one(outputs.Output(s["output"], output_formats.PROJECTION, s["inputs"]))
     except outputs.OutputRefused as exc:
         raise ProjectError(f"--output {exc}" if args.output else str(exc)) from None
-# -- end of issue 27
+# -- end of the output gate
 
 
 def _standalone(args, s) -> list[tuple[str, Inputs, list]]:
@@ -234,12 +234,12 @@ def run(args) -> int:
     model_error = against_published.current_error(VALIDATION_DRAWS) if s["links"] is not None \
         else None
     for name, inputs, measured in items:
-        _pipeline(s, inputs, inputs.run_cores)  # issue 51
+        _pipeline(s, inputs, inputs.run_cores)  # the input pipeline on the host
         inputs.controller = s["controller"]
-        inputs.optimizer = s["optimizer"]  # issue 51: the host tail's per-gradient part
+        inputs.optimizer = s["optimizer"]  # the host tail's per-gradient part
         inputs.gpu = s["links"] is not None
         inputs.model_error = model_error
-        if model_error is not None and inputs.run_on_cpu:  # issue 62: CPU run, GPU target
+        if model_error is not None and inputs.run_on_cpu:  # CPU run, GPU target
             inputs.model_error = replace(model_error, distance=CPU_TO_GPU)
             inputs.notes.append(CPU_NOTE)
         inputs.notes.append(error_note(inputs.model_error))
@@ -252,7 +252,7 @@ def run(args) -> int:
     if s["output"] is not None:
         from hvd_vs_ddp.results_schema.io import write_json_atomic
         s["output"].parent.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(s["output"], doc, kind=FORMAT, inputs=s["inputs"])  # issue 27
+        write_json_atomic(s["output"], doc, kind=FORMAT, inputs=s["inputs"])  # the output gate
         print(s["output"])
     return 0
 
@@ -274,7 +274,7 @@ def _document(args, s: dict) -> dict[str, Any]:
                              and r["name"] in (s["links"].intra.name, getattr(
                                  s["links"].inter, "name", None))]},
         "calibrated": not args.no_calibrate, "workloads": [],
-        "inputs": list(s["inputs"])}  # issue 27: what the output gate compares
+        "inputs": list(s["inputs"])}  # what the output gate compares
 
 
 def _project_workload(args, s: dict, name: str, inputs, measured) -> dict[str, Any]:

@@ -22,7 +22,7 @@ projection less sure of the truth. Before this split the inputs were drawn and t
 whole residual spread added on top, counting the inputs twice and the noise as model
 error (docs/projection.md, 'Bands').
 
-Issue 62: this split is the error at the measured size. How it grows with the scale
+This split is the error at the measured size. How it grows with the scale
 factor (devices projected over devices measured) is fitted by extrapolation in
 hvd_vs_ddp/projection/extrapolation.py (`ModelError.growth`); `band(..., scale=s)`
 draws it.

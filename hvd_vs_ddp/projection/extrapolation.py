@@ -3,7 +3,7 @@
 Leave one source out (against_published.py) measures interpolation: each source's rows
 sit among similar rows of other sources. A user has one node (or one device's compute
 time) and asks about many. This module judges every published value as that user would
-get it (issue 62):
+get it:
 - each study's rows of one configuration (CONFIG_FIELDS but the sizes) are a group; the
   group's rows at <= 1 node (else <= 16 devices) are what a user would have measured.
   The largest such size is the base: the model is calibrated there (the published value
@@ -24,22 +24,22 @@ carries. A library's g is calibrated on the studies, not the rows (`_growth`): t
 of the rows' conformal 95% quantile and the widest study's own 95th percentile, over
 1.96, so a band of 1.96 sd(s) holds 95% of every study's values at every scale, the
 one study whose losses no term explains (Bagua's VGG16 over 100 GbE TCP) included. The
-first round of issue 62 took the rows' 95th percentile ("rows"): the many small
-residuals of the quiet studies outnumbered Bagua's, and its bands missed a third of
-them. A library's g is never below the two libraries' pooled g (thin data borrow the
-wider), and the ratio's g (the rows' percentile, `fit`) falls back to the pooled one
-under MIN_FIT residuals.
+rows' 95th percentile alone ("rows", kept for comparison) is too narrow: the many small
+residuals of the quiet studies outnumber Bagua's, and its bands miss a third of them. A
+library's g is never below the two libraries' pooled g (thin data borrow the wider), and
+the ratio's g (the rows' percentile, `fit`) falls back to the pooled one under MIN_FIT
+residuals.
 
 `python -m hvd_vs_ddp.projection.extrapolation` prints each study's own growth and, per
-key and scale-factor band (2-8x, 8-64x, >= 64x), the share of published values inside
-the 95% band with its binomial interval, with no growth (before issue 62), the first
-round's growth and today's, four ways (HOLDS): nothing held out (every published value
-against the band `project` carries: the calibration of issue 62's item 4), held out by
-row (a jackknife), by source and by cluster (interconnect and GPU generation). Held out
-by source or cluster, Bagua's values are missed whatever the method: no other study
-loses more than 0.03 per doubling where it loses 0.20, so no fit without it reaches it;
-with K studies a new one exceeds the widest with chance 1/(K+1) (1/7 here). Bands with
-fewer than MIN_CLAIM values are too few to claim a coverage (DDP past 64x: one).
+key and scale-factor band (2-8x, 8-64x, >= 64x), the share of published values inside the
+95% band with its binomial interval, with no growth, with the "rows" growth and with the
+"sources" one, four ways (HOLDS): nothing held out (every published value against the band
+`project` carries: its calibration), held out by row (a jackknife), by source and by
+cluster (interconnect and GPU generation). Held out by source or cluster, Bagua's values
+are missed whatever the method: no other study loses more than 0.03 per doubling where it
+loses 0.20, so no fit without it reaches it; with K studies a new one exceeds the widest
+with chance 1/(K+1) (1/7 here). Bands with fewer than MIN_CLAIM values are too few to
+claim a coverage (DDP past 64x: one).
 
     python -m hvd_vs_ddp.projection.extrapolation            # the tables
     python -m hvd_vs_ddp.projection.extrapolation --markdown # as docs/projection.md has it
@@ -66,7 +66,7 @@ BANDS = (("2-8x", 2.0, 8.0), ("8-64x", 8.0, 64.0), (">=64x", 64.0, math.inf))
 LIBS = ("ddp", "horovod")
 GOAL_BAND_COVERAGE = 0.90
 MIN_CLAIM = 10       # fewer values in a scale band: too few to claim its coverage
-METHODS = ("rows", "sources")   # _growth's: the first round's, and now
+METHODS = ("rows", "sources")   # _growth's: the rows' percentile, and the one in use
 HOLDS = ("none", "row", "source", "cluster")
 _F = {name: i for i, name in enumerate(CONFIG_FIELDS)}
 _GPU = {"nvlink2": "V100", "nvlink3": "A100", "nvlink4": "H100", "pcie3": "P100"}
@@ -145,8 +145,8 @@ def _scores(rs: list[Extrapolated], base: ModelError) -> dict[str, list[float]]:
 
 def _growth(rs: list[Extrapolated], base: ModelError, method: str = "sources") -> float | None:
     """g (the sd's growth per doubling) from the residuals' scores (`_scores`), over Z:
-    - "rows" (the first round of issue 62): the rows' 95th percentile;
-    - "sources" (now): the larger of the rows' conformal quantile (the
+    - "rows" (for comparison): the rows' 95th percentile;
+    - "sources" (in use): the larger of the rows' conformal quantile (the
       ceil((n + 1) 0.95)-th smallest score: a finite-sample 95% bound for a new row
       exchangeable with them) and the widest source's own 95th percentile. Rows of one
       study share its cluster, software and reader, so they are not exchangeable with
@@ -228,17 +228,17 @@ def _keep(hold: str, r: Extrapolated) -> Callable[[Extrapolated], bool]:
 class Judged(NamedTuple):
     r: Extrapolated
     before: float     # band half-width (log, 95%): the interpolation error, constant
-    first: float      # with the growth as issue 62's first round fitted it ("rows")
-    after: float      # with the growth as fitted now ("sources")
+    first: float      # with the growth as "rows" fits it
+    after: float      # with the growth as "sources" fits it (the one in use)
 
 
 def judged(draws: int = DRAWS, hold: str = "source") -> list[Judged]:
     """Each residual with its band's half-width (log, 95%) before (the leave-one-source-
-    out error, constant in the scale), with the first round's growth and with today's,
+    out error, constant in the scale), with the "rows" growth and with the "sources" one,
     the growth fitted without the residual's own source (`hold` "source"), cluster
     ("cluster") or the residual alone ("row": a jackknife, rows taken as exchangeable),
-    or from every residual ("none": the bands as `project` carries them, issue 62's
-    item 4; the base is then errors.py's split from every source)."""
+    or from every residual ("none": the bands as `project` carries them; the base is then
+    errors.py's split from every source)."""
     if hold not in HOLDS:
         raise ValueError(f"hold {hold!r}: expected one of {', '.join(HOLDS)}")
     projected = project_all(draws)
@@ -270,8 +270,8 @@ def _share(k: int, n: int) -> str:
 
 def table(j: list[Judged]) -> list[dict]:
     """Per key and scale-factor band: residuals, sources, median and worst |error|, and
-    the share inside the band before, with the first round's growth and now (each with
-    a 95% binomial interval: `interval`)."""
+    the share inside the band with no growth, with the "rows" growth and with the
+    "sources" one (each with a 95% binomial interval: `interval`)."""
     out = []
     for key in KEYS:
         for name, lo, hi in BANDS:

@@ -20,9 +20,9 @@ fields, read with getattr so that runs without them work: input_mode, loader_wor
 host_cpu_cores, loader_cpu_cores, data_wait_s), or from `hvd-vs-ddp project`'s flags
 (--loader-cpu-ms, --loader-workers, --host-cores) for a pipeline measured elsewhere.
 
-What grows with N when the loader shares the cores (issue 51, third round): Horovod's
-step ends with two hand-offs between threads, each a thread that spins for its event
-and must be on a core to see it (read in horovod/horovod at 2626dc87):
+What grows with N when the loader shares the cores: Horovod's step ends with two
+hand-offs between threads, each a thread that spins for its event and must be on a core
+to see it (read in horovod/horovod at 2626dc87):
 - the finalizer waits for the last response's completion in cudaEventSynchronize
   (horovod/common/ops/cuda_operations.cc WaitForEvents) on an event made with
   cudaEventDisableTiming alone: under the CUDA runtime's default schedule

@@ -128,15 +128,15 @@ def from_run(run_dir: Path, links: Links | None, per_node: int,
             raise ProjectionInputError(f"--workloads {w}: not in {run_dir} (it has "
                                        f"{', '.join(names)})")
     out = []
-    # issue 51: a run with the input-pipeline axis projects each input mode apart
+    # a run with the input-pipeline axis projects each input mode apart
     # (tensors in memory, or JPEG files decoded on the host): "<workload> [jpeg]"
     cases = [(w, mode) for w in workloads or names for mode in _modes(run.bench, w)]
     for w, mode in cases:
         comp = [(r, k) for r, k in run.bench if r.KIND == "compute_only" and r.workload == w
                 and _mode(r) == mode] or [(r, k) for r, k in run.bench
                                            if r.KIND == "compute_only" and r.workload == w]
-        # fitted on one host's cells only: a cell across emulated hosts (issue 66, its
-        # record's `link`) is what python -m hvd_vs_ddp.projection.links predicts
+        # fitted on one host's cells only: a cell across emulated hosts (its record's
+        # `link`) is what python -m hvd_vs_ddp.projection.links predicts
         thr = [(r, k) for r, k in run.bench if r.KIND == "throughput" and r.workload == w
                and _mode(r) == mode and not getattr(r, "link", None)]
         ref, base, conc_median = _reference(run, w, comp, thr, rng)
@@ -268,7 +268,7 @@ def _case_inputs(run: _Run, w: str, comp: list, thr: list, ref: int, base: np.nd
     inputs.notes += run.left_out
     inputs.disturbed = list(run.disturbed)
     inputs.run_cores = run.cores
-    inputs.run_on_cpu = not run.on_gpu  # issue 62: its distance to GPU targets is carried
+    inputs.run_on_cpu = not run.on_gpu  # its distance to GPU targets is carried
     _stragglers(inputs, [r for r, _ in comp if (r.concurrent_ranks or r.world_size) == ref]
                 or [r for r, _ in thr if r.world_size == 1])
     _host_pipeline(inputs, [r for r, _ in thr], run.cores)
@@ -285,7 +285,7 @@ def _modes(bench: list, workload: str) -> list[str]:
     return sorted(found or {"memory"}, key=lambda m: (m != "memory", m))
 
 
-# -- issue 51: what grows with N, from one node's measurements ------------------
+# -- what grows with N, from one node's measurements ---------------------------
 def _stragglers(inputs: Inputs, recs: list) -> None:
     """The per-rank step spread (stragglers.py) from the reference cells' per-rank
     steps: each repetition's fit (the tail's excess in seconds: relative times that

@@ -1,6 +1,5 @@
-"""The projection held to a link of a set rate (issue 66 item 4): fit on a run's loopback
-cells, predict its cells across emulated hosts, and say how far each prediction lies
-from what was measured.
+"""The projection held to a link of a set rate: fit on a run's loopback cells, predict its
+cells across emulated hosts, and say how far each prediction lies from what was measured.
 
 A CPU target over a TCP link of a given rate, a mode of its own: nothing here adds a
 CPU-to-GPU distance. Per run, workload and library series at 2 ranks, from the loopback

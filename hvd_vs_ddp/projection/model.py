@@ -52,7 +52,7 @@ class Library:
     residual_s: float = 0.0
     residual_devices: int = 0
     accepted: tuple[int, ...] = ()  # the hypotheses (draw numbers) calibration kept
-    # issue 51: the script copies each batch from pageable host memory (terms.py,
+    # the script copies each batch from pageable host memory (terms.py,
     # 'pageable input'): a published row's `unpinned` column
     pinned: bool = True
 
@@ -98,20 +98,20 @@ class Inputs:
     # cells of the run the inputs come from whose timings kept other work's load
     # (hvd_vs_ddp/run_model/disturbed.py): no projected verdict from them is firm
     disturbed: list[str] = field(default_factory=list)
-    # issue 51: a rank's step-to-step spread (stragglers.py), ranges of the body's sigma
+    # a rank's step-to-step spread (stragglers.py), ranges of the body's sigma
     # and of the tail's mean excess in seconds: from the run's per-rank steps; None: the
     # GPU defaults on GPU targets, none on a run's own fits
     jitter: tuple[tuple[float, float], tuple[float, float]] | None = None
-    # issue 51: the input pipeline's host cost (host.py); None: not on the host (tensors
+    # the input pipeline's host cost (host.py); None: not on the host (tensors
     # in memory, or decoded on the GPU), or not measured (`pipeline_measured`)
     host: HostPipeline | None = None
     pipeline_measured: bool = False  # the run (or flags) said what feeds the ranks
     run_cores: int | None = None     # the host cores of the run it comes from
-    # issue 51: the optimizer's implementation (terms.py 'optimizer launches'): "foreach"
+    # the optimizer's implementation (terms.py 'optimizer launches'): "foreach"
     # (torch >= 2.0 on CUDA, today's default) or "loop" (one launch or more per parameter)
     optimizer: str = "foreach"
     input_bytes: float = 0.0         # bytes of one sample's input (a pageable copy's size)
-    run_on_cpu: bool = False         # issue 62: the run it comes from had no GPU
+    run_on_cpu: bool = False         # the run it comes from had no GPU
 
     @property
     def jitter_range(self) -> tuple[tuple[float, float], tuple[float, float]]:
@@ -149,7 +149,7 @@ class ModelError:
     n: dict[str, int]
     total: dict[str, float] = field(default_factory=dict)
     inputs: dict[str, float] = field(default_factory=dict)
-    # issue 62: the model's error grows with the scale factor s (devices projected over
+    # the model's error grows with the scale factor s (devices projected over
     # devices measured): `growth[key]` x log2(s) in quadrature, fitted by extrapolation
     # (hvd_vs_ddp/projection/extrapolation.py) from `growth_rows` residuals
     growth: dict[str, float] = field(default_factory=dict)
@@ -252,7 +252,7 @@ def _pageable_input(inputs: Inputs, lib: Library, step: Step, terms: Drawn) -> S
 
 
 def exposed_host_s(step: Step) -> float:
-    """The host work a rank does while its GPU waits (issue 51): Horovod's walk over its
+    """The host work a rank does while its GPU waits: Horovod's walk over its
     last handles and its host tail, a pageable input copy and its batch's hand-off."""
     return sum(step.terms.get(k, 0.0) for k in ("synchronize", "host tail",
                                                 "pageable input",
@@ -383,8 +383,8 @@ def calibrate(inputs: Inputs, measured_step_s: dict[str, tuple[int, float]],
 
 
 def error_scale(inputs: Inputs, n: int, lib: Library | None = None) -> float:
-    """Issue 62: the scale factor the model's error grows with, devices projected over
-    devices measured: the size `lib` (else every library) was calibrated at, 1 where
+    """The scale factor the model's error grows with, devices projected over devices
+    measured: the size `lib` (else every library) was calibrated at, 1 where
     only a compute time was measured, and 1 for a CPU run projected to GPUs (it
     measured no GPU at any size)."""
     if inputs.run_on_cpu and inputs.gpu:

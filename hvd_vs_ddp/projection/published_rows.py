@@ -34,9 +34,9 @@ CONFIG_FIELDS = ("source", "library", "model", "batch", "devices", "per_node", "
                  "inter", "nics_per_node", "algorithm", "controller", "nccl_avg",
                  "ddp_bucket_mb", "bucket_mb", "fusion_mb", "cycle_ms", "ready_wait",
                  "optimizer", "unpinned", "grad_dtype", "reduce_after_backward")
-# issue 51: a row's optimizer implementation (`optimizer`: "foreach", torch >= 2.0's
-# default on CUDA, or "loop"; empty: "loop", the rows that predate torch 2.0 and the
-# host tail as it was first charged) and the libraries whose script loads unpinned: the
+# a row's optimizer implementation (`optimizer`: "foreach", torch >= 2.0's default on
+# CUDA, or "loop"; empty: "loop", as the rows that predate torch 2.0 ran) and the
+# libraries whose script loads unpinned: the
 # main thread receives each batch from the workers and copies it from pageable memory
 # (`unpinned`: "horovod", "ddp", "ddp horovod"; empty: none; terms.py 'pageable input',
 # 'unpinned hand-off')

@@ -129,8 +129,8 @@ class Drawn:
     nccl_avg: bool = True
     bucket_view: bool = False
     gpu_ready_wait: bool = True    # Horovod >= 0.23 without timeline (see above)
-    wake_s: float = 0.0            # mean wake-up delay of the background thread (issue 51)
-    pageable_bytes_per_s: float = 0.0  # an input copy from pageable memory (issue 51)
+    wake_s: float = 0.0            # mean wake-up delay of the background thread
+    pageable_bytes_per_s: float = 0.0  # an input copy from pageable memory
     unpinned_handoff_s: float = 0.0  # the main thread receives an unpinned batch
     host_sigma: float = 0.0        # exposed host work's spread (host_jitter)
     host_tail: float = 0.0         # its tail's mean excess, relative
@@ -197,7 +197,7 @@ def draw(rng: np.random.Generator, intra: str = "nvlink4", controller: str = "mp
         controller=controller, nccl_avg=nccl_avg, bucket_view=bucket_view,
         gpu_ready_wait=gpu_ready_wait,
         wake_s=_u(rng, "cycle_wake_us") * 1e-6)  # last: earlier draws stay as they were
-    # issue 51's second round, drawn after every earlier term (their draws unchanged)
+    # drawn after every term above, so that those terms' draws stay as they are
     foreach = _u(rng, "host_tail_us_per_grad_foreach") * 1e-6
     lo_p, hi_p = PAGEABLE_H2D.get(intra, (4e9, 12e9))
     return replace(
@@ -205,7 +205,7 @@ def draw(rng: np.random.Generator, intra: str = "nvlink4", controller: str = "mp
         pageable_bytes_per_s=float(rng.uniform(lo_p, hi_p)),
         host_sigma=float(rng.uniform(*HOST_JITTER_SIGMA)),
         host_tail=float(rng.uniform(*HOST_JITTER_TAIL)),
-        # issue 51's fifth round, drawn last (every earlier draw unchanged)
+        # drawn last (every earlier draw unchanged)
         unpinned_handoff_s=_u(rng, "unpinned_handoff_us") * 1e-6)
 
 

@@ -1,7 +1,7 @@
 """The validation's tables and its command: every published row, out of sample, the goals.
 
 What is projected and how each row is judged (the two files of published rows, leave
-one source out, configurations and their repeats, the goals of issue 29):
+one source out, configurations and their repeats, the goals):
 hvd_vs_ddp/projection/against_published.py. This module writes it: the rows as text,
 the Markdown tables docs/projection.md carries, projection.json's `validation` block
 (as_json) and the goals' line.
@@ -10,7 +10,7 @@ the Markdown tables docs/projection.md carries, projection.json's `validation` b
     python -m hvd_vs_ddp.projection.validation --markdown  # as docs/projection.md carries it
     python -m hvd_vs_ddp.projection.validation --variants  # each way of carrying the error
     python -m hvd_vs_ddp.projection.validation --growth    # with the error grown by
-                                   # extrapolation, as `project` carries it (issue 62)
+                                   # extrapolation, as `project` carries it
     python -m hvd_vs_ddp.projection.validation --rows more.csv  # your own published rows
     python -m hvd_vs_ddp.projection.validation --term unpinned_handoff_us=550:1100
                                    # the goals with one term's range replaced (repeatable)
@@ -122,7 +122,7 @@ def markdown(assessed: list[Row], split: list[tuple[str, dict]] | None = None) -
 
 
 def scale_line(s: dict) -> str:
-    """Issue 51's goal at scale: each library's efficiency error in points at 256
+    """The goal at scale: each library's efficiency error in points at 256
     devices and more, leave one source out, and what it rests on."""
     a = s["at_scale"]
     g = a["goals"]
@@ -168,7 +168,7 @@ def goals_line(s: dict, how: str = "Leave one source out") -> str:
 
 
 def no_firm_line(s: dict) -> str:
-    """Issue 62: where the agreement falls short because the bands now carry the error's
+    """Where the agreement falls short because the bands carry the error's
     growth with the scale factor, which rows no firm verdict is possible on."""
     rows = s.get("inconclusive_rows", [])
     if s["verdict_agreement"] >= GOAL_AGREEMENT or not rows:

@@ -14,14 +14,14 @@ settle it. A projection from a run whose timings kept other work's load (cells n
 `inputs.disturbed`, hvd_vs_ddp/run_model/disturbed.py) is inconclusive at every size
 above one: that load moved the calibration by an amount no band measures.
 
-Issue 51: where the input pipeline was not measured (a run that fed tensors from memory,
+Where the input pipeline was not measured (a run that fed tensors from memory,
 or --compute-ms without --loader-cpu-ms or --input-on-device), a verdict above one
 device is not firm: the line gives what the model says with the input in memory, that
 decoding on the host can decide it (DataLoader workers compete for the node's cores with
 each library's own threads: Horovod's background thread and GPU finalizer), and how to
 measure it on one node. `verdict_in_memory` keeps the verdict it would have been.
 
-Issue 62: the model's error grows with the scale factor (devices projected over devices
+The model's error grows with the scale factor (devices projected over devices
 measured, hvd_vs_ddp/projection/extrapolation.py). Where the band with that growth
 straddles the margin but the error at the measured size alone would give a firm verdict,
 the line says plainly that no firm verdict is possible at that scale factor, what the
@@ -89,7 +89,7 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
             else 1.0
         lo, hi = _band(ratio, med, inputs.model_error if n > 1 else None, scale, seed, n)
         v = classify(lo, hi, margin) if n > 1 else EQUIVALENT
-        # issue 62: the verdict the band would give without the error's growth with the
+        # the verdict the band would give without the error's growth with the
         # scale factor (the model's error at the measured size only)
         flat = (_band(ratio, med, replace(inputs.model_error, growth={}), scale, seed, n)
                 if n > 1 and inputs.model_error is not None and inputs.model_error.growth
@@ -101,7 +101,7 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
         in_memory = v
         unmeasured = (n > 1 and not held and not getattr(inputs, "pipeline_measured", True)
                       and v in (FASTER, EQUIVALENT))
-        if unmeasured:  # issue 51: a verdict that rests on tensors in memory is not firm
+        if unmeasured:  # a verdict that rests on tensors in memory is not firm
             v = INCONCLUSIVE
         faster = (HOROVOD_LIB if med > 1 else DDP) if v == FASTER else None
         band = f"projected ratio {med:.3f} [{lo:.3f}-{hi:.3f}]"
@@ -138,7 +138,7 @@ def compare(projected: list, inputs, margin: float = DEFAULT_MARGIN, from_run: b
                     "the CPU-to-GPU distance); what would settle it: hvd-vs-ddp run "
                     f"--world-sizes 1,{min(n, inputs.per_node)} on one GPU node of the "
                     "target, then hvd-vs-ddp project that run")
-        elif v_flat in (FASTER, EQUIVALENT):  # issue 62: firm but for the growth
+        elif v_flat in (FASTER, EQUIVALENT):  # firm but for the growth
             word = (f"{'ddp' if med < 1 else 'horovod'} faster" if v_flat == FASTER
                     else f"equivalent within ±{margin:.0%}")
             text = (f"{h.library} vs {d.library}: no firm verdict is possible at {scale:g}x "

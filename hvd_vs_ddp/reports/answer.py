@@ -106,7 +106,7 @@ def answers(data: Data, cmp: pd.DataFrame, margin: float) -> list[dict[str, Any]
         else:
             sentence += "; no Horovod/DDP pair measured here."
         out.append({"run": run, "case": case, "workload": g["workload"].iloc[0],
-                    "input": g["input_mode"].iloc[0],  # the input pipeline (issue 51)
+                    "input": g["input_mode"].iloc[0],  # the input pipeline
                     "world_size": int(ws), "fastest": _side(fastest), "best_horovod": _side(h),
                     "best_ddp": _side(d),
                     "comparison": judged.as_json() if judged is not None else None,
@@ -114,13 +114,13 @@ def answers(data: Data, cmp: pd.DataFrame, margin: float) -> list[dict[str, Any]
     return out
 
 
-# --- issue 29: where the answers hold (hvd_vs_ddp/reports/conditions.py) -------------
+# --- where the answers hold (hvd_vs_ddp/reports/conditions.py) -----------------------
 def where_it_holds(data: Data) -> list[str]:
     """One line per run: the device kind and count, cores per rank, the link between
     ranks, and (labelled) what a projection onto GPUs expects for the same workload."""
     from hvd_vs_ddp.reports.conditions import where_it_holds as lines
     return lines(data)
-# --- end issue 29 -------------------------------------------------------------------
+# --- end of where the answers hold --------------------------------------------------
 
 
 def variance_split(data: Data) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""Where a run's answers hold: one line per run for the report's answer block (issue 29).
+"""Where a run's answers hold: one line per run for the report's answer block.
 
 A measured verdict holds for the machine that measured it: the device kind and count,
 the cores each rank had, the link between ranks. On a CPU host with fewer cores than

@@ -94,7 +94,7 @@ def rep_samples(r: pd.Series, suffix: str = "") -> list:
 def _case_labels(df: pd.DataFrame) -> pd.Series:
     """'resnet50', 'resnet50 [fp16]', plus ', b32/rank' where one workload has several
     batches, and ' [MODE input]' for every input mode but the plain one of its workload:
-    "device" (ready batches, the default since issue 58) where the run fed it so, else
+    "device" (ready batches, the default) where the run fed it so, else
     "memory" (hvd_vs_ddp/workloads/feed.py; the conditions say what each meant)."""
     group = df.groupby(["run", "workload", "knob_set"])
     nbatch = group["per_rank_batch"].transform("nunique")

@@ -1,4 +1,4 @@
-"""Where a cell's variance comes from: between repetitions or step to step (issue 60).
+"""Where a cell's variance comes from: between repetitions or step to step.
 
 A verdict's interval is as wide as the variance of a repetition's mean throughput, which
 has two parts: what differs from one fresh process to the next (where ranks and threads

@@ -3,7 +3,7 @@
 On a GPU the CPU must stay ahead of the device, or a figure measures the host: a
 `.item()`, a `.cpu()`, a copy from pageable memory or a `torch.cuda.synchronize()` made by
 the harness between a library's calls drains the device's queue every step and pulls every
-Horovod/DDP ratio toward 1 (issue 58; docs/methodology.md "What a timed step holds").
+Horovod/DDP ratio toward 1 (docs/methodology.md "What a timed step holds").
 The training loop (hvd_vs_ddp/workloads/loop.py) wraps the code that is the harness's,
 not the library's nor the model's (fetching and placing the batch, keeping the loss,
 marking the step's events), in `harness(device)`; inside it

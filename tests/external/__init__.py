@@ -1,1 +1,1 @@
-"""Workloads from outside the project, for the tests of issue 28 (docs/own-model.md)."""
+"""Workloads from outside the project, for their tests (docs/own-model.md)."""

@@ -65,12 +65,12 @@ NOT_CALLABLE = 3
 
 
 def negative_batch() -> Workload:
-    """A Workload built with a batch size its own check refuses (issue 50)."""
+    """A Workload built with a batch size its own check refuses."""
     return _workload(lambda c: nn.Linear(4, 2)).with_(batch_size=-4)
 
 
 def negative_batch_after_build() -> Workload:
-    """A Workload changed after it was built: registry.get checks it again (issue 50)."""
+    """A Workload changed after it was built: registry.get checks it again."""
     wl = _workload(lambda c: nn.Linear(4, 2))
     object.__setattr__(wl, "batch_size", -4)
     return wl

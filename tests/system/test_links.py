@@ -1,4 +1,4 @@
-"""Emulated hosts over a shaped link, for real (issue 66): namespaces made, shaped in both
+"""Emulated hosts over a shaped link, for real: namespaces made, shaped in both
 directions and removed; a token bucket smaller than a packet stalls TCP (the burst rule's
 reason); a run's namespaces are swept once their owner is SIGKILLed, never while it
 lives. Mechanisms only: the rates reached are measured in docs/links.md, never asserted

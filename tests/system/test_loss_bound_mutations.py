@@ -1,4 +1,4 @@
-"""A loss beyond its bound is a marked measurement; beyond the fault line a failed cell (issue 59).
+"""A loss beyond its bound is a marked measurement; beyond the fault line a failed cell.
 
 Real ranks (one torchrun job, 2 ranks, ddp-gloo on mlp) run the throughput test of DDP's
 fp16 and bf16 hooks with this module as a plugin (PYTEST_PLUGINS), which squeezes the

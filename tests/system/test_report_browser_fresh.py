@@ -1,4 +1,4 @@
-"""A fresh run's report read in a real browser (issue 61): `hvd-vs-ddp run` for real (DDP
+"""A fresh run's report read in a real browser: `hvd-vs-ddp run` for real (DDP
 over Gloo and Horovod at 2 ranks and the single-process reference, tiny rounds, one
 repetition), its report built, then headless Chromium finds nothing a reader would trip
 over (hvd_vs_ddp/reports/browser_check.py). A fresh run is what the recorded ones are not:

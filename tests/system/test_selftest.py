@@ -163,7 +163,7 @@ def test_a_preset_on_a_one_gpu_host_keeps_the_gpu_cells_that_fit(monkeypatch):
     sizes = {(c.backend, c.world_size) for c in cells}
     assert ("ddp-nccl", 1) in sizes and ("ddp-nccl", 2) not in sizes
     assert ("horovod", 1) in sizes and ("horovod", 2) not in sizes
-    assert ("ddp-gloo", 2) not in sizes  # Gloo ranks would share the GPU (issue 48)
+    assert ("ddp-gloo", 2) not in sizes  # Gloo ranks would share the GPU
     assert ("ddp-gloo", 1) in sizes
     with pytest.raises(matrix.MatrixError, match="ddp-nccl at world size 2 needs 2 GPUs"):
         matrix.cells(presets.PRESETS["full"], ["ddp-nccl"], [2])

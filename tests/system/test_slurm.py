@@ -9,7 +9,7 @@ machine is touched: every Slurm command gets SLURM_CONF pointing at that file.
 - `srun --mpi=pmix -n 2 python -m pytest suites/`: DDP over Gloo, DDP over MPI and
   Horovod (MPI controller over PMIx) all run, and the launcher is recorded as srun.
 - `srun --mpi=pmi2` and `--mpi=pmix`: Slurm's own PMI plugins' variables are read as
-  srun's (issue 48: PMI-2 read as MPICH's mpiexec, one node).
+  srun's (not PMI-2 read as MPICH's mpiexec on one node).
 - `sbatch --wait deploy/slurm/compare.sbatch`: the real batch script, shrunk to one
   node and two tasks, writes its three result files (DDP through srun, ddp-mpi and
   Horovod through mpirun inside the allocation).
@@ -188,8 +188,8 @@ PLACE = ("import os; from hvd_vs_ddp.backends.env import detect; "
 
 @pytest.mark.parametrize("mpi, pmi", [("pmi2", "True False"), ("pmix", "False True")])
 def test_srun_with_a_pmi_plugin_is_read_as_srun(slurm, mpi, pmi):
-    """Issue 48, defect 3: under `srun --mpi=pmi2` Slurm's PMI-2 plugin sets PMI_RANK and
-    PMI_SIZE but no local rank; MPICH's detector read it (launcher mpiexec, and on
+    """Under `srun --mpi=pmi2` Slurm's PMI-2 plugin sets PMI_RANK and PMI_SIZE but no
+    local rank; MPICH's detector must not read it (it would say launcher mpiexec, and on
     several nodes one node: local rank = rank). Here Slurm's own plugins set the real
     variables (the table in tests/unit/topology.py takes them across nodes)."""
     env, folder = slurm

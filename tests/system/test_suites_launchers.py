@@ -65,7 +65,7 @@ def suites_pass_under_launcher(jobs, launcher: str, ranks: int, expected: set[st
         if b["extra_info"]["kind"] == "throughput":
             assert len(b["extra_info"]["rank_step_times"]) == ranks
             assert b["stats"]["rounds"] == 2
-            e = b["extra_info"]  # the input pipeline's fields (issue 51), every rank's own
+            e = b["extra_info"]  # the input pipeline's fields, every rank's own
             assert e["input_mode"] == "device" and e["host_cpu_cores"] > 0
             assert len(e["data_wait_s"]) == len(e["step_times"])
             assert [r["rank"] for r in e["input_pipeline"]["ranks"]] == list(range(ranks))

@@ -12,7 +12,7 @@ from tests.launch import LEAN_PLUGINS, explain, horovod_available, launched
 
 pytestmark = [pytest.mark.multiproc, pytest.mark.extended]  # conftest.py: the tiers
 
-# The tune preset as users run it (issue 59): its sets that change the maths on its first
+# The tune preset as users run it: its sets that change the maths on its first
 # default workload, resnet50 (still ResNet-50: only its images are small, 32 pixels),
 # at the preset's own rounds, steps and warm-up; every cell passes, its loss within the
 # bound derived for this model (hvd_vs_ddp/harness/loss_bound.py), where the fixed fp16

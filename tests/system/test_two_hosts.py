@@ -242,7 +242,7 @@ def test_horovod_gloo_across_two_hosts_matches_one_host(two_hosts, jobs, tmp_pat
 
 
 def test_ddp_gloo_under_mpirun_across_two_hosts_matches_one_host(two_hosts, jobs, tmp_path):
-    """mpirun across hosts (issue 48, defect 8), as on a Debian cluster: hvd-node1's
+    """mpirun across hosts, as on a Debian cluster: hvd-node1's
     /etc/hosts maps its own name to 127.0.1.1 first, and mpirun starts the remote rank
     through ssh (the stand-in: a clean environment). Rank 0 must announce a routable
     address, not 127.0.1.1, and mpirun must carry PYTHONPATH, GLOO_*, HVD_VS_DDP_* (-x)."""

@@ -158,7 +158,7 @@ def test_bad_budget_is_one_line_and_exit_2(tmp_path, capsys):
     assert not runs.exists()
 
 
-# -- every pair the report judges (issue 52 item 3) ---------------------------------
+# -- every pair the report judges ---------------------------------------------------
 FIXTURES = RUN.parent
 
 

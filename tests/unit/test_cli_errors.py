@@ -1,7 +1,7 @@
 """Bad input gets one clear line and exit code 2, starts nothing and changes nothing.
 
 The cases (tests/bad_inputs.py, over 170 of them, every option of run, report, project
-and doctor; issue 27's: workload parameters by their declarations, files to write that
+and doctor, among them workload parameters by their declarations, files to write that
 would replace an input, broken external workloads, runs a report cannot use) run in
 process through `hvd_vs_ddp.cli.main`, with a tripwire on the runner and the selftest
 that fails the test if a cell or check would start; a representative subset also runs
@@ -41,11 +41,10 @@ SUBPROCESS = {"run --runs-dir runs --backends nccl-typo", "run --runs-dir runs -
               "'\"unbalanced'",
               "run --runs-dir runs --data-dir images-broken",
               "run --runs-dir runs --cell-time-limit nan",
-              # issue 50: a factory that changes its Workload after building it
+              # a factory that changes its Workload after building it
               "run --runs-dir runs --workloads ext/broken.py:negative_batch_after_build",
               "report runs/corrupt -o out/report.html", "doctor --selftest --only nope",
-              # issue 27 and 28: a run the report cannot use, a projection over a run's
-              # manifest
+              # a run the report cannot use, a projection over a run's manifest
               "report runs/no-cells -o out/r.html",
               "project runs/earlier --devices 8 --interconnect ib-hdr -o "
               "runs/earlier/manifest.json"}

@@ -37,8 +37,8 @@ def test_a_gpu_run_names_its_devices_and_its_projection_labelled(tmp_path):
 
 
 def test_hosts_reach_only_the_cells_whose_launcher_takes_them(tmp_path):
-    """Issue 48, defect 4: the line read a per-cell `hosts` no cell entry has, so a run over
-    --hosts said 'one host'; and torchrun cells run on one host whatever --hosts says."""
+    """The line reads the run's --hosts (the manifest's, not a per-cell `hosts` no cell
+    entry has); torchrun cells run on one host whatever --hosts says."""
     run = _run(tmp_path, 0, [1, 2, 2])
     for cell, launcher in zip(run.cells, ("single", "torchrun", "mpirun")):
         cell.entry.launcher = launcher

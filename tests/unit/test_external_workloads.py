@@ -1,4 +1,4 @@
-"""Workloads declare their parameters, and any PyTorch model is a workload (issues 27, 28).
+"""Workloads declare their parameters, and any PyTorch model is a workload.
 
 - parameters are declared once (hvd_vs_ddp/workloads/params.py) and judged by their
   declaration, with the message the user sees ('image_size -3: expected an integer

@@ -21,7 +21,7 @@ Everything is one installed namespace, `hvd_vs_ddp`; its layers, bottom up:
   build on a machine without it), nor does the projection's cost model;
 - common imports no other project package (it is the bottom layer);
 - `run --budget` (hvd_vs_ddp.cli.budget) judges with the run model alone: it imports nothing
-  from the report, which only renders what the run model judged (issue 60);
+  from the report, which only renders what the run model judged;
 - every import of the project's code names the namespace (`hvd_vs_ddp.backends`, never a
   bare `backends`), in the package, the suites, the tests, the scripts and the benchmarks.
 

@@ -1,4 +1,4 @@
-"""The input-pipeline axis (issue 51): the JPEG set, the loop's waits, the host CPU
+"""The input-pipeline axis: the JPEG set, the loop's waits, the host CPU
 accounting, the record's fields, the matrix axis and the options.
 
 One process throughout: the host pipeline's DataLoader workers are real worker processes

@@ -1,4 +1,4 @@
-"""Emulated hosts' parts that need no namespace (issue 66): the link rates, the token
+"""Emulated hosts' parts that need no namespace: the link rates, the token
 bucket's size, which namespaces a run's start sweeps, the refusal without root, and a
 link's rate as the transfer time it implies.
 
@@ -59,7 +59,7 @@ def test_the_bucket_holds_a_gso_packet_and_a_timer_tick(bps):
 
 
 def test_a_links_rate_reaches_the_model_as_the_transfer_time_it_implies():
-    """resnet50's ~95 MB of gradients at 1 Gbit/s: 0.76 s of wire (issue 66); half the
+    """resnet50's ~95 MB of gradients at 1 Gbit/s: 0.76 s of wire; half the
     rate, twice the time; a ring allreduce sends 2(n-1)/n of them; loopback: no wire."""
     grad = 95e6
     assert rates.transfer_seconds(grad, "1gbit") == pytest.approx(0.76)
@@ -130,7 +130,7 @@ def test_only_two_hosts_and_only_a_rate():
 def test_a_links_interrupt_time_is_not_foreign_load(monkeypatch):
     """The kernel's TCP work for a cell's own link runs in softirq, charged to no process:
     a cell across emulated hosts is metered without the host's irq and softirq time, so
-    its link does not get its repetition left out as disturbed (issue 66)."""
+    its link does not get its repetition left out as disturbed."""
     from hvd_vs_ddp.common import cpu_load
 
     stat = iter(["cpu 100 0 100 1000 0 0 0 0 0 0\\n",     # start: user system ...

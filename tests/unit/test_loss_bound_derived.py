@@ -1,4 +1,4 @@
-"""The loss bound derived from the workload and run, and the faults it still catches (issue 59).
+"""The loss bound derived from the workload and run, and the faults it still catches.
 
 hvd_vs_ddp/harness/loss_bound.py derives a set's bound as the larger of its floor and
 SENSITIVITY_FACTOR x the reference's own sensitivity (the largest per-step loss change one

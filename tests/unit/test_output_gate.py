@@ -1,4 +1,4 @@
-"""Outputs never overwrite inputs (issue 27): every command's output tried over every kind
+"""Outputs never overwrite inputs: every command's output tried over every kind
 of input file, each refused with one line and exit 2, the input intact.
 
 The inputs (a working directory built once): a run (its manifest, a cell's results, a

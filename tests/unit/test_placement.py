@@ -27,7 +27,7 @@ def test_topology_table_row(row):
 
 
 def test_srun_pmi2_rank_5_of_2_nodes_x_4_is_local_1_of_4_on_node_1():
-    """Defect 3, the issue's own check: PMI's detector won and read one node (5, 8, 0)."""
+    """srun --mpi=pmi2 read as srun, not by PMI's detector as one node (5, 8, 0)."""
     row = topology.Row("srun-pmi2", 4, "all", 4, 2, True, "")
     env = detect(topology.launcher_environ(row, 5))
     assert (env.launcher, env.local_rank, env.local_size, env.node_rank) == ("srun", 1, 4, 1)
@@ -84,7 +84,7 @@ def test_agree_refuses_two_ranks_on_one_gpu_through_a_real_store():
 
 
 def test_gpus_fit_refuses_slurm_showing_all_gpus_to_8_tasks_on_4():
-    """Defect 2: CUDA_VISIBLE_DEVICES set (srun --gpus-per-node=4) passed every check."""
+    """CUDA_VISIBLE_DEVICES set (srun --gpus-per-node=4): 8 tasks on its 4 GPUs refused."""
     from hvd_vs_ddp.backends.ddp import gpus_fit
 
     slurm = {"SLURM_STEP_GPUS": "0,1,2,3"}

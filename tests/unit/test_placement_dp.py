@@ -1,12 +1,13 @@
-"""Defects 6 and 7 of issue 48: DataParallel (dp) on several GPUs.
+"""DataParallel (dp) on several GPUs.
 
-6: the monitor sampled only cuda:0 while the cost divides by all of dp's GPUs (energy per
-   sample under-read about N-fold). Monitor now takes every GPU dp trains on: energy and
-   memory summed, utilisation averaged, each GPU's own kept. NVML here is a stand-in
-   module (this machine has no GPU; NVML is not what the rule forbids mocking).
-7: with the bf16 knob, dp's replicas ran fp16: torch's parallel_apply re-enters autocast
-   in each replica's thread without a dtype, and a thread starts at its default. The
-   same happens on the CPU's autocast, so it is shown there with real threads.
+- the monitor takes every GPU dp trains on (the cost divides by all of them; cuda:0 alone
+  would under-read energy per sample about N-fold): energy and memory summed,
+  utilisation averaged, each GPU's own kept. NVML here is a stand-in module (this
+  machine has no GPU; NVML is not what the rule forbids mocking).
+- with the bf16 knob, dp's replicas run bf16: torch's parallel_apply re-enters autocast
+  in each replica's thread without a dtype, and a thread starts at its default (fp16 on
+  CUDA) unless the caller's dtype is kept (backends/local.py). The same happens on the
+  CPU's autocast, so it is shown there with real threads.
 
     python -m pytest -p no:cacheprovider tests/unit/test_placement_dp.py -q
 """

@@ -1,7 +1,7 @@
-"""Defect 8 of issue 48: mpirun across hosts. Rank 0 announced the store at
-gethostbyname(gethostname()) (127.0.1.1 under Debian's /etc/hosts: a remote rank dialled
-its own machine), and mpirun passed no `-x`, so remote ranks (started through ssh with a
-fresh environment) lacked the project's, NCCL's and CUDA's variables.
+"""mpirun across hosts: rank 0 must not announce the store at gethostbyname(gethostname())
+(127.0.1.1 under Debian's /etc/hosts: a remote rank would dial its own machine), and mpirun
+must pass the project's, NCCL's and CUDA's variables with `-x` (remote ranks start through
+ssh with a fresh environment).
 
     python -m pytest -p no:cacheprovider tests/unit/test_placement_hosts.py -q
 """

@@ -1,11 +1,12 @@
-"""Defects 4 and 5 of issue 48, judged by the matrix before any process starts.
+"""Placement judged by the matrix before any process starts.
 
-4: `--hosts` never reached the matrix: GPU cells above this host's GPU count were refused
-   with "use --hosts" even when --hosts was given. Now a launcher that takes hosts
-   (mpirun, mpiexec, horovodrun) is judged by the ranks each host gets; torchrun and spawn
-   start every rank here and say so.
-5: CPU-transport cells (ddp-gloo, ddp-mpi, the compute-only reference) had no one-GPU-per-
-   rank rule: on a GPU machine two ranks shared a GPU (its energy counted twice).
+- `--hosts` reaches the matrix: a launcher that takes hosts (mpirun, mpiexec, horovodrun)
+  is judged by the ranks each host gets, so GPU cells above this host's GPU count are not
+  refused with "use --hosts" when --hosts was given; torchrun and spawn start every rank
+  here and say so.
+- CPU-transport cells (ddp-gloo, ddp-mpi, the compute-only reference) have the one-GPU-
+  per-rank rule too: without it, on a GPU machine two ranks share a GPU (its energy
+  counted twice).
 
 The host's GPU count is the one thing replaced (matrix._gpus), as tests/system/
 test_selftest.py does.

@@ -1,6 +1,6 @@
-"""Defect 1 of issue 48: the recovery trial's two "hosts" (localhost, 127.0.0.1) are one
-machine, and each numbers its local ranks from 0; every worker took cuda:0. Now each host
-gets its own GPUs (Plan.gpu_split in every launcher's environment, read by
+"""The recovery trial's GPUs: its two "hosts" (localhost, 127.0.0.1) are one machine, and
+each numbers its local ranks from 0, so without a split every worker would take cuda:0.
+Each host gets its own GPUs (Plan.gpu_split in every launcher's environment, read by
 backends/placement.py) and a trial with more ranks than GPUs is refused up front.
 
     python -m pytest -p no:cacheprovider tests/unit/test_placement_recovery.py -q

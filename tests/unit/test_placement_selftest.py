@@ -1,6 +1,6 @@
-"""Defect 10 of issue 48: the self-test proves placement.
+"""The self-test proves placement.
 
-Its GPU lines now cover fsdp/zero over NCCL, one GPU visible per rank, ddp-nccl under
+Its GPU lines cover fsdp/zero over NCCL, one GPU visible per rank, ddp-nccl under
 mpirun, DataParallel in bf16, and three refusals that pass only when the job stops with
 the placement's one-line refusal. Which refusal a machine shows depends on its GPU count
 (one GPU: each rank tells alone; more: the gathered UUIDs tell); the plan is checked here

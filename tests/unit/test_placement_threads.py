@@ -1,9 +1,10 @@
-"""Defect 9 of issue 48: the thread plan on GPU nodes, and Horovod's wait under binding.
+"""The thread plan on GPU nodes, and Horovod's wait under binding.
 
-The plan gave every rank `cores // local ranks` threads, ignoring its DataLoader workers,
-the pin-memory thread and the libraries' own threads; with per-rank CPU binding (srun -c 4:
-each rank sees 4 of the node's cores) Horovod's wait switched to sleep-polling, a penalty
-DDP does not pay. Core counts are arguments here (the rule, not this machine's cores).
+The plan leaves room for each rank's DataLoader workers, the pin-memory thread and the
+libraries' own threads, not `cores // local ranks` threads each; with per-rank CPU binding
+(srun -c 4: each rank sees 4 of the node's cores) Horovod's wait must not switch to
+sleep-polling, a penalty DDP does not pay. Core counts are arguments here (the rule, not
+this machine's cores).
 
     python -m pytest -p no:cacheprovider tests/unit/test_placement_threads.py -q
 """

@@ -37,7 +37,7 @@ def test_between_nodes_the_slower_link_sets_the_bandwidth():
     two = Fabric(16, 8, NV, IB, "ring")
     n = 100 * 2**20
     assert two.allreduce(n) > one.allreduce(n) * 3  # 50 GB/s per node, not 200 per GPU
-    # of the ring's 30 steps, 2 cross the network (NCCL's tuner, issue 51)
+    # of the ring's 30 steps, 2 cross the network (NCCL's tuner)
     assert two.allreduce(n) == pytest.approx(28 * NV.alpha + 2 * IB.alpha
                                              + 2 * 15 / 16 * n / IB.beta)
     with pytest.raises(ValueError, match="inter-node link"):
@@ -152,11 +152,11 @@ def test_validation_out_of_sample_meets_its_error_and_coverage_goals():
     s = against_published.summary(assessed)
     assert s["head_to_head_rows"] >= 20
     assert all(math.isfinite(v.error) for r in assessed for v in r.values)
-    # issue 29's goals that the model meets, out of sample (docs/projection.md)
+    # the goals that the model meets, out of sample (docs/projection.md)
     assert max(s["median_abs_error"].values()) <= against_published.GOAL, validation.goals_line(s)
     assert s["coverage"] >= against_published.GOAL_COVERAGE, validation.goals_line(s)
     # the projected ratios' measurement bands hold the published ratios, and the verdicts
-    # agree on 80% of the rows (issue 51's fifth round, the unpinned hand-off: 20 of 23
+    # agree on 80% of the rows (with the unpinned hand-off charged: 20 of 23
     # firm and agreeing; the three that do not are Bagua's 16-GPU figure and its
     # contradictory pair; docs/projection.md says how narrow the window is)
     assert s["ratio_coverage"] >= against_published.GOAL_COVERAGE, validation.goals_line(s)
@@ -215,11 +215,11 @@ def test_project_writes_a_labelled_projection_the_report_shows(tmp_path):
     md = paths.markdown.read_text()
     assert "## Projection" in md and "not measured" in md and "Validation against" in md
     assert "Horovod / DDP, projected" in md and "head-to-head" in md
-    assert "At 256 devices and more" in md  # issue 51's goal at scale, with the table
+    assert "At 256 devices and more" in md  # the goal at scale, with the table
     assert md.index("Horovod / DDP, projected") < md.index("Validation against")
     assert doc["format_version"] == 2
     # the answer block says where the measured answers hold, and what the projection
-    # onto GPUs expects, labelled (issue 29)
+    # onto GPUs expects, labelled
     assert "These measured answers hold for CPU only" in md and "cores shared" in md
     assert "needs its one-GPU step" in md  # a CPU run's projection is no GPU expectation
     verdicts_json = json.loads((tmp_path / "out" / "verdicts.json").read_text())

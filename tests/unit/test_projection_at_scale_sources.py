@@ -1,4 +1,4 @@
-"""Published values at 256 devices and more (issue 51, fourth round): NVIDIA's PyTorch BERT
+"""Published values at 256 devices and more: NVIDIA's PyTorch BERT
 scaling table (DDP, 16 to 256 A100s) and its TensorFlow 2 BERT tables (Horovod, 16 to 512
 GPUs) beside Horovod's own 512-GPU chart; the half-precision gradients mixed-precision
 rows reduce (`grad_dtype`) and the reduction after backward (`reduce_after_backward`).
@@ -19,7 +19,7 @@ TF2 = "NVIDIA DeepLearningExamples TensorFlow2 BERT README"
 
 
 def test_each_library_has_published_values_at_256_devices_and_what_the_model_reaches():
-    """Floors of issue 51's goal at scale, leave one source out (docs/projection.md). DDP
+    """Floors of the goal at scale, leave one source out (docs/projection.md). DDP
     from NVIDIA's PyTorch BERT table: met (2 values at 256 GPUs, 0.6 points each when
     added). Horovod: its docs' 512-GPU chart within 2 points; NVIDIA's TensorFlow 2 BERT
     table within 6 points on DGX A100 at sequence 128 but 17-22 points too high on DGX-2H

@@ -1,4 +1,4 @@
-"""Issue 62: the projection's bands hold where it has never been.
+"""The projection's bands hold where it has never been.
 
 The error is measured by extrapolation (each study's one-node rows predict the rest of
 it, hvd_vs_ddp/projection/extrapolation.py), grows with the scale factor in every band
@@ -31,7 +31,7 @@ def test_each_study_is_predicted_from_what_a_user_would_have_measured():
     b8 = res[("bagua-vgg16-8gpu-scalability", "ddp")]
     assert (b8.measured, b8.value) == (1, pytest.approx(plain[b8.row, "ddp"]))
     # NVIDIA's DGX-2H rows start at 4 nodes: nothing smaller, so from one device, and
-    # kept in (the losses no term explains, issue 51)
+    # kept in (the losses no term explains)
     dgx = [r for r in res.values() if "dgx2h" in r.row]
     assert len(dgx) == 6 and all(r.measured == 1 and r.scale >= 64 for r in dgx)
     assert {r.cluster for r in res.values()} >= {"V100 nvlink2 / ib-edr", "A100 nvlink3 / ib-hdr"}
@@ -65,11 +65,11 @@ def test_bands_hold_published_values_at_every_scale_factor_band():
 
 
 def test_bands_hold_90_percent_in_every_scale_band_per_library():
-    """Issue 62's goal, by extrapolation from <= 1 node: every published value against
-    the band `project` carries (item 4's calibration) and held out by row (a jackknife),
-    >= 90% inside per library in every scale band with 10 values or more, and with 5 or
-    more. The first growth fit (the rows' 95th percentile) held 5 of Horovod's 6
-    values at 2-8x (Bagua's 32 GPUs from its one node of 8 outside)."""
+    """The goal, by extrapolation from <= 1 node: every published value against the band
+    `project` carries (its calibration) and held out by row (a jackknife), >= 90% inside
+    per library in every scale band with 10 values or more, and with 5 or more. The
+    rows' 95th percentile alone as the growth ("rows") holds 5 of Horovod's 6 values at
+    2-8x (Bagua's 32 GPUs from its one node of 8 outside)."""
     for hold in ("none", "row"):
         for t in extrapolation.table(extrapolation.judged(hold=hold)):
             if t["key"] not in extrapolation.LIBS or t["n"] < 5:

@@ -1,4 +1,4 @@
-"""Issue 51, third round: the host pipeline's contention with Horovod's spinning threads,
+"""The host pipeline's contention with Horovod's spinning threads,
 and what of it grows with N (hvd_vs_ddp/projection/host.py `busy_probability`,
 `slowest_handoffs`; terms.py `core_wait_us`). Cheap: synthetic layouts, 40 draws, a
 Monte Carlo of 20000 samples, no processes.

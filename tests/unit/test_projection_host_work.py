@@ -1,6 +1,6 @@
-"""Issue 51, second round: the host work each library exposes per step, and what grows
-with N (hvd_vs_ddp/projection/terms.py 'optimizer launches', 'pageable input', 'host
-jitter'; schedule.py `_after`). Cheap: synthetic layouts, 40-100 draws, no processes.
+"""The host work each library exposes per step, and what grows with N
+(hvd_vs_ddp/projection/terms.py 'optimizer launches', 'pageable input', 'host jitter';
+schedule.py `_after`). Cheap: synthetic layouts, 40-100 draws, no processes.
 
     python -m pytest -p no:cacheprovider tests/unit/test_projection_host_work.py -q
 """
@@ -41,7 +41,7 @@ def _by(projected, kind: str, n: int):
 def test_synchronize_walks_the_handles_as_they_complete():
     """The CPU reaches optimizer.synchronize() ahead of the GPU (its lead) and waits on
     each handle in turn: only the walk over the handles done last outlasts the GPU, not
-    one per gradient from the end of backward (the first round's charge: 160 x
+    one per gradient from the end of backward (that would charge 160 x
     sync_per_tensor, about 1.4 ms on ResNet-50)."""
     terms = draw(np.random.default_rng(0), "nvlink3", middle=True)
     compute = StepCompute(0.028, 0.056)
@@ -81,7 +81,7 @@ def test_a_pageable_input_copy_is_charged_to_the_side_whose_script_does_it():
 
 
 def test_an_unpinned_batchs_hand_off_waits_horovods_gpu_not_ddps():
-    """Issue 51's fifth round: without pinning, the main thread receives each batch from
+    """Without pinning, the main thread receives each batch from
     the loader's workers itself (queue, unpickling, a shared-memory descriptor per
     tensor); Horovod's GPU waits for it (synchronize() returned with the GPU done), DDP's
     CPU does it ahead of its GPU. Charged within the term's measured range, counted as

@@ -1,4 +1,4 @@
-"""What grows with N in the projection (issue 51): stragglers, the ring's hops, Horovod's
+"""What grows with N in the projection: stragglers, the ring's hops, Horovod's
 coordination, the input pipeline's host cost, and the verdict where the pipeline was not
 measured.
 
@@ -126,7 +126,7 @@ def _project(tmp_path, *extra):
 
 
 def test_from_a_compute_time_alone_no_verdict_at_512_devices_is_firm(tmp_path):
-    """Issue 62: from one device's compute time, 512 devices is 512x what was measured;
+    """From one device's compute time, 512 devices is 512x what was measured;
     the ratio's error grown by extrapolation leaves no firm verdict, though the model's
     median still names DDP (0.87) on Mahti's configuration."""
     for extra in ((), ("--input-on-device",)):
@@ -138,11 +138,11 @@ def test_from_a_compute_time_alone_no_verdict_at_512_devices_is_firm(tmp_path):
 
 
 def test_an_unmeasured_input_pipeline_makes_no_firm_verdict(tmp_path, monkeypatch):
-    """Issue 51, item 4: with tensors in memory the model names DDP faster on Mahti's
+    """With tensors in memory the model names DDP faster on Mahti's
     configuration (torch 1.11's optimizer loop: --optimizer loop); without a measured
     pipeline the verdict says it rests on that, that the input pipeline can decide it,
     and how to measure it on one node. The bands carry the error at the measured size
-    (errors.py's split, the real estimate) without issue 62's growth with the scale
+    (errors.py's split, the real estimate) without its growth with the scale
     factor, under which nothing this far from one device is firm (the test above)."""
     from hvd_vs_ddp.projection import against_published, errors, published_rows
 

@@ -1,4 +1,4 @@
-"""Property (issue 27): whatever a user types, every command ends in exit 2 with one line
+"""Property: whatever a user types, every command ends in exit 2 with one line
 or a valid result, never a traceback, and never changes a file that was there before.
 
 Hypothesis builds command lines for `run`, `report`, `project` and `doctor` from the

@@ -9,7 +9,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-MAX_LINES = 200  # detail belongs in docs/ (issue 60)
+MAX_LINES = 200  # detail belongs in docs/
 
 
 def test_the_readme_stays_short():

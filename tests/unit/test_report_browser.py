@@ -1,4 +1,4 @@
-"""Every recorded run's report read in a real browser (issue 61): headless Chromium from
+"""Every recorded run's report read in a real browser: headless Chromium from
 Debian's archive, driven by Playwright with the system browser (nothing downloaded), one
 browser per pytest worker. hvd_vs_ddp/reports/browser_check.py lists what a reader would
 trip over (console errors, requests leaving the file, figures that do not decode or lack

@@ -1,4 +1,4 @@
-"""What the report's pictures owe a reader (issue 61), without a browser: both libraries'
+"""What the report's pictures owe a reader, without a browser: both libraries'
 colours told apart with red-green colour blindness (a deuteranopia simulation) and in
 grey (a contrast check, and where two shades are as light as each other the lines differ
 by library: Horovod dash-dot), and the recovery figure's panels on one time axis.

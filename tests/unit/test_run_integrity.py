@@ -1,4 +1,4 @@
-"""A run's files are checked, never trusted (issue 50): the one verifier, resume and report.
+"""A run's files are checked, never trusted: the one verifier, resume and report.
 
 Recorded runs (tests/fixtures/runs) are copied to tmp and stamped with the digests a run
 records today (`integrity.record`, the function the runner calls after every repetition).

@@ -1,7 +1,7 @@
 """The sync guard (hvd_vs_ddp/workloads/sync_guard.py) and the loop's use of it.
 
 On a GPU a `.item()` or a copy from pageable memory made by the harness inside a timed step
-drains the device's queue every step (issue 58: the suite read half a minimal loop's
+drains the device's queue every step (the suite then reads half a minimal loop's
 speed). The guard's Python side works without a GPU, so these tests put each such call
 back into a real Trainer's step on the CPU and watch the step fail, naming the call and
 where it was made; a host-to-device copy is refused before CUDA is touched, so it is
@@ -92,8 +92,8 @@ def test_an_item_put_back_into_the_step_fails_it(monkeypatch):
 
 
 def test_a_pageable_copy_put_back_into_the_step_fails_it(monkeypatch):
-    """The mutation: the loader's batch copied from pageable memory to the GPU in the step
-    (what the suite did before issue 58), caught on the CPU before CUDA is asked."""
+    """The mutation: the loader's batch copied from pageable memory to the GPU in the step,
+    caught on the CPU before CUDA is asked."""
     def pageable(self):
         x, y = next(self.batches)
         return x.to(torch.device("cuda"), non_blocking=True), y

@@ -1,7 +1,7 @@
 """'Each at its best' over a tune run recorded here (hvd-vs-ddp run --preset tune
 --workloads mlp --repeat 2 --suite-args "--rounds 3 --steps-per-round 4", 2 ranks;
-recorded again for issue 26: ddp-gloo has no PowerSGD cell since it is refused over
-Gloo, and the sets that change the maths carry the suite's loss check; paths scrubbed by
+in it ddp-gloo has no PowerSGD cell since it is refused over Gloo, and the sets that
+change the maths carry the suite's loss check; paths scrubbed by
 scripts/scrub_fixture_paths.py).
 
     python -m pytest tests/unit/test_tuning_report.py -q

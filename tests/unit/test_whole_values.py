@@ -1,4 +1,4 @@
-"""Names judged whole and values refused in one line, wherever the check lives (issue 50).
+"""Names judged whole and values refused in one line, wherever the check lives.
 
 - every check of a user's name matches the whole string: `re.fullmatch`, never `match`
   with a `$` (which matches before a trailing newline: `--name $'nightly\\n'` was a run

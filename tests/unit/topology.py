@@ -13,7 +13,7 @@ module; the job is refused if any rank refuses or two ranks of one host land on 
     python -m tests.unit.topology            # print the table with every row's outcome
 
 `evaluate(row, detect, device, refuse)` takes the three rules as arguments, so the same
-table can be run against older code (the closing note of issue 48 did so for 56a4867).
+table can be run against older code (on 56a4867, 11 of its 33 rows are wrong).
 """
 from __future__ import annotations
 
@@ -68,9 +68,9 @@ ROWS: tuple[Row, ...] = (
     Row("mpiexec-in-slurm", 4, "all", 4, 2, True, _ok(2, 4)),
     Row("horovodrun-gloo", 8, "all", 8, 2, True, _ok(2, 8)),
     Row("srun-none", 4, "all", 4, 2, True, _ok(2, 4)),
-    Row("srun-pmi2", 4, "all", 4, 2, True, _ok(2, 4)),          # defect 3
+    Row("srun-pmi2", 4, "all", 4, 2, True, _ok(2, 4)),          # PMI-2's variables are srun's
     Row("srun-pmix", 4, "all", 4, 2, True, _ok(2, 4)),
-    Row("srun-pmi2", 8, "all", 8, 4, True, _ok(4, 8)),          # defect 3
+    Row("srun-pmi2", 8, "all", 8, 4, True, _ok(4, 8)),          # PMI-2's variables are srun's
     # one GPU per task (srun --gpus-per-task=1): each task sees its own as cuda:0
     Row("srun-pmi2", 4, "per-task", 4, 2, True, _ok(2, 4)),
     Row("srun-pmix", 4, "per-task", 4, 2, True, _ok(2, 4)),
@@ -80,17 +80,17 @@ ROWS: tuple[Row, ...] = (
     # more ranks than GPUs per node: refused (NCCL, and a CPU transport on the GPU too)
     Row("torchrun", 4, "all", 8, 1, True, "refuse"),
     Row("mpirun", 4, "all", 8, 2, True, "refuse"),
-    Row("srun-none", 4, "slurm-all", 8, 1, True, "refuse"),   # defect 2: CVD set, 8 on 4
+    Row("srun-none", 4, "slurm-all", 8, 1, True, "refuse"),   # CVD set, 8 on 4
     Row("srun-pmi2", 4, "slurm-all", 8, 2, True, "refuse"),
     Row("horovodrun-gloo", 4, "all", 8, 1, True, "refuse"),
     Row("torchrun", 1, "all", 2, 1, True, "refuse"),          # two NCCL ranks, one GPU
-    Row("torchrun", 1, "all", 2, 1, False, "refuse"),         # defect 5: gloo sharing
-    Row("mpirun", 2, "all", 4, 1, False, "refuse"),           # defect 5: ddp-mpi sharing
+    Row("torchrun", 1, "all", 2, 1, False, "refuse"),         # gloo ranks sharing a GPU
+    Row("mpirun", 2, "all", 4, 1, False, "refuse"),           # ddp-mpi ranks sharing a GPU
     Row("srun-pmi2", 4, "all", 8, 1, False, "refuse"),
     # a subset shown to every rank: its GPUs in order, refused if too few
     Row("torchrun", 4, "2,3", 2, 1, True, _grid(1, 2, lambda lr: lr + 2)),
     Row("mpirun", 8, "4,5,6,7", 4, 2, True, _grid(2, 4, lambda lr: lr + 4)),
-    Row("torchrun", 4, "0,1", 4, 1, True, "refuse"),          # defect 2: CVD set, 4 on 2
+    Row("torchrun", 4, "0,1", 4, 1, True, "refuse"),          # CVD set, 4 on 2
     Row("mpirun", 4, "0,1", 4, 1, False, "refuse"),
 )
 

@@ -16,7 +16,7 @@ loader_workers, pin_memory, data_wait_s (per timed step, the longest any rank wa
 its batch), host_cpu_cores and loader_cpu_cores (CPU of each rank's process and of its
 loader workers over the timed rounds, in cores, the mean over ranks) and input_pipeline
 (every rank's own, its threads by group, the JPEG set). How the figure was taken (optional,
-absent before issue 58): step_timer ("wall": the round's wall time shared by its steps;
+absent on older runs): step_timer ("wall": the round's wall time shared by its steps;
 "events": CUDA events around each step, read after the round), cudnn_benchmark (cuDNN's
 autotuner on or off). pace_probe (both kinds, optional, absent on older runs): every
 rank's pace probe, a fixed piece of CPU work timed before the backend was set up and
