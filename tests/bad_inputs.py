@@ -4,8 +4,8 @@ nothing.
 
 One table (`CASES`) for the test (tests/unit/test_cli_errors.py: every case in
 process, a few through the real command) and for the evidence tables
-(benchmarks/bad_inputs_table.py: every case through the real command; `--issue 27`:
-the cases of `ISSUE27`, with the input run's hash before and after). `workdir(root)`
+(benchmarks/bad_inputs_table.py: every case through the real command; `--owner-judged`:
+the cases of `OWNER_JUDGED`, with the input run's hash before and after). `workdir(root)`
 builds the directory they run in: a copy of a recorded run and some broken inputs
 (run directories missing what a report needs, files of every kind an output must not
 replace, external workload files under ext/).
@@ -337,7 +337,7 @@ CASES: list[Case] = [
 # -- values judged by their owners, outputs never over inputs, bad workload specs
 P = ["--devices", "8", "--interconnect", "ib-hdr"]  # a valid projection target
 BROKEN = "ext/broken.py"
-ISSUE27: list[Case] = [
+OWNER_JUDGED: list[Case] = [
     # run: workload parameters, judged by the workload's own declaration
     _c(run("--suite-args", "--workload-param resnet50:image_size=-3"),
        "image_size -3: expected an integer from 8 to 4096"),
@@ -453,11 +453,11 @@ ISSUE27: list[Case] = [
     _c(["doctor", "--selftest=yes"], "--selftest", "ignored explicit argument"),
     _c(["doctor", "runs/earlier"], "unrecognized arguments"),
 ]
-CASES += ISSUE27
+CASES += OWNER_JUDGED
 
 # names judged whole (re.fullmatch: `$` matches before a trailing newline), a
 # workload's own check after its factory built it, plans that cannot measure a recovery
-ISSUE50: list[Case] = [
+JUDGED_WHOLE: list[Case] = [
     _c(run("--name", "nightly\n"), "run name", "no path separators"),
     _c(run("--name", "nightly\n.x"), "run name"),
     _c(run("--hosts", "h1\n:2"), "--hosts", "not a host name"),
@@ -472,7 +472,7 @@ ISSUE50: list[Case] = [
     _c(run("--preset", "recovery", "--suite-args",
            "--recovery-steps 10 --recovery-commit-every 10"), "never comes within"),
 ]
-CASES += ISSUE50
+CASES += JUDGED_WHOLE
 
 
 def _png(path: Path) -> None:
