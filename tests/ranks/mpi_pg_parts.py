@@ -39,7 +39,11 @@ def main(parts: list[str]) -> int:
             status = 2
         status = MPI.COMM_WORLD.allreduce(status, op=MPI.MAX)
         if MPI.COMM_WORLD.Get_rank() == 0:
-            print(f"PART {part}: exit {status}", flush=True)
+            # one write, on a line of its own: with PYTHONUNBUFFERED, print() writes its
+            # text and its newline apart, and mpirun forwarded a part's last line's
+            # newline after this one ("8.8 sPART collectives: exit 0")
+            sys.stdout.write(f"\nPART {part}: exit {status}\n")
+            sys.stdout.flush()
         worst = max(worst, status)
     return worst
 

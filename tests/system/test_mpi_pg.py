@@ -55,8 +55,9 @@ class Launch:
         where = f"{self.cmd}\n{self.output[-8000:]}"
         if self.returncode is None:
             pytest.fail(f"did not finish in {TIMEOUT_S} s: {where}")
-        status = {m[0]: int(m[1]) for m in re.findall(r"^PART (\S+): exit (\d+)$",
-                                                       self.output, re.M)}
+        # not anchored at a line's start: another write of the job may precede it
+        status = {m[0]: int(m[1]) for m in re.findall(r"PART (\S+): exit (\d+)(?=\s|$)",
+                                                       self.output)}
         assert part in status, f"part {part} never finished: exit {self.returncode}, {where}"
         assert status[part] == 0, f"part {part} failed (exit {status[part]}): {where}"
         # exit with the worst part's status, or the processes crashed after the parts
