@@ -18,6 +18,16 @@ cell (step L) and the compute-only cell (the same per-rank step with no communic
                                             replaces the loopback transfer
     point = (low + high) / 2
 
+(The first form, low = C + O + max(0, wire - B), left out that the loopback cost O is
+mostly the loopback transfer, which the link replaces: on the first links run, DDP's
+resnet50 step at 500mbit, 1.88 s, lay below its low end, 2.03 s.)
+
+and the Horovod/DDP ratio (samples/s, > 1: Horovod faster) as DDP's step over
+Horovod's, its band from the two sides' replicates (DDP's low over Horovod's high to
+DDP's high over Horovod's low, the same percentiles). Each cell's measured median step
+and each pair's measured ratio (with its 95% interval, the run model's) are held
+against them: the step's relative error and whether the measured ratio lies in the band.
+
 The band is a prediction interval for the measured cell, not the model's range alone: L
 and C are medians of a few repetitions, and the measured cell is one more draw of the
 same kind of process. So L and C are resampled (the two-level bootstrap of their
@@ -26,16 +36,6 @@ replicate, each replicate multiplied by the spread of one more measurement (an
 independent replicate of L's own, as a share of L), and the band runs from the 2.5th
 percentile of low to the 97.5th of high. A series recorded without its repetitions'
 steps keeps the model's range alone.
-
-(The first form, low = C + O + max(0, wire - B), left out that the loopback cost O is
-mostly the loopback transfer, which the link replaces: on the first links run, DDP's
-resnet50 step at 500mbit, 1.88 s, lay below its low end, 2.03 s.)
-
-and the Horovod/DDP ratio (samples/s, > 1: Horovod faster) as DDP's step over
-Horovod's, its band from the two sides' replicates (DDP's low over Horovod's high to
-DDP's high over Horovod's low, the same percentiles). Each cell's measured median step and each
-pair's measured ratio (with its 95% interval, the run model's) are held against them:
-the step's relative error and whether the measured ratio lies in the band.
 
     python -m hvd_vs_ddp.projection.links RUN_DIR [--efficiency 0.955] [--sweep S.json]
 
