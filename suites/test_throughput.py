@@ -319,8 +319,7 @@ def _wire_fields(trainer, gathered, steps: int) -> dict:
     link = wire.link()
     if link is None:
         return {}
-    grad = sum(p.numel() * p.element_size() for p in trainer.model.parameters()
-               if p.requires_grad)
+    grad = rates.gradient_bytes(trainer.model)
     n = len(gathered)
     sent = [g["tx"] for g in gathered]
     per_step = [t / steps if t is not None else None for t in sent]

@@ -109,6 +109,12 @@ def transfer_seconds(nbytes: float, link: str, efficiency: float = 1.0) -> float
     return float(nbytes) * 8 / (bits_per_s(link) * efficiency)
 
 
+def gradient_bytes(model) -> int:
+    """The bytes of a torch model's trainable parameters' gradients: what an allreduce
+    of them carries (a model on the meta device too: nothing is read)."""
+    return sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+
+
 def ring_allreduce_bytes(grad_bytes: float, n: int) -> float:
     """What each rank sends in a ring allreduce of `grad_bytes`: 2 (n - 1) / n of them."""
     return 2 * (n - 1) / n * float(grad_bytes) if n > 1 else 0.0

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hvd_vs_ddp.common.errors import InputError
+from hvd_vs_ddp.links.rates import gradient_bytes
 from hvd_vs_ddp.projection.schedule import Grad
 
 # torchvision classifiers a published figure may name, with their input size (others of
@@ -217,8 +218,7 @@ def workload_grad_bytes(name: str, params: dict[str, Any], batch_size: int) -> i
 
     wl, _ = _workload(name, params, batch_size)
     with torch.device("meta"):
-        model = wl.build_model(False)
-    return sum(p.numel() * p.element_size() for p in model.parameters() if p.requires_grad)
+        return gradient_bytes(wl.build_model(False))
 
 
 def architecture_layout(name: str, batch_size: int) -> Layout:

@@ -81,15 +81,14 @@ def predict(loopback_s: float, compute_s: float, ring_bytes: float, link: str,
             efficiency: float = MEASURED_EFFICIENCY) -> Predicted:
     """A step across `link` from the loopback step and the compute-only step (see the
     module docstring)."""
-    wire = rates.transfer_seconds(ring_bytes, link, efficiency)
-    own = max(0.0, loopback_s - compute_s)
-    high = compute_s + own + wire
-    low = compute_s + max(own, wire - BACKWARD_SHARE * compute_s)
-    return Predicted(low, (low + high) / 2, high)
+    low, high = _bounds(loopback_s, compute_s, rates.transfer_seconds(ring_bytes, link,
+                                                                       efficiency))
+    return Predicted(float(low), float(low + high) / 2, float(high))
 
 
 def _bounds(loopback_s, compute_s, wire: float):
-    """predict's low and high ends, elementwise over arrays of replicates."""
+    """The low and high ends (module docstring), elementwise: scalars or arrays of
+    replicates."""
     own = np.maximum(0.0, loopback_s - compute_s)
     return compute_s + np.maximum(own, wire - BACKWARD_SHARE * compute_s), \
         compute_s + own + wire
