@@ -34,7 +34,8 @@ lists every kind by the same names (compile:, tuning:, recovery: before the pair
 The choice (a heuristic, documented here): with the pair's interval half-width h at
 level 1-alpha_k over n repetitions (s = h/z_k), one more repetition gives about
 h' = z_{k+1} s sqrt(n/(n+1)); the estimate's distance d from the nearer margin edge moves
-by about s/sqrt(n+1); the chance to settle is Phi((d - h') / (s/sqrt(n+1))).
+by about sigma = s/sqrt(n+1); the chance to settle, on its own side of the edge or across
+it, is Phi((d - h') / sigma) + Phi((-d - h') / sigma).
 
 The answer's pairs first: the pairs the report's answer rests on (per case
 and world size the best Horovod against the best DDP, and each tuning best-vs-best:
@@ -105,15 +106,28 @@ def settle_chance(ci: stats.RatioCI, plan: dict[str, Any]) -> float:
     s = (math.log(ci.hi) - math.log(ci.lo)) / (2 * nd.inv_cdf(1 - (1 - ci.level) / 2))
     z_next = nd.inv_cdf(1 - stats.spent_alpha(k + 1, looks, plan["alpha"]) / 2)
     h_next = z_next * s * math.sqrt(n / (n + 1))
-    d = abs(abs(math.log(ci.ratio)) - math.log(1 + plan["margin"]))
-    return nd.cdf((d - h_next) / (s / math.sqrt(n + 1)))
+    return either_side(_edge_distance(ci, plan), h_next, s / math.sqrt(n + 1))
+
+
+def _edge_distance(ci: stats.RatioCI, plan: dict[str, Any]) -> float:
+    """The estimate's distance from the nearer margin edge, in log ratio."""
+    return abs(abs(math.log(ci.ratio)) - math.log(1 + plan["margin"]))
+
+
+def either_side(d: float, needed: float, drift: float) -> float:
+    """The chance an estimate d from a margin edge, moving by N(0, drift^2), ends at
+    least `needed` beyond the edge on either side: on its own side (d - needed left to
+    go) or across the edge (d + needed). Near the edge the second is as likely as the
+    first: counting one side only gave up a pair exactly on the edge at half its chance."""
+    nd = statistics.NormalDist()
+    return nd.cdf((d - needed) / drift) + nd.cdf((-d - needed) / drift)
 
 
 def cap_chance(ci: stats.RatioCI, plan: dict[str, Any]) -> float:
-    """The chance the pair settles by its cap (max_reps repetitions per side), on the
-    side of the margin its estimate is on now: the estimate at N = max_reps moves from
-    today's by about sqrt(se_n^2 - se_N^2) (se_N = se_n sqrt(n/N)) and must end at
-    least z_N se_N (the last look's level) from the nearer margin edge."""
+    """The chance the pair settles by its cap (max_reps repetitions per side): the
+    estimate at N = max_reps moves from today's by about sqrt(se_n^2 - se_N^2) (se_N =
+    se_n sqrt(n/N)) and must end at least z_N se_N (the last look's level) beyond the
+    nearer margin edge, on either side of it (`either_side`)."""
     looks = stats.max_looks(plan["planned"], plan["max_reps"])
     k, n, cap = ci.look or 1, ci.reps, int(plan["max_reps"])
     if n >= cap or k >= looks or ci.lo <= 0 or ci.hi <= ci.lo:
@@ -122,9 +136,8 @@ def cap_chance(ci: stats.RatioCI, plan: dict[str, Any]) -> float:
     se_n = (math.log(ci.hi) - math.log(ci.lo)) / (2 * nd.inv_cdf(1 - (1 - ci.level) / 2))
     se_cap = se_n * math.sqrt(n / cap)
     z_cap = nd.inv_cdf(1 - stats.spent_alpha(looks, looks, plan["alpha"]) / 2)
-    d = abs(abs(math.log(ci.ratio)) - math.log(1 + plan["margin"]))
     drift = math.sqrt(max(se_n ** 2 - se_cap ** 2, 1e-12))
-    return nd.cdf((d - z_cap * se_cap) / drift)
+    return either_side(_edge_distance(ci, plan), z_cap * se_cap, drift)
 
 
 def _give_up(p: Judged, plan: dict[str, Any]) -> bool:
