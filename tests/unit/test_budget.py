@@ -319,7 +319,7 @@ def _mirrored(plan, step: float, reps: int = 2) -> tuple[stats.RatioCI, stats.Ra
 def test_a_pair_may_settle_on_either_side_of_the_margin_edge():
     """The estimate moves either way, so a pair on the edge settles as often across it as
     on its own side: the chances count both. Counting one side gave up links6's resnet50
-    pair at 500mbit (0.952 [0.922-0.980], 2 repetitions: 2.7%, half of its 5.4%) with
+    pair at 500mbit (0.952 [0.922-0.980], 2 repetitions: 2.7%, half of its 5.3%) with
     time left (the mutation: either_side without its second term fails here)."""
     import random
     import statistics
