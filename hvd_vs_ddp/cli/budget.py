@@ -103,10 +103,16 @@ def settle_chance(ci: stats.RatioCI, plan: dict[str, Any]) -> float:
     if k >= looks or ci.lo <= 0 or ci.hi <= ci.lo:
         return 0.0
     nd = statistics.NormalDist()
-    s = (math.log(ci.hi) - math.log(ci.lo)) / (2 * nd.inv_cdf(1 - (1 - ci.level) / 2))
+    s = _log_se(ci)
     z_next = nd.inv_cdf(1 - stats.spent_alpha(k + 1, looks, plan["alpha"]) / 2)
     h_next = z_next * s * math.sqrt(n / (n + 1))
     return either_side(_edge_distance(ci, plan), h_next, s / math.sqrt(n + 1))
+
+
+def _log_se(ci: stats.RatioCI) -> float:
+    """The standard error of the log ratio its interval implies (half-width over z)."""
+    z = statistics.NormalDist().inv_cdf(1 - (1 - ci.level) / 2)
+    return (math.log(ci.hi) - math.log(ci.lo)) / (2 * z)
 
 
 def _edge_distance(ci: stats.RatioCI, plan: dict[str, Any]) -> float:
@@ -133,7 +139,7 @@ def cap_chance(ci: stats.RatioCI, plan: dict[str, Any]) -> float:
     if n >= cap or k >= looks or ci.lo <= 0 or ci.hi <= ci.lo:
         return 0.0
     nd = statistics.NormalDist()
-    se_n = (math.log(ci.hi) - math.log(ci.lo)) / (2 * nd.inv_cdf(1 - (1 - ci.level) / 2))
+    se_n = _log_se(ci)
     se_cap = se_n * math.sqrt(n / cap)
     z_cap = nd.inv_cdf(1 - stats.spent_alpha(looks, looks, plan["alpha"]) / 2)
     drift = math.sqrt(max(se_n ** 2 - se_cap ** 2, 1e-12))
